@@ -1,0 +1,32 @@
+# Two commands for a fresh machine with Python 3.11: `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+# Offline by default: models come from installed packages or local paths, never from a hub at run time.
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export DVC_NO_ANALYTICS := 1
+export TOKENIZERS_PARALLELISM := false
+export TRANSFORMERS_VERBOSITY := error
+
+.PHONY: demo test bench repro clean-runs
+
+$(INSTALLED): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
+	touch $@
+
+demo: $(INSTALLED)
+	PATH="$(CURDIR)/$(BIN):$$PATH" dvc repro
+	@echo "Report: reports/report.md  Metrics: reports/metrics.json  Plots: reports/plots/"
+
+repro: demo
+
+test: $(INSTALLED)
+	$(BIN)/python -m pytest
+
+bench: $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'
+	@echo "Run the scripts in benchmarks/ with $(BIN)/python (see each script's --help)."
