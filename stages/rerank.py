@@ -8,7 +8,7 @@ from rerankeval.io import read_table, sha256_file, table_metadata, write_table
 from rerankeval.layout import CANDIDATES, SNAPSHOT_DIR, latency_path, load_params, run_path
 from rerankeval.candidates import CANDIDATES_SCHEMA, verify_passages
 from rerankeval.rerank import TIE_BREAK, RerankSettings, latency_table, rerank, run_table
-from rerankeval.snapshot import Snapshot, check_provenance
+from rerankeval.snapshot import Snapshot, check_provenance, retrieval_inputs
 from rerankeval.systems import BuildContext, build_system
 
 
@@ -17,7 +17,7 @@ def main(system_name: str) -> None:
     config = params["systems"][system_name]
     split = params["dataset"]["eval_split"]
     snapshot = Snapshot(SNAPSHOT_DIR)
-    check_provenance(CANDIDATES, table_metadata(CANDIDATES).get("snapshot", {}), snapshot.hashes)
+    check_provenance(CANDIDATES, table_metadata(CANDIDATES).get("snapshot", {}), retrieval_inputs(snapshot))
 
     queries = snapshot.table("queries").filter(pc.field("split") == split)
     if queries.num_rows == 0:

@@ -153,3 +153,22 @@ def run_table(run: pd.DataFrame) -> pa.Table:
 
 def latency_table(latency: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(latency, schema=LATENCY_SCHEMA, preserve_index=False)
+
+
+def summarise_latency(latency: pd.DataFrame) -> dict[str, float | int | None]:
+    """Per-query latency percentiles (ms) after warm-up, throughput, fallbacks and cache hits of one system."""
+    timed = latency[~latency["warmup"] & (latency["mode"] == RERANKED)]
+    seconds = timed["total_s"].to_numpy()
+
+    def percentile(q: float) -> float | None:
+        return float(np.percentile(seconds, q) * 1000) if len(seconds) else None
+
+    return {
+        "queries": int(len(latency)),
+        "fallbacks": int((latency["mode"] == FUSION_FALLBACK).sum()),
+        "cache_hits": int(latency["cache_hits"].sum()),
+        "p50_ms": percentile(50),
+        "p95_ms": percentile(95),
+        "p99_ms": percentile(99),
+        "pairs_per_s": float(timed["n_pairs"].sum() / seconds.sum()) if seconds.sum() > 0 else None,
+    }

@@ -78,3 +78,8 @@ def check_provenance(path: str | Path, recorded: dict[str, str], expected: dict[
             raise ContractError(f"{path}: built from {name} {str(recorded.get(name))[:12]}, but the current {name} is "
                                 f"{value[:12]}. Fix: re-run the pipeline (`dvc repro`) so every stage sees the same "
                                 "inputs.")
+
+
+def retrieval_inputs(snapshot: Snapshot) -> dict[str, str]:
+    """The hashes frozen candidates are built from: corpus and queries (not qrels, which retrieval never reads)."""
+    return {name: snapshot.hashes[name] for name in ("corpus", "queries")}

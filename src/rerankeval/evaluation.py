@@ -1,0 +1,89 @@
+"""Per-query evaluation of every system from its one scoring pass: metrics, oracle headroom and depth curves.
+
+Pure functions over DataFrames; the evaluate stage does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .measures import Measure
+from .metrics import evaluate, oracle_values
+
+ORACLE_PREFIX, HEADROOM_PREFIX = "oracle:", "headroom:"
+
+
+def depth_run(run: pd.DataFrame, depth: int) -> pd.DataFrame:
+    """The run as if only the top ``depth`` fused candidates had been reranked: those ordered by the system's score
+    (tie-break: fused rank, then doc id), then the rest in fused order. Unscored (NaN) rows keep fused order."""
+    head = (run["fused_rank"] <= depth).to_numpy()
+    scores = run["score"].to_numpy(dtype=np.float64)
+    scored = head & ~np.isnan(scores)
+    primary = np.where(scored, -np.nan_to_num(scores, nan=0.0, neginf=-np.finfo(np.float64).max), np.inf)
+    order = np.lexsort((run["doc_id"].to_numpy(), run["fused_rank"].to_numpy(), primary, ~head,
+                        run["query_id"].to_numpy()))
+    out = run.iloc[order][["query_id", "doc_id", "fused_rank"]].reset_index(drop=True)
+    out["rank"] = out.groupby("query_id", sort=False).cumcount().to_numpy(dtype=np.int64) + 1
+    return out
+
+
+def system_depth(run: pd.DataFrame) -> int:
+    """The deepest fused rank the system scored (the depth its scores support)."""
+    scored = run.loc[run["score"].notna(), "fused_rank"]
+    return int(scored.max()) if len(scored) else 0
+
+
+def per_query_metrics(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: Sequence[str],
+                      measures: Sequence[Measure], oracle_measures: Sequence[Measure], *,
+                      no_relevant: str) -> pd.DataFrame:
+    """One row per (system, query): every measure, plus the oracle value and headroom of each oracle measure."""
+    if not runs:
+        raise ValueError("no system runs to evaluate")
+    candidates = next(iter(runs.values()))[["query_id", "doc_id", "fused_rank"]]
+    oracle = oracle_values(candidates, qrels, list(oracle_measures), queries=queries, no_relevant=no_relevant)
+    frames = []
+    for system, run in runs.items():
+        values = evaluate(run[["query_id", "doc_id", "rank", "fused_rank"]], qrels, list(measures),
+                          queries=queries, no_relevant=no_relevant)
+        achieved = evaluate(run[["query_id", "doc_id", "rank", "fused_rank"]], qrels, list(oracle_measures),
+                            queries=queries, no_relevant=no_relevant).reindex(oracle.index)
+        for measure in oracle_measures:
+            name = str(measure)
+            values[ORACLE_PREFIX + name] = oracle[name]
+            values[HEADROOM_PREFIX + name] = oracle[name] - achieved[name]
+        values.insert(0, "system", system)
+        frames.append(values.rename_axis("query_id").reset_index())
+    return pd.concat(frames, ignore_index=True)
+
+
+def depth_curve(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: Sequence[str],
+                depths: Sequence[int], measures: Sequence[Measure], candidate_measures, *,
+                no_relevant: str) -> pd.DataFrame:
+    """Long table (system, depth, measure, query_id, value) for each depth the system's scores support.
+
+    ``candidate_measures(depth)`` gives the measures of the reranking pool at that depth (candidate recall, coverage).
+    """
+    frames = []
+    for system, run in runs.items():
+        supported = system_depth(run)
+        for depth in depths:
+            if depth > supported:
+                continue
+            reranked = depth_run(run, depth)
+            curve_measures = list(measures) + list(candidate_measures(depth))
+            values = evaluate(reranked, qrels, curve_measures, queries=queries, no_relevant=no_relevant)
+            long = values.rename_axis("query_id").reset_index().melt(id_vars="query_id", var_name="measure")
+            long.insert(0, "depth", depth)
+            long.insert(0, "system", system)
+            frames.append(long)
+    columns = ["system", "depth", "measure", "query_id", "value"]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+def means(per_query: pd.DataFrame, key: str = "system") -> dict[str, dict[str, float]]:
+    """Mean of every measure column per system, rounded so reruns give byte-identical metric files."""
+    numeric = per_query.drop(columns=["query_id"]).groupby(key, sort=False).mean()
+    return {system: {name: round(float(value), 6) for name, value in row.items()} for system, row in numeric.iterrows()}

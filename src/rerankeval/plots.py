@@ -1,0 +1,82 @@
+"""PNG plots of the report (matplotlib, headless). Each function takes tidy data and writes one file atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .io import atomic_write
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    # A fixed creation date in the metadata keeps the bytes identical across reruns.
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}))
+    _figure().close(fig)
+
+
+def depth_curve(curve: pd.DataFrame, measure: str, path: Path) -> None:
+    """``curve``: system, depth, measure, mean. Left: ``measure`` vs depth per system; right: candidate recall."""
+    plt = _figure()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    quality = curve[curve["measure"] == measure]
+    for system, frame in quality.groupby("system"):
+        left.plot(frame["depth"], frame["mean"], marker="o", label=system)
+    left.set(xlabel="rerank depth", ylabel=measure, title=f"{measure} by rerank depth", xscale="log")
+    left.legend(fontsize=8)
+    recall = curve[curve["measure"].str.startswith("CandidateRecall@")].drop_duplicates("depth").sort_values("depth")
+    coverage = curve[curve["measure"].str.startswith("Coverage@")].drop_duplicates("depth").sort_values("depth")
+    right.plot(recall["depth"], recall["mean"], marker="o", label="candidate recall (any relevant in top d)")
+    right.plot(coverage["depth"], coverage["mean"], marker="s", label="coverage (share of relevant in top d)")
+    right.set(xlabel="rerank depth", ylabel="fraction of queries / relevant docs", title="Reranking pool ceiling",
+              xscale="log", ylim=(0, 1.02))
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def slice_deltas(rows: pd.DataFrame, metric: str, path: Path) -> None:
+    """``rows``: challenger, slice (``column=value``), delta, low, high, too_small. One panel per challenger."""
+    plt = _figure()
+    challengers = sorted(rows["challenger"].unique())
+    height = 0.9 + 0.28 * rows["slice"].nunique()
+    fig, axes = plt.subplots(1, len(challengers), figsize=(3.6 * len(challengers), height), sharey=True, squeeze=False)
+    for axis, challenger in zip(axes[0], challengers):
+        frame = rows[rows["challenger"] == challenger].reset_index(drop=True)
+        for small, color in ((False, "#1f77b4"), (True, "#999999")):
+            part = frame[frame["too_small"] == small]
+            axis.errorbar(part["delta"], part.index, xerr=[part["delta"] - part["low"], part["high"] - part["delta"]],
+                          fmt="o", color=color, capsize=3)
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_yticks(list(frame.index), frame["slice"])
+        axis.set_title(challenger, fontsize=9)
+        axis.set_xlabel(f"Δ {metric}")
+    axes[0][0].invert_yaxis()
+    fig.suptitle("Per-slice mean delta vs baseline with 95% CI (grey: fewer queries than the minimum)", fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def delta_distribution(deltas: pd.DataFrame, metric: str, path: Path) -> None:
+    """``deltas``: challenger, delta (one row per query). Histogram of per-query deltas per challenger."""
+    plt = _figure()
+    challengers = sorted(deltas["challenger"].unique())
+    fig, axes = plt.subplots(1, len(challengers), figsize=(3.4 * len(challengers), 3), sharey=True, squeeze=False)
+    for axis, challenger in zip(axes[0], challengers):
+        values = deltas.loc[deltas["challenger"] == challenger, "delta"]
+        axis.hist(values, bins=21, range=(-1, 1), color="#1f77b4")
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_title(challenger, fontsize=9)
+        axis.set_xlabel(f"per-query Δ {metric}")
+    axes[0][0].set_ylabel("queries")
+    fig.tight_layout()
+    _save(fig, path)
