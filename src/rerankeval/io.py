@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 METADATA_KEY = b"rerankeval"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class ContractError(ValueError):
@@ -49,6 +51,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the permissions open() would
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,0 +1,258 @@
+"""The bundled demo collection: reproducible, well-formed, and built with the traps it promises."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from rerankeval.demo import (
+    INTENTS,
+    QUERY_LANGUAGES,
+    SPLITS,
+    UNJUDGED_DOC_TYPES,
+    DemoCollection,
+    beir_files,
+    generate,
+    main_demo_data,
+    write_beir,
+)
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "datasets" / "demo"
+DOC_TYPES = {"error_code", "error_index", "release_note", "plan", "manual", "policy", "api", "guide", "faq",
+             "announcement", "checklist"}
+DOC_LANGS = {"en", "ko", "ko_en"}
+
+
+@pytest.fixture(scope="module")
+def collection() -> DemoCollection:
+    return generate()
+
+
+@pytest.fixture(scope="module")
+def grades(collection) -> dict[str, dict[str, int]]:
+    """query id -> {passage id: grade}, over both splits."""
+    judged: dict[str, dict[str, int]] = defaultdict(dict)
+    for rows in collection.qrels.values():
+        for query_id, passage_id, grade in rows:
+            judged[query_id][passage_id] = grade
+    return dict(judged)
+
+
+def _digest(files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+# --- reproducibility ---------------------------------------------------------------------------------------------
+
+
+def test_regenerating_gives_the_committed_files_byte_for_byte(collection):
+    for relative, text in beir_files(collection).items():
+        committed = (DEMO_DIR / relative).read_bytes()
+        assert committed == text.encode("utf-8"), f"{relative} differs from generate(); regenerate datasets/demo"
+
+
+def test_write_beir_writes_exactly_the_committed_files(tmp_path, collection):
+    write_beir(collection, tmp_path)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["corpus.jsonl", "qrels/test.tsv", "qrels/train.tsv", "queries.jsonl"]  # no temp files left
+    for relative in written:
+        assert (tmp_path / relative).read_bytes() == (DEMO_DIR / relative).read_bytes()
+    write_beir(collection, tmp_path)  # overwriting in place is just as exact
+    assert (tmp_path / "corpus.jsonl").read_bytes() == (DEMO_DIR / "corpus.jsonl").read_bytes()
+
+
+def test_main_demo_data_writes_the_default_collection(tmp_path):
+    main_demo_data(str(tmp_path / "out"))
+    assert (tmp_path / "out" / "queries.jsonl").read_bytes() == (DEMO_DIR / "queries.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("hash_seed", ["0", "4242"])
+def test_output_does_not_depend_on_hash_randomisation(collection, hash_seed):
+    script = ("import hashlib, json; from rerankeval.demo import generate, beir_files; "
+              "print(hashlib.sha256(json.dumps(beir_files(generate()), sort_keys=True).encode()).hexdigest())")
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": hash_seed},
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == _digest(beir_files(collection))
+
+
+def test_another_seed_gives_another_but_valid_collection(collection):
+    other = generate(seed=7)
+    assert _digest(beir_files(other)) != _digest(beir_files(collection))
+    splits = {q["metadata"]["split"] for q in other.queries}
+    assert splits == set(SPLITS)
+    assert [r["_id"] for r in other.corpus] == [r["_id"] for r in collection.corpus]
+
+
+def test_files_are_utf8_jsonl_with_sorted_keys_and_unix_line_ends():
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        raw = (DEMO_DIR / name).read_bytes()
+        assert b"\r" not in raw and raw.endswith(b"\n")
+        for line in raw.decode("utf-8").splitlines():
+            record = json.loads(line)
+            assert line == json.dumps(record, sort_keys=True, ensure_ascii=False)
+    assert "결제" in (DEMO_DIR / "corpus.jsonl").read_text(encoding="utf-8")  # Hangul is stored raw, not \uXXXX
+
+
+# --- shape and counts --------------------------------------------------------------------------------------------
+
+
+def test_corpus_records(collection):
+    ids = [r["_id"] for r in collection.corpus]
+    assert len(ids) == len(set(ids)) >= 400
+    parents = set()
+    for record in collection.corpus:
+        meta = record["metadata"]
+        assert set(record) == {"_id", "title", "text", "metadata"}
+        assert re.fullmatch(r"d\d{4}-p\d+", record["_id"]) and record["_id"].startswith(meta["parent_id"] + "-")
+        assert {"parent_id", "doc_type", "lang", "product"} <= set(meta) <= {"parent_id", "doc_type", "lang",
+                                                                              "product", "version"}
+        assert meta["doc_type"] in DOC_TYPES and meta["lang"] in DOC_LANGS
+        assert record["title"].strip() and len(record["text"].split()) >= 8
+        parents.add(meta["parent_id"])
+    assert 120 <= len(parents) <= 200
+    by_lang = {lang: sum(r["metadata"]["lang"] == lang for r in collection.corpus) for lang in DOC_LANGS}
+    assert all(count >= 40 for count in by_lang.values()), by_lang
+
+
+def test_queries_and_split_coverage(collection):
+    queries = collection.queries
+    assert len(queries) >= 120
+    assert all(re.fullmatch(r"q\d{4}", q["_id"]) for q in queries)
+    assert len({q["text"] for q in queries}) == len(queries), "duplicate question text"
+    test = [q for q in queries if q["metadata"]["split"] == "test"]
+    assert len(test) >= 80
+    for intent in INTENTS:
+        for language in QUERY_LANGUAGES:
+            assert any(q["metadata"]["intent"] == intent and q["metadata"]["language"] == language for q in test), (
+                f"no test query for intent={intent} language={language}")
+
+
+def test_split_metadata_matches_the_qrels_file(collection):
+    split_of = {q["_id"]: q["metadata"]["split"] for q in collection.queries}
+    seen = set()
+    for split, rows in collection.qrels.items():
+        for query_id, _, _ in rows:
+            assert split_of[query_id] == split
+            seen.add(query_id)
+    assert seen == set(split_of), "every query is judged in exactly one split file"
+
+
+# --- judgments ---------------------------------------------------------------------------------------------------
+
+
+def test_qrels_files_are_consistent_with_corpus_and_queries():
+    corpus_ids = {json.loads(line)["_id"] for line in (DEMO_DIR / "corpus.jsonl").read_text("utf-8").splitlines()}
+    query_ids = {json.loads(line)["_id"] for line in (DEMO_DIR / "queries.jsonl").read_text("utf-8").splitlines()}
+    pairs = set()
+    for split in SPLITS:
+        text = (DEMO_DIR / "qrels" / f"{split}.tsv").read_text("utf-8")
+        assert text.startswith("query-id\tcorpus-id\tscore\n")
+        for row in csv.DictReader(text.splitlines(), delimiter="\t"):
+            assert row["query-id"] in query_ids and row["corpus-id"] in corpus_ids
+            assert row["score"] in {"0", "1", "2", "3"}
+            pair = (row["query-id"], row["corpus-id"])
+            assert pair not in pairs, f"{pair} judged twice"
+            pairs.add(pair)
+
+
+def test_every_query_has_an_answering_passage(grades):
+    for query_id, judged in grades.items():
+        assert max(judged.values()) >= 2, f"{query_id} has no passage graded 2 or 3"
+
+
+def test_all_grades_are_used(grades):
+    counts = defaultdict(int)
+    for judged in grades.values():
+        for grade in judged.values():
+            counts[grade] += 1
+    assert all(counts[grade] >= 50 for grade in range(4)), dict(counts)
+
+
+def test_multi_hop_needs_passages_from_two_pages(collection, grades):
+    parent_of = {r["_id"]: r["metadata"]["parent_id"] for r in collection.corpus}
+    multi_hop = [q["_id"] for q in collection.queries if q["metadata"]["intent"] == "multi_hop"]
+    assert len(multi_hop) >= 20
+    for query_id in multi_hop:
+        parents = {parent_of[p] for p, grade in grades[query_id].items() if grade >= 2}
+        assert len(parents) >= 2, f"{query_id}: answer passages all come from one page"
+
+
+def test_near_twin_pages_are_judged_as_hard_negatives(collection, grades):
+    """Where the answer sits on an error page, its near-twin (the adjacent code, opposite rule) is judged 0 or 1."""
+    parent_of = {r["_id"]: r["metadata"]["parent_id"] for r in collection.corpus}
+    passages_of = defaultdict(list)
+    for passage_id, parent in parent_of.items():
+        passages_of[parent].append(passage_id)
+    twin_grades = []
+    for query_id, judged in grades.items():
+        answer_parents = {parent_of[p] for p, grade in judged.items() if grade == 3}
+        for parent in answer_parents & collection.twin_parents.keys():
+            twin = collection.twin_parents[parent]
+            if twin in answer_parents:
+                continue
+            judged_twin = [judged[p] for p in passages_of[twin] if p in judged]
+            assert judged_twin, f"{query_id}: twin page {twin} of answer page {parent} is not judged"
+            assert max(judged_twin) <= 1, f"{query_id}: twin page {twin} graded as an answer"
+            twin_grades.extend(judged_twin)
+    assert len(twin_grades) >= 100 and {0, 1} <= set(twin_grades)
+
+
+def test_twin_pages_really_are_near_duplicates(collection):
+    """The trap only works if the twin shares most of its words with the answer."""
+    text_of = defaultdict(str)
+    for record in collection.corpus:
+        text_of[record["metadata"]["parent_id"]] += record["title"] + " " + record["text"] + " "
+    error_pages = {r["metadata"]["parent_id"] for r in collection.corpus if r["metadata"]["doc_type"] == "error_code"}
+    assert set(collection.twin_parents) == error_pages, "every error page has exactly one near-twin"
+    for parent, twin in collection.twin_parents.items():
+        assert collection.twin_parents[twin] == parent
+        words, twin_words = set(text_of[parent].lower().split()), set(text_of[twin].lower().split())
+        assert len(words & twin_words) / len(words | twin_words) >= 0.15, (parent, twin)
+
+
+def test_outdated_pages_are_judged_on_topic_not_answering(collection, grades):
+    """A question about the S2 judges the matching S1 manual section 1, never as an answer."""
+    version_of = {r["_id"]: r["metadata"].get("version") for r in collection.corpus if r["metadata"]["doc_type"]
+                  == "manual" and r["metadata"]["product"] == "Orion"}
+    outdated = 0
+    for query in collection.queries:
+        judged = grades[query["_id"]]
+        s2_answers = any(version_of.get(p) == "S2" and grade == 3 for p, grade in judged.items())
+        if s2_answers and "S1" not in query["text"]:  # about the S2 alone, not a comparison
+            s1_grades = [grade for p, grade in judged.items() if version_of.get(p) == "S1"]
+            assert s1_grades and max(s1_grades) <= 1, f"{query['_id']}: S1 manual not judged as outdated"
+            outdated += 1
+    assert outdated >= 5
+
+
+def test_lexical_distractors_are_never_judged(collection, grades):
+    never_judged = {r["_id"] for r in collection.corpus if r["metadata"]["doc_type"] in UNJUDGED_DOC_TYPES}
+    assert len(never_judged) >= 40
+    judged = {p for g in grades.values() for p in g}
+    assert not never_judged & judged, f"judged distractors: {sorted(never_judged & judged)[:5]}"
+
+
+def test_some_high_ranking_passages_are_left_unjudged(collection, grades):
+    """BM25 puts a never-judged distractor into the top 10 for a good share of the test questions."""
+    bm25s = pytest.importorskip("bm25s")
+    from rerankeval.text import tokenize
+
+    never_judged = [r["metadata"]["doc_type"] in UNJUDGED_DOC_TYPES for r in collection.corpus]
+    retriever = bm25s.BM25()
+    retriever.index([tokenize(f"{r['title']}\n{r['text']}") for r in collection.corpus], show_progress=False)
+    test = [q for q in collection.queries if q["metadata"]["split"] == "test"]
+    with_distractor = 0
+    for query in test:
+        scores = retriever.get_scores(tokenize(query["text"]))
+        top10 = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
+        with_distractor += any(never_judged[i] for i in top10)
+    assert with_distractor >= 0.25 * len(test), f"only {with_distractor} of {len(test)}"

@@ -1,0 +1,219 @@
+"""`rerankeval diff`: the pure diff and comment on hand-made frames, then two revisions of a real git + DVC repo."""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rerankeval.comparison import CompareSettings
+from rerankeval.prdiff import (COMMENT_MARKER, Revision, add_diff_arguments, diff_revisions, load_revision,
+                               markdown_comment, params_changes, run_diff)
+
+SETTINGS = CompareSettings(baseline="fusion", metrics=("nDCG@10",), samples=1000, permutations=1000,
+                           min_slice_size=10)
+
+
+def revision(label, values, snapshot=None, params=None):
+    """A Revision from {system: per-query nDCG@10 array}; queries q00.. with a `language` slice (every 3rd is ko)."""
+    frames = [pd.DataFrame({"system": system, "query_id": [f"q{i:02d}" for i in range(len(column))],
+                            "nDCG@10": column}) for system, column in values.items()]
+    n = max(len(column) for column in values.values())
+    slices = pd.DataFrame({"language": ["ko" if i % 3 == 0 else "en" for i in range(n)]},
+                          index=pd.Index([f"q{i:02d}" for i in range(n)], name="query_id"))
+    return Revision(label, pd.concat(frames, ignore_index=True), slices, snapshot or {"qrels": "aaa"}, params or {})
+
+
+def test_real_change_gets_a_ci_excluding_zero_and_identical_systems_collapse():
+    rng = np.random.default_rng(0)
+    before = rng.uniform(0.2, 0.6, 40)
+    ko = np.arange(40) % 3 == 0
+    after = before + np.where(ko, 0.2, 0.0) + rng.normal(0, 0.01, 40)
+    fusion = rng.uniform(0.2, 0.6, 40)
+    base = revision("main (1234567)", {"fusion": fusion, "reranker": before}, params={"systems": {"reranker": 1}})
+    head = revision("working tree", {"fusion": fusion, "reranker": after}, params={"systems": {"reranker": 2}})
+
+    result = diff_revisions(base, head, SETTINGS, "nDCG@10")
+
+    assert result["systems"]["changed"] == ["reranker"] and result["systems"]["unchanged"] == ["fusion"]
+    [row] = result["comparisons"]
+    assert row["delta"] == pytest.approx((after - before).mean(), abs=1e-6)
+    assert 0 < row["low"] < row["delta"] < row["high"]
+    assert row["p_randomisation_adjusted"] < 0.01 and result["regressions"] == []
+    assert [(s["column"], s["value"]) for s in result["slices"]] == [("language", "ko")]
+    assert result["warnings"] == []
+
+    comment = markdown_comment(result)
+    assert comment.startswith(COMMENT_MARKER)
+    assert "## rerankeval diff: `main (1234567)` → `working tree`" in comment
+    assert "- `systems.reranker`: `1` → `2`" in comment
+    assert f"| `reranker` | nDCG@10 | {before.mean():.4f} | {after.mean():.4f} | ▲ +" in comment
+    assert "Unchanged (identical per-query values): `fusion`" in comment
+    assert "| `reranker` | language = ko | 14 | ▲ +0.2" in comment
+    unlabelled = diff_revisions(base, replace(head, slices=head.slices[[]]), SETTINGS, "nDCG@10")
+    assert "The queries carry no slice labels." in markdown_comment(unlabelled)
+
+
+def test_regression_data_change_and_query_mismatch_are_called_out():
+    rng = np.random.default_rng(1)
+    before = rng.uniform(0.3, 0.7, 30)
+    base = revision("main (1234567)", {"fusion": before}, snapshot={"qrels": "aaa", "queries": "q1"})
+    head = revision("pr (89abcde)", {"fusion": before[:29] - 0.1}, snapshot={"qrels": "bbb", "queries": "q1"})
+
+    result = diff_revisions(base, head, SETTINGS, "nDCG@10")
+
+    assert result["regressions"] == ["fusion"]
+    assert result["queries"] == {"base": 30, "head": 29, "paired": 29}
+    assert [s["value"] for s in result["slices"]] == ["en", "ko"]
+    assert [s["too_small"] for s in result["slices"]] == [False, False]
+    comment = markdown_comment(result)
+    assert "❌ **nDCG@10 regressed** (95% CI entirely below 0): `fusion`" in comment
+    assert "1 only in base, 0 only in head); the diff pairs the 29 queries" in comment
+    assert "The snapshot changed (qrels)" in comment
+    assert "▼ -0.1000" in comment
+
+
+def test_no_change_gives_a_short_comment():
+    values = {"fusion": np.linspace(0, 1, 10), "bm25": np.linspace(1, 0, 10)}
+    result = diff_revisions(revision("a (1)", values), revision("b (2)", values), SETTINGS, "nDCG@10")
+    assert result["systems"]["unchanged"] == ["fusion", "bm25"] and result["comparisons"] == []
+    comment = markdown_comment(result)
+    assert "No system's per-query metrics changed." in comment
+    assert "Slices that moved" not in comment and "regressed" not in comment
+
+
+def test_params_changes_flattens_nested_keys_and_marks_absent_sides():
+    base = {"systems": {"random": {"seed": 17, "depth": 100}, "bm25": {"k1": 1.2}}, "names": ["a", "b"]}
+    head = {"systems": {"random": {"seed": 99, "depth": 100}, "dense": {"k": 1}}, "names": ["a", "b"]}
+    assert params_changes(base, head) == [
+        {"key": "systems.bm25.k1", "base": 1.2},
+        {"key": "systems.dense.k", "head": 1},
+        {"key": "systems.random.seed", "base": 17, "head": 99},
+    ]
+
+
+def test_arguments_canonicalise_metrics_and_workspace_without_outputs_says_what_to_run(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_diff_arguments(parser)
+    args = parser.parse_args(["origin/main", "--metric", "MRR@10", "--metric", "nDCG@10"])
+    assert (args.base, args.head, args.metrics) == ("origin/main", None, ["RR@10", "nDCG@10"])
+    with pytest.raises(ValueError, match=r"the working tree has no data/eval/per_query.parquet .*run `dvc repro`"):
+        load_revision(tmp_path, None)
+
+
+# --------------------------------------------------------------------------- a real git + DVC repository
+
+EVALUATE = '''
+import json, pathlib
+import numpy as np, pandas as pd, pyarrow as pa, yaml
+from rerankeval.io import write_table
+
+params = yaml.safe_load(open("params.yaml"))
+query_ids = [f"q{i:02d}" for i in range(60)]
+ko = np.arange(60) % 3 == 0
+snapshot = {"corpus": "c0", "queries": "q0", "qrels": "r0"}
+queries = pd.DataFrame({"query_id": query_ids, "text": query_ids, "split": "test",
+                        "language": np.where(ko, "ko", "en")})
+write_table("data/snapshot/queries.parquet", pa.Table.from_pandas(queries, preserve_index=False))
+pathlib.Path("data/snapshot/manifest.json").write_text(json.dumps({"slice_columns": ["language"]}))
+frames = []
+for system, config in params["systems"].items():
+    ndcg = np.random.default_rng(config["seed"]).uniform(0.1, 0.7, 60) + np.where(ko, config["boost"], 0.0)
+    frames.append(pd.DataFrame({"system": system, "query_id": query_ids, "nDCG@10": ndcg, "RR@10": np.sqrt(ndcg)}))
+write_table("data/eval/per_query.parquet", pa.Table.from_pandas(pd.concat(frames), preserve_index=False),
+            {"split": "test", "snapshot": snapshot})
+'''
+
+DVC_YAML = """
+stages:
+  evaluate:
+    cmd: python evaluate.py
+    deps: [evaluate.py]
+    params: [systems]
+    outs: [data/snapshot, data/eval]
+"""
+
+PARAMS = {
+    "systems": {"fusion": {"seed": 1, "boost": 0.0}, "reranker": {"seed": 2, "boost": 0.0}},
+    "compare": {"baseline": "fusion", "metrics": ["nDCG@10", "RR@10"], "samples": 2000, "seed": 17,
+                "confidence": 0.95, "ci_method": "percentile", "permutations": 2000, "correction": "holm",
+                "tie_tolerance": 1e-9, "worst_n": 5, "min_slice_size": 25, "release": {"primary_metric": "nDCG@10"}},
+}
+
+
+def run(repo, *command):
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(repo.parent / "dvc-site-cache"),
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def commit_revision(repo, params, tag):
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run(repo, sys.executable, "-m", "dvc", "repro", "--quiet")
+    run(repo, "git", "add", "-A")
+    run(repo, "git", "commit", "--quiet", "-m", tag)
+    run(repo, "git", "tag", tag)
+
+
+@pytest.fixture
+def two_revisions(tmp_path, monkeypatch):
+    """Tag `before`, and tag `after` (also the working tree) where the reranker gains 0.15 on the 20 `ko` queries."""
+    monkeypatch.setenv("DVC_SITE_CACHE_DIR", str(tmp_path / "dvc-site-cache"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run(repo, "git", "init", "--quiet")
+    run(repo, sys.executable, "-m", "dvc", "init", "--quiet")
+    (repo / "evaluate.py").write_text(EVALUATE)
+    (repo / "dvc.yaml").write_text(DVC_YAML)
+    commit_revision(repo, PARAMS, "before")
+    after = json.loads(json.dumps(PARAMS))
+    after["systems"]["reranker"]["boost"] = 0.15
+    commit_revision(repo, after, "after")
+    return repo
+
+
+def diff(*argv):
+    parser = argparse.ArgumentParser()
+    add_diff_arguments(parser)
+    return run_diff(parser.parse_args(argv))
+
+
+def test_diff_of_two_dvc_revisions(two_revisions, tmp_path):
+    repo = str(two_revisions)
+    assert diff("before", "--repo", repo, "--output", str(tmp_path / "diff.md"), "--fail-on-regression") == 0
+    comment = (tmp_path / "diff.md").read_text()
+    assert "## rerankeval diff: `before (" in comment and "→ `working tree`" in comment
+    assert "- `systems.reranker.boost`: `0.0` → `0.15`" in comment
+    assert "| `reranker` | nDCG@10 |" in comment and "| ▲ +0.0500 |" in comment
+    assert "Unchanged (identical per-query values): `fusion`" in comment
+    assert "| `reranker` | language = ko | 20 ⚠ | ▲ +0.1500 | +0.1500 .. +0.1500 |" in comment
+
+    assert diff("before", "after", "--repo", repo, "--json", "--output", str(tmp_path / "diff.json")) == 0
+    result = json.loads((tmp_path / "diff.json").read_text())
+    assert result["head"].startswith("after (")
+    ndcg = next(c for c in result["comparisons"] if c["metric"] == "nDCG@10")
+    assert ndcg["delta"] == pytest.approx(0.05) and ndcg["low"] > 0
+    assert ndcg["p_randomisation_adjusted"] < 0.01
+    assert (ndcg["improved"], ndcg["tied"], ndcg["regressed"]) == (20, 40, 0)
+    assert [(s["system"], s["value"]) for s in result["slices"]] == [("reranker", "ko")]
+
+    assert diff("after", "before", "--repo", repo, "--output", str(tmp_path / "back.md"),
+                "--fail-on-regression") == 1
+
+    shutil.rmtree(two_revisions / ".dvc" / "cache")
+    with pytest.raises(ValueError, match=r"revision before \(\w+\): cannot read .*git checkout before && dvc repro"
+                                         r".*dvc pull"):
+        diff("before", "--repo", repo)
+    with pytest.raises(ValueError, match="unknown git revision 'nope'"):
+        diff("nope", "--repo", repo)
