@@ -1,0 +1,344 @@
+"""Time rerankeval's metric engine against ranx and pytrec_eval, single-threaded.
+
+Synthetic collection: Q queries x D documents each, in random order (documents shared across
+queries from a 10M-document corpus); the first 12 documents of each list judged with grades 0-3,
+plus 2 relevant documents per query that no run retrieves. Scores are a random permutation of
+0/D .. (D-1)/D per query: distinct even as 32-bit floats, which is how trec_eval stores them
+(random doubles collide there, and trec_eval then breaks the tie by docno descending).
+
+Every tool computes the same per-query values (checked and printed first) and is timed as the
+best of --repeats runs. What each row includes:
+
+- rerankeval kernel: ``evaluate_matrix`` on a prebuilt GradeMatrix (numpy only).
+- rerankeval build: ``grade_matrix`` from the DataFrames (validation, id factorisation,
+  sorting by score, grade lookup) -- once per evaluate call, shared by all its measures.
+- rerankeval end-to-end: ``evaluate`` from the DataFrames (build + kernel).
+- ranx evaluate: ``ranx.evaluate`` on prebuilt Qrels/Run (numba JIT warmed on a small
+  collection first; NUMBA_NUM_THREADS=1, threads=1). Includes ranx's own per-call conversion
+  to typed lists.
+- pytrec_eval evaluate: ``RelevanceEvaluator.evaluate`` on a prebuilt run dict (the
+  evaluator, holding the qrels, is built once beforehand). pytrec_eval has no RR@k, so its
+  RR row is recip_rank over the whole list.
+- "input build" rows: turning the DataFrames into what ranx / pytrec_eval take; their
+  end-to-end cost is input build + evaluate.
+
+Then rerankeval alone on --big-queries x D (end-to-end, build, kernel) in a child process,
+with its peak memory.
+
+    .venv/bin/python benchmarks/bench_metrics.py [--queries 100000 --depth 100 --big-queries 1000000 --repeats 3]
+"""
+
+from __future__ import annotations
+
+import os
+
+# Single thread everywhere, set before numpy, pyarrow or numba load.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_variable] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from rerankeval.metrics import evaluate, evaluate_matrix, grade_matrix  # noqa: E402
+
+pa.set_cpu_count(1)
+pa.set_io_thread_count(1)
+
+# Our name: (ranx's, pytrec_eval's).
+MEASURES = {
+    "nDCG@10": ("ndcg@10", "ndcg_cut_10"),
+    "AP@100": ("map@100", "map_cut_100"),
+    "RR@10": ("mrr@10", "recip_rank"),
+}
+CORPUS = 10_000_000
+JUDGED_PER_QUERY = 12
+UNREACHABLE_PER_QUERY = 2
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=100_000,
+                        help="queries in the comparison with ranx and pytrec_eval")
+    parser.add_argument("--depth", type=int, default=100, help="documents per query")
+    parser.add_argument("--big-queries", type=int, default=1_000_000, help="queries for rerankeval alone; 0 skips it")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-baselines", action="store_true", help="time rerankeval only")
+    parser.add_argument("--big-child", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+# ---------------------------------------------------------------------------------------------
+# Synthetic data, built straight into Arrow buffers (formatting 100M ids in Python would take minutes)
+
+
+def fixed_width_ids(prefix: str, numbers: np.ndarray, width: int, chunk: int = 10_000_000) -> pd.Series:
+    """Strings prefix + zero-padded number, as a pandas str column backed by Arrow."""
+    chunks = []
+    for start in range(0, len(numbers), chunk):
+        part = numbers[start:start + chunk]
+        digits = (part[:, None] // 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)) % 10 + ord("0")
+        data = np.concatenate([np.full((len(part), 1), ord(prefix)), digits], axis=1).astype(np.uint8)
+        offsets = np.arange(len(part) + 1, dtype=np.int64) * (width + 1)
+        chunks.append(pa.LargeStringArray.from_buffers(len(part), pa.py_buffer(offsets), pa.py_buffer(data.ravel())))
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=pa.large_string())), dtype="str")
+
+
+def synthetic(n_queries: int, depth: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    query = np.repeat(np.arange(n_queries, dtype=np.int64), depth)
+    slot = np.tile(np.arange(depth, dtype=np.int64), n_queries)
+    # Distinct within a query, shared across queries.
+    doc = (query * 7919 + slot * 104729) % CORPUS
+    run = pd.DataFrame({
+        "query_id": fixed_width_ids("q", query, 7),
+        "doc_id": fixed_width_ids("d", doc, 8),
+        "score": (rng.permuted(slot.reshape(n_queries, depth), axis=1) / depth).ravel(),
+    })
+    judged = np.flatnonzero(slot < JUDGED_PER_QUERY)
+    extra_query = np.repeat(np.arange(n_queries, dtype=np.int64), UNREACHABLE_PER_QUERY)
+    extra_slot = depth + np.tile(np.arange(UNREACHABLE_PER_QUERY, dtype=np.int64), n_queries)
+    qrels = pd.DataFrame({
+        "query_id": pd.concat([run["query_id"].iloc[judged], fixed_width_ids("q", extra_query, 7)], ignore_index=True),
+        "doc_id": pd.concat([run["doc_id"].iloc[judged],
+                             fixed_width_ids("d", (extra_query * 7919 + extra_slot * 104729) % CORPUS, 8)],
+                            ignore_index=True),
+        "relevance": np.concatenate([rng.choice(4, len(judged), p=[0.6, 0.2, 0.12, 0.08]),
+                                     rng.integers(1, 4, len(extra_query))]).astype(np.int64),
+    })
+    return run, qrels
+
+
+def nested_dicts(frame: pd.DataFrame, value: str, cast) -> dict[str, dict[str, float]]:
+    """{query_id: {doc_id: value}}, the input of ranx and pytrec_eval."""
+    ordered = frame.sort_values("query_id", kind="stable")
+    queries = ordered["query_id"].tolist()
+    docs = ordered["doc_id"].tolist()
+    values = [cast(v) for v in ordered[value].tolist()]
+    out: dict[str, dict[str, float]] = {}
+    for query, doc, number in zip(queries, docs, values):
+        inner = out.get(query)
+        if inner is None:
+            inner = out[query] = {}
+        inner[doc] = number
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+def best_of(repeats: int, function) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def traced_peak(function) -> int:
+    """Peak bytes of numpy arrays and Python objects allocated while function runs (not Arrow's pool)."""
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def max_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def current_rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.2f} GiB"
+
+
+class Table:
+    def __init__(self):
+        self.rows: list[tuple[str, str, str, float]] = []
+
+    def add(self, tool: str, measure: str, includes: str, seconds: float) -> None:
+        self.rows.append((tool, measure, includes, seconds))
+        print(f"  {tool:<12} {measure:<8} {seconds:8.3f} s  ({includes})", flush=True)
+
+    def seconds(self, tool: str, measure: str, includes: str) -> float:
+        return next(s for t, m, i, s in self.rows if (t, m, i) == (tool, measure, includes))
+
+    def markdown(self) -> str:
+        lines = ["| tool | measure | what is timed | seconds |", "|---|---|---|---:|"]
+        lines += [f"| {t} | {m} | {i} | {s:.3f} |" for t, m, i, s in self.rows]
+        return "\n".join(lines)
+
+
+def compare(args: argparse.Namespace) -> None:
+    print(f"== {args.queries:,} queries x {args.depth} documents, best of {args.repeats}, single thread ==", flush=True)
+    start = time.perf_counter()
+    run, qrels = synthetic(args.queries, args.depth)
+    print(f"synthetic data: {len(run):,} run rows, {len(qrels):,} qrels rows ({time.perf_counter() - start:.1f} s)")
+    measures = list(MEASURES)
+    table = Table()
+
+    build_seconds, matrix = best_of(args.repeats, lambda: grade_matrix(run, qrels, no_relevant="zero"))
+    table.add("rerankeval", "(all)", "build: grade_matrix from DataFrames", build_seconds)
+    ours = {}
+    for measure in measures:
+        seconds, values = best_of(args.repeats, lambda: evaluate_matrix(matrix, [measure]))
+        ours[measure] = values[measure].to_numpy()
+        table.add("rerankeval", measure, "kernel: evaluate_matrix on prebuilt matrix", seconds)
+    seconds, _ = best_of(args.repeats, lambda: evaluate_matrix(matrix, measures))
+    table.add("rerankeval", "all 3", "kernel: evaluate_matrix on prebuilt matrix", seconds)
+    for measure in measures:
+        seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, [measure], no_relevant="zero"))
+        table.add("rerankeval", measure, "end-to-end: evaluate from DataFrames", seconds)
+    seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, measures, no_relevant="zero"))
+    table.add("rerankeval", "all 3", "end-to-end: evaluate from DataFrames", seconds)
+    kernel_peak = traced_peak(lambda: evaluate_matrix(matrix, measures))
+    end_to_end_peak = traced_peak(lambda: evaluate(run, qrels, measures, no_relevant="zero"))
+    del matrix
+
+    if not args.skip_baselines:
+        baselines(args, run, qrels, measures, ours, table)
+
+    print("\n" + table.markdown())
+    if not args.skip_baselines:
+        print("\nSpeed-up of rerankeval (their seconds / ours):")
+        print("| measure | kernel vs ranx evaluate | kernel vs pytrec_eval evaluate "
+              "| end-to-end vs ranx evaluate | end-to-end vs pytrec_eval evaluate "
+              "| end-to-end vs ranx end-to-end | end-to-end vs pytrec_eval end-to-end |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        ranx_input = table.seconds("ranx", "(all)", "input build: Qrels/Run from dicts")
+        trec_input = table.seconds("pytrec_eval", "(all)", "input build: evaluator (qrels) + run dict")
+        dict_input = table.seconds("(both)", "(all)", "input build: DataFrames to nested dicts")
+        for measure in measures:
+            kernel = table.seconds("rerankeval", measure, "kernel: evaluate_matrix on prebuilt matrix")
+            ours_e2e = table.seconds("rerankeval", measure, "end-to-end: evaluate from DataFrames")
+            ranx_eval = table.seconds("ranx", measure, "evaluate on prebuilt Qrels/Run")
+            trec_eval = table.seconds("pytrec_eval", measure, "evaluate on prebuilt run dict")
+            ranx_e2e = dict_input + ranx_input + ranx_eval
+            trec_e2e = dict_input + trec_input + trec_eval
+            print(f"| {measure} | {ranx_eval / kernel:.1f}x | {trec_eval / kernel:.1f}x | {ranx_eval / ours_e2e:.1f}x "
+                  f"| {trec_eval / ours_e2e:.1f}x | {ranx_e2e / ours_e2e:.1f}x | {trec_e2e / ours_e2e:.1f}x |")
+    print(f"\nrerankeval peak traced memory (numpy + Python heap, tracemalloc; Arrow's pool not included): "
+          f"kernel, all 3 measures {gib(kernel_peak)}; end-to-end {gib(end_to_end_peak)}")
+    print(f"process peak RSS so far: {gib(max_rss())}")
+
+
+def baselines(args, run, qrels, measures, ours, table) -> None:
+    import warnings
+
+    import pytrec_eval
+    import ranx
+    from numba.core.errors import NumbaTypeSafetyWarning
+
+    warnings.simplefilter("ignore", NumbaTypeSafetyWarning)  # raised inside ranx's own code
+
+    seconds, (run_dict, qrels_dict) = best_of(
+        1, lambda: (nested_dicts(run, "score", float), nested_dicts(qrels, "relevance", int)))
+    table.add("(both)", "(all)", "input build: DataFrames to nested dicts", seconds)
+
+    # Numba compiles on first use: warm every code path up on a small collection, untimed.
+    warm_run, warm_qrels = synthetic(50, 20, seed=1)
+    for measure in measures:
+        ranx.evaluate(ranx.Qrels.from_dict(nested_dicts(warm_qrels, "relevance", int)),
+                      ranx.Run.from_dict(nested_dicts(warm_run, "score", float)), MEASURES[measure][0],
+                      threads=1, save_results_in_run=False)
+    seconds, (ranx_qrels, ranx_run) = best_of(
+        1, lambda: (ranx.Qrels.from_dict(qrels_dict), ranx.Run.from_dict(run_dict)))
+    table.add("ranx", "(all)", "input build: Qrels/Run from dicts", seconds)
+    query_order = sorted(run_dict)
+    for measure in measures:
+        name = MEASURES[measure][0]
+        # ranx computes every per-query value and returns their mean (ranx 0.3.21 cannot return
+        # the per-query array for a single metric); the values are read once more, untimed, below.
+        seconds, _ = best_of(args.repeats, lambda: ranx.evaluate(
+            ranx_qrels, ranx_run, name, threads=1, save_results_in_run=False))
+        table.add("ranx", measure, "evaluate on prebuilt Qrels/Run", seconds)
+        ranx.evaluate(ranx_qrels, ranx_run, name, threads=1, save_results_in_run=True)
+        check_agreement("ranx", measure, ours[measure], np.array([ranx_run.scores[name][q] for q in query_order]))
+
+    seconds, evaluators = best_of(1, lambda: {
+        m: pytrec_eval.RelevanceEvaluator(qrels_dict, {MEASURES[m][1]}) for m in measures})
+    table.add("pytrec_eval", "(all)", "input build: evaluator (qrels) + run dict", seconds)
+    for measure in measures:
+        seconds, result = best_of(args.repeats, lambda: evaluators[measure].evaluate(run_dict))
+        table.add("pytrec_eval", measure, "evaluate on prebuilt run dict", seconds)
+        trec_values = np.array([result[q][MEASURES[measure][1]] for q in query_order])
+        if measure != "RR@10":  # recip_rank has no cutoff
+            check_agreement("pytrec_eval", measure, ours[measure], trec_values)
+
+
+def check_agreement(tool: str, measure: str, ours: np.ndarray, theirs: np.ndarray) -> None:
+    difference = np.max(np.abs(ours - theirs)) if len(ours) == len(theirs) else float("inf")
+    print(f"    agreement with {tool} on {measure}: max |difference| per query = {difference:.2e}", flush=True)
+    if difference > 1e-9:
+        raise SystemExit(f"{tool} disagrees with rerankeval on {measure}: the comparison would not be fair")
+
+
+def big(args: argparse.Namespace) -> None:
+    """rerankeval alone on a large collection; run in a child process so its peak RSS is its own."""
+    start = time.perf_counter()
+    run, qrels = synthetic(args.big_queries, args.depth)
+    generated = time.perf_counter() - start
+    data_rss = current_rss()
+    measures = list(MEASURES)
+    end_to_end, _ = best_of(1, lambda: evaluate(run, qrels, measures, no_relevant="zero"))
+    build, matrix = best_of(1, lambda: grade_matrix(run, qrels, no_relevant="zero"))
+    kernel, _ = best_of(args.repeats, lambda: evaluate_matrix(matrix, measures))
+    rss_peak = max_rss()
+    del matrix
+    traced = traced_peak(lambda: evaluate(run, qrels, measures, no_relevant="zero"))
+    print(json.dumps({"rows": len(run), "qrels": len(qrels), "generate": generated, "end_to_end": end_to_end,
+                      "build": build, "kernel": kernel, "data_rss": data_rss, "peak_rss": rss_peak,
+                      "traced_peak": traced}))
+
+
+def report_big(args: argparse.Namespace) -> None:
+    print(f"\n== rerankeval alone: {args.big_queries:,} queries x {args.depth} documents, nDCG@10 + AP@100 + RR@10 ==",
+          flush=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--big-child", "--big-queries", str(args.big_queries), "--depth", str(args.depth),
+         "--repeats", str(args.repeats)],
+        capture_output=True, text=True,
+    )
+    if child.returncode != 0:
+        raise SystemExit(f"the large run failed:\n{child.stderr}")
+    result = json.loads(child.stdout.strip().splitlines()[-1])
+    print(f"{result['rows']:,} run rows, {result['qrels']:,} qrels rows (generated in {result['generate']:.1f} s)")
+    print("| what is timed | seconds |\n|---|---:|")
+    print(f"| end-to-end: evaluate from DataFrames (one run) | {result['end_to_end']:.2f} |")
+    print(f"| build: grade_matrix from DataFrames (one run) | {result['build']:.2f} |")
+    print(f"| kernel: evaluate_matrix, 3 measures (best of {args.repeats}) | {result['kernel']:.2f} |")
+    print(f"peak RSS of the process: {gib(result['peak_rss'])}; RSS holding the input DataFrames: "
+          f"{gib(result['data_rss'])}; so evaluate added at most {gib(result['peak_rss'] - result['data_rss'])}")
+    print(f"peak traced memory of evaluate (numpy + Python heap, tracemalloc): {gib(result['traced_peak'])}")
+
+
+def main() -> None:
+    args = parse_args()
+    if args.big_child:
+        big(args)
+        return
+    print(f"Python {sys.version.split()[0]}, numpy {np.__version__}, pandas {pd.__version__}, "
+          f"pyarrow {pa.__version__}; {os.cpu_count()} CPUs, one thread used")
+    compare(args)
+    if args.big_queries:
+        report_big(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from rerankeval.cost import cost_per_query, latency_at_depth, pareto_front, token_summary
+
+
+def run_and_latency():
+    run = pd.DataFrame({
+        "query_id": ["a"] * 4 + ["b"] * 4,
+        "fused_rank": [1, 2, 3, 4] * 2,
+        "score": [0.1, 0.2, 0.3, np.nan] * 2,
+        "mode": ["RERANKED"] * 3 + ["FUSED_TAIL"] + ["RERANKED"] * 3 + ["FUSED_TAIL"],
+        "query_tokens": pd.array([2, 2, 2, None] * 2, dtype="Int32"),
+        "passage_tokens": pd.array([8, 18, 28, None, 8, 8, 8, None], dtype="Int32"),
+        "truncated": pd.array([False, False, True, None, False, False, False, None], dtype="boolean"),
+    })
+    latency = pd.DataFrame({"query_id": ["a", "b"], "warmup": [False, False], "mode": ["RERANKED"] * 2,
+                            "total_s": [0.7, 0.4], "tokenize_s": [0.1, 0.1], "forward_s": [0.5, 0.2]})
+    return run, latency
+
+
+def test_token_summary_counts_scored_pairs_only():
+    summary = token_summary(run_and_latency()[0])
+    assert summary["pairs"] == 6 and summary["truncation_rate"] == pytest.approx(1 / 6)
+    assert summary["pair_tokens_p50"] == pytest.approx(10.0)
+
+
+def test_latency_at_depth_scales_model_time_by_token_share():
+    run, latency = run_and_latency()
+    at_one = latency_at_depth(run, latency, 1)
+    # a: tokens 10, 20, 30 -> top-1 share 1/6 of 0.6 s model time + 0.1 s overhead; b: 1/3 of 0.3 s + 0.1 s.
+    assert at_one["a"] == pytest.approx(0.1 + 0.6 / 6)
+    assert at_one["b"] == pytest.approx(0.1 + 0.3 / 3)
+    assert latency_at_depth(run, latency, 3).tolist() == pytest.approx([0.7, 0.4])
+    assert cost_per_query(pd.Series([3.6, 7.2]), hourly_price=1.0) == pytest.approx(0.0015)
+
+
+def test_pareto_front_marks_dominated_points():
+    points = pd.DataFrame({"quality": [0.6, 0.7, 0.65, 0.7, 0.5], "p95_ms": [1.0, 50.0, 60.0, 40.0, 1.0]})
+    assert pareto_front(points).tolist() == [True, False, False, True, False]

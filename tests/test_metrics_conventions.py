@@ -1,0 +1,282 @@
+"""Hand-computed cases for what trec_eval lacks: exp gain, candidate IDCG, condensed lists, oracle
+and headroom, candidate recall and coverage, query selection, the tie-break rule, bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rerankeval.metrics import (
+    TIE_BREAK_RULE,
+    assign_ranks,
+    evaluate,
+    evaluate_matrix,
+    grade_matrix,
+    headroom,
+    oracle_run,
+    oracle_values,
+)
+
+D = np.log2  # discount: a document at rank i is divided by log2(i + 1)
+
+
+def frame(rows, columns):
+    out = pd.DataFrame(rows, columns=columns)
+    return out.astype({c: "str" for c in ("query_id", "doc_id") if c in columns})
+
+
+@pytest.fixture
+def qrels():
+    # q1: a=3, d=2 (never retrieved), c=1 relevant; b=0 and e=-1 judged non-relevant.
+    # q2 has no relevant document; q3 has one but is absent from the run.
+    return frame(
+        [("q1", "a", 3), ("q1", "b", 0), ("q1", "c", 1), ("q1", "d", 2), ("q1", "e", -1),
+         ("q2", "f", 0), ("q3", "h", 1)],
+        ["query_id", "doc_id", "relevance"],
+    )
+
+
+@pytest.fixture
+def run():
+    # The reranker's order for q1: c, e, x (unjudged), a, b. Candidate (fused) order: a, b, x, c, e.
+    return frame(
+        [("q1", "c", 1, 4), ("q1", "e", 2, 5), ("q1", "x", 3, 3), ("q1", "a", 4, 1), ("q1", "b", 5, 2),
+         ("q2", "f", 1, 1), ("q2", "g", 2, 2)],
+        ["query_id", "doc_id", "rank", "fused_rank"],
+    )
+
+
+def values(run, qrels, *measures, **options):
+    return evaluate(run, qrels, list(measures), **options).loc["q1"]
+
+
+def test_gain_linear_and_exp(run, qrels):
+    got = values(run, qrels, "DCG@4", "DCG@4[gain=exp]", "nDCG@4", "nDCG@4[gain=exp]")
+    assert got["DCG@4"] == pytest.approx(1 + 3 / D(5))
+    assert got["DCG@4[gain=exp]"] == pytest.approx(1 + 7 / D(5))
+    assert got["nDCG@4"] == pytest.approx((1 + 3 / D(5)) / (3 + 2 / D(3) + 1 / D(4)))
+    assert got["nDCG@4[gain=exp]"] == pytest.approx((1 + 7 / D(5)) / (7 + 3 / D(3) + 1 / D(4)))
+
+
+def test_ideal_from_candidates_ignores_relevant_documents_never_retrieved(run, qrels):
+    got = values(run, qrels, "nDCG@4[idcg=candidates]", "nDCG@4[gain=exp,idcg=candidates]", "nDCG[idcg=candidates]")
+    # The candidates' grades sorted: 3 (a), 1 (c), 0, 0 (e's -1 gains nothing); d is not a candidate.
+    assert got["nDCG@4[idcg=candidates]"] == pytest.approx((1 + 3 / D(5)) / (3 + 1 / D(3)))
+    assert got["nDCG@4[gain=exp,idcg=candidates]"] == pytest.approx((1 + 7 / D(5)) / (7 + 1 / D(3)))
+    assert got["nDCG[idcg=candidates]"] == pytest.approx((1 + 3 / D(5)) / (3 + 1 / D(3)))
+
+
+def test_judged_only_scores_the_condensed_list(run, qrels):
+    got = values(run, qrels, "P@3", "P@3[judged_only=true]", "RR[rel=2]", "RR[rel=2,judged_only=true]",
+                 "nDCG@3[judged_only=true]", "P[judged_only=true]")
+    # Without x the list reads c, e, a, b.
+    assert got["P@3"] == pytest.approx(1 / 3)
+    assert got["P@3[judged_only=true]"] == pytest.approx(2 / 3)
+    assert got["RR[rel=2]"] == pytest.approx(1 / 4)
+    assert got["RR[rel=2,judged_only=true]"] == pytest.approx(1 / 3)
+    assert got["nDCG@3[judged_only=true]"] == pytest.approx((1 + 3 / D(4)) / (3 + 2 / D(3) + 1 / D(4)))
+    assert got["P[judged_only=true]"] == pytest.approx(2 / 4)
+
+
+def test_negative_grades_are_judged_non_relevant(run, qrels):
+    got = values(run, qrels, "Judged@3", "Judged", "Judged@10", "Bpref", "P@2")
+    assert got["Judged@3"] == pytest.approx(2 / 3)  # c, e judged; x not
+    assert got["Judged"] == pytest.approx(4 / 5)
+    assert got["Judged@10"] == pytest.approx(4 / 5)  # divided by the 5 documents shown, not by 10
+    # R = 3 (a, c, d), N = 2 judged non-relevant (b, e): e above a costs a min(1, 3) / min(2, 3).
+    assert got["Bpref"] == pytest.approx((1 + (1 - 1 / 2)) / 3)
+    assert got["P@2"] == pytest.approx(1 / 2)
+
+
+def test_candidate_recall_and_coverage_read_the_fused_order(run, qrels):
+    got = values(run, qrels, "CandidateRecall@1[rel=2]", "Success@1[rel=2]", "CandidateRecall@1[rel=4]",
+                 "Coverage@1", "Coverage@3", "Coverage@4", "Coverage@100", "CandidateRecall")
+    assert got["CandidateRecall@1[rel=2]"] == 1.0  # a is the first candidate...
+    assert got["Success@1[rel=2]"] == 0.0  # ...but the reranker put c (grade 1) first
+    assert got["CandidateRecall@1[rel=4]"] == 0.0
+    assert got["Coverage@1"] == pytest.approx(1 / 3)
+    assert got["Coverage@3"] == pytest.approx(1 / 3)
+    assert got["Coverage@4"] == pytest.approx(2 / 3)
+    assert got["Coverage@100"] == pytest.approx(2 / 3)  # d was never a candidate
+    assert got["CandidateRecall"] == 1.0
+
+
+def test_oracle_orders_by_grade_then_original_rank(run, qrels):
+    oracle = oracle_run(run, qrels)
+    q1 = oracle[oracle["query_id"] == "q1"].sort_values("rank")
+    # b and x tie at grade 0 (unjudged counts as 0): fused rank 2 before 3.
+    assert q1["doc_id"].tolist() == ["a", "c", "b", "x", "e"]
+    assert q1["rank"].tolist() == [1, 2, 3, 4, 5]
+    assert oracle[oracle["query_id"] == "q2"].sort_values("rank")["doc_id"].tolist() == ["f", "g"]
+
+
+def test_oracle_ndcg_is_below_one_when_a_relevant_document_is_out_of_reach(run, qrels):
+    best = oracle_values(run, qrels, ["nDCG@4", "nDCG@4[idcg=candidates]", "RR", "P@1"]).loc["q1"]
+    assert best["nDCG@4"] == pytest.approx((3 + 1 / D(3)) / (3 + 2 / D(3) + 1 / D(4)))
+    assert best["nDCG@4"] < 1
+    assert best["nDCG@4[idcg=candidates]"] == pytest.approx(1.0)
+    assert best["RR"] == best["P@1"] == 1.0
+
+
+def test_headroom_is_oracle_minus_achieved(run, qrels):
+    room = headroom(run, qrels, ["nDCG@4", "RR[rel=2]", "CandidateRecall@2"])
+    achieved = evaluate(run, qrels, ["nDCG@4", "RR[rel=2]", "CandidateRecall@2"])
+    best = oracle_values(run, qrels, ["nDCG@4", "RR[rel=2]", "CandidateRecall@2"])
+    pd.testing.assert_frame_equal(room, best - achieved)
+    assert room.loc["q1", "RR[rel=2]"] == pytest.approx(1 - 1 / 4)
+    assert room.loc["q1", "CandidateRecall@2"] == 0.0  # reordering cannot change the candidates
+    assert room.loc["q3", "nDCG@4"] == 0.0  # nothing retrieved, nothing to reorder
+
+
+def test_oracle_without_fused_rank_breaks_grade_ties_by_the_runs_own_rank(qrels):
+    candidates = frame([("q1", "x", 2.0), ("q1", "b", 3.0), ("q1", "a", 1.0)], ["query_id", "doc_id", "score"])
+    # b and x both count as grade 0; b scored higher, so it ranked first.
+    assert oracle_run(candidates, qrels)["doc_id"].tolist() == ["a", "b", "x"]
+
+
+def test_queries_without_relevant_documents_are_dropped_or_zero(run, qrels):
+    dropped = evaluate(run, qrels, ["nDCG@4", "Judged@2"])
+    zeroed = evaluate(run, qrels, ["nDCG@4", "Judged@2"], no_relevant="zero")
+    assert dropped.index.tolist() == ["q1", "q3"]
+    assert zeroed.index.tolist() == ["q1", "q2", "q3"]
+    assert zeroed.loc["q2"].tolist() == [0.0, 0.0]  # every measure, Judged included
+    assert dropped.loc["q3"].tolist() == [0.0, 0.0]  # in the qrels, absent from the run
+    assert (dropped.dtypes == np.float64).all()
+    assert dropped.index.name == "query_id"
+
+
+def test_explicit_queries_are_evaluated_even_when_missing_everywhere(run, qrels):
+    got = evaluate(run, qrels, ["RR"], queries=["q9", "q3", "q1", "q2"], no_relevant="zero")
+    assert got.index.tolist() == ["q1", "q2", "q3", "q9"]
+    assert got["RR"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert evaluate(run, qrels, ["RR"], queries=["q9", "q1"]).index.tolist() == ["q1"]
+
+
+def test_tie_break_rule_score_then_fused_rank_then_doc_id():
+    assert TIE_BREAK_RULE.startswith("rank ascending when the run has a rank column; otherwise score descending")
+    scored = frame([("q", "a", 1.0, 3), ("q", "c", 2.0, 4), ("q", "d", 1.0, 2), ("q", "b", 1.0, 1)],
+                   ["query_id", "doc_id", "score", "fused_rank"])
+    by_fused = assign_ranks(scored).sort_values("rank")["doc_id"].tolist()
+    assert by_fused == ["c", "b", "d", "a"]
+    by_doc = assign_ranks(scored.drop(columns="fused_rank")).sort_values("rank")["doc_id"].tolist()
+    assert by_doc == ["c", "a", "b", "d"]
+    fused_tied = assign_ranks(scored.assign(fused_rank=[1, 4, 1, 1])).sort_values("rank")["doc_id"].tolist()
+    assert fused_tied == ["c", "a", "b", "d"]
+
+    qrels = frame([("q", "a", 1)], ["query_id", "doc_id", "relevance"])
+    assert evaluate(scored, qrels, ["RR"]).loc["q", "RR"] == pytest.approx(1 / 4)
+    assert evaluate(scored.drop(columns="fused_rank"), qrels, ["RR"]).loc["q", "RR"] == pytest.approx(1 / 2)
+
+
+def test_a_rank_column_wins_over_scores():
+    run = frame([("q", "a", 1, 0.0), ("q", "b", 2, 9.0)], ["query_id", "doc_id", "rank", "score"])
+    qrels = frame([("q", "a", 1)], ["query_id", "doc_id", "relevance"])
+    assert evaluate(run, qrels, ["RR"]).loc["q", "RR"] == 1.0
+
+
+def test_row_order_of_the_run_does_not_matter():
+    rng = np.random.default_rng(7)
+    rows = [(f"q{q}", f"d{d}", float(rng.integers(0, 4)), d + 1) for q in range(30) for d in range(rng.integers(1, 12))]
+    run = frame(rows, ["query_id", "doc_id", "score", "fused_rank"])
+    qrels = frame([(f"q{q}", f"d{d}", int(rng.integers(0, 4))) for q in range(30) for d in range(0, 15, 2)],
+                  ["query_id", "doc_id", "relevance"])
+    measures = ["nDCG@5", "AP", "RR@3", "Bpref", "Judged@4", "CandidateRecall@3", "P@5[judged_only=true]"]
+    shuffled = run.sample(frac=1, random_state=3).reset_index(drop=True)
+    pd.testing.assert_frame_equal(evaluate(shuffled, qrels, measures), evaluate(run, qrels, measures))
+
+
+@pytest.mark.filterwarnings("error")
+def test_grades_beyond_int8_are_kept():
+    qrels = frame([("q", "a", 200), ("q", "b", 100)], ["query_id", "doc_id", "relevance"])
+    ranked = frame([("q", "b", 1), ("q", "a", 2)], ["query_id", "doc_id", "rank"])
+    got = evaluate(ranked, qrels, ["nDCG", "nDCG[gain=exp]"]).loc["q"]
+    assert got["nDCG"] == pytest.approx((100 + 200 / D(3)) / (200 + 100 / D(3)))
+    exp = 2.0**200 - 1, 2.0**100 - 1
+    assert got["nDCG[gain=exp]"] == pytest.approx((exp[1] + exp[0] / D(3)) / (exp[0] + exp[1] / D(3)))
+
+
+def test_the_prebuilt_matrix_gives_what_evaluate_gives(run, qrels):
+    measures = ["nDCG@4", "AP", "CandidateRecall@2"]
+    matrix = grade_matrix(run, qrels, no_relevant="zero", candidate_order=True)
+    pd.testing.assert_frame_equal(evaluate_matrix(matrix, measures), evaluate(run, qrels, measures, no_relevant="zero"))
+
+
+def test_duplicate_measures_give_one_column(run, qrels):
+    assert evaluate(run, qrels, ["MRR@10", "RR@10", "nDCG@3"]).columns.tolist() == ["RR@10", "nDCG@3"]
+
+
+def test_empty_run_scores_zero(qrels):
+    empty = frame([], ["query_id", "doc_id", "score"]).astype({"score": "float64"})
+    got = evaluate(empty, qrels, ["nDCG@10", "AP", "Judged@5", "Bpref"])
+    assert got.index.tolist() == ["q1", "q3"]
+    assert (got.to_numpy() == 0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+
+def raises(match, run, qrels, measures=("nDCG@10",), **options):
+    with pytest.raises(ValueError, match=match):
+        evaluate(run, qrels, list(measures), **options)
+
+
+GOOD_QRELS = frame([("q1", "a", 1)], ["query_id", "doc_id", "relevance"])
+
+
+def test_duplicate_pairs_in_the_run_name_the_first_pair():
+    run = frame([("q1", "a", 1.0), ("q1", "b", 0.5), ("q2", "a", 0.1), ("q1", "a", 0.2)],
+                ["query_id", "doc_id", "score"])
+    raises(r"duplicate \(query_id, doc_id\) rows in run: \('q1', 'a'\) repeats at row 3", run, GOOD_QRELS)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_scores_are_rejected_with_their_row(bad):
+    run = frame([("q1", "a", 1.0), ("q1", "b", bad)], ["query_id", "doc_id", "score"])
+    raises(rf"non-finite score \({bad}\) at row 1 \(query_id 'q1', doc_id 'b'\)", run, GOOD_QRELS)
+
+
+def test_duplicate_ranks_name_query_and_documents():
+    run = frame([("q1", "a", 1), ("q1", "b", 2), ("q2", "c", 1), ("q1", "d", 2)], ["query_id", "doc_id", "rank"])
+    raises(r"duplicate rank 2 in query 'q1' \(doc_ids 'b' and 'd'\)", run, GOOD_QRELS)
+
+
+def test_ranks_start_at_one():
+    run = frame([("q1", "a", 0), ("q1", "b", 1)], ["query_id", "doc_id", "rank"])
+    raises(r"'rank' must be >= 1 \(1 = top\), got 0 at row 0", run, GOOD_QRELS)
+
+
+def test_candidate_measures_need_a_tie_free_fused_rank():
+    run = frame([("q1", "a", 1), ("q1", "b", 2)], ["query_id", "doc_id", "rank"])
+    raises("CandidateRecall and Coverage need the run's fused_rank column", run, GOOD_QRELS, ["Coverage@10"])
+    tied = run.assign(fused_rank=[3, 3])
+    raises(r"duplicate fused_rank 3 in query 'q1'", tied, GOOD_QRELS, ["CandidateRecall@10"])
+
+
+def test_missing_columns_and_wrong_types_are_named():
+    raises("run needs a rank or a score column", frame([("q1", "a")], ["query_id", "doc_id"]), GOOD_QRELS)
+    raises("qrels lacks column\\(s\\) relevance", frame([("q1", "a", 1)], ["query_id", "doc_id", "rank"]),
+           GOOD_QRELS.drop(columns="relevance"))
+    numeric_ids = pd.DataFrame({"query_id": [1], "doc_id": ["a"], "rank": [1]})
+    raises(r"run column 'query_id' must hold strings, got dtype int64", numeric_ids, GOOD_QRELS)
+    float_grades = GOOD_QRELS.astype({"relevance": "float64"})
+    raises("qrels column 'relevance' must hold integers", frame([("q1", "a", 1)], ["query_id", "doc_id", "rank"]),
+           float_grades)
+    raises("run column 'score' must hold numbers", frame([("q1", "a", "high")], ["query_id", "doc_id", "score"]),
+           GOOD_QRELS)
+    raises("run column 'doc_id' has a missing value at row 1",
+           pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", None], "rank": [1, 2]}), GOOD_QRELS)
+
+
+def test_duplicate_judgments_are_rejected():
+    qrels = frame([("q1", "a", 1), ("q1", "a", 2)], ["query_id", "doc_id", "relevance"])
+    raises(r"duplicate \(query_id, doc_id\) rows in qrels: \('q1', 'a'\) repeats at row 1",
+           frame([("q1", "a", 1)], ["query_id", "doc_id", "rank"]), qrels)
+
+
+def test_bad_options_are_rejected():
+    run = frame([("q1", "a", 1)], ["query_id", "doc_id", "rank"])
+    raises("no_relevant must be one of drop, zero, got 'skip'", run, GOOD_QRELS, no_relevant="skip")
+    raises("queries must be strings, got 1", run, GOOD_QRELS, queries=[1])
+    raises("unknown measure 'nDGC'", run, GOOD_QRELS, ["nDGC@10"])
+    too_high = GOOD_QRELS.assign(relevance=[5000])
+    raises("gain=exp overflows for grades above 1023", run, too_high, ["nDCG@10[gain=exp]"])
