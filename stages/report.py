@@ -5,9 +5,12 @@ import yaml
 
 from rerankeval import plots
 from rerankeval import report as md
-from rerankeval.io import read_json, read_table, write_text
-from rerankeval.layout import EVAL_DIR, PLOTS_DIR, REPORTS_DIR, SNAPSHOT_DIR, latency_path, load_params
-from rerankeval.rerank import LATENCY_SCHEMA, TIE_BREAK, summarise_latency
+from rerankeval.cost import (cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary,
+                             tokens_per_second)
+from rerankeval.evaluation import system_depth
+from rerankeval.io import read_json, read_table, table_metadata, write_text
+from rerankeval.layout import EVAL_DIR, PLOTS_DIR, REPORTS_DIR, SNAPSHOT_DIR, latency_path, load_params, run_path
+from rerankeval.rerank import LATENCY_SCHEMA, RUN_SCHEMA, TIE_BREAK, summarise_latency
 from rerankeval.snapshot import Snapshot
 
 
@@ -39,8 +42,33 @@ def main() -> None:
     if len(slice_rows):
         plots.slice_deltas(slice_rows, primary, PLOTS_DIR / "slice_deltas.png")
 
-    latency = {system: summarise_latency(read_table(latency_path(system), LATENCY_SCHEMA).to_pandas())
-               for system in params["system_names"]}
+    systems = params["system_names"]
+    runs = {system: read_table(run_path(system), RUN_SCHEMA).to_pandas() for system in systems}
+    latencies = {system: read_table(latency_path(system), LATENCY_SCHEMA).to_pandas() for system in systems}
+    latency = {system: summarise_latency(latencies[system]) for system in systems}
+    hourly_price = float(evaluation["hourly_price_usd"])
+    costs = {}
+    for system in systems:
+        seconds = latency_at_depth(runs[system], latencies[system], system_depth(runs[system]))
+        costs[system] = {**latency[system], **token_summary(runs[system]),
+                         "tokens_per_s": tokens_per_second(runs[system], latencies[system]),
+                         "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
+    quality_measure = evaluation["depth_measures"][0]
+    quality = curve_means[curve_means["measure"] == quality_measure][["system", "depth", "mean"]] \
+        .rename(columns={"mean": "quality"})
+    pool = curve_means[curve_means["measure"].str.startswith("CandidateRecall@")].drop_duplicates("depth")
+    quality["candidate_recall"] = quality["depth"].map(dict(zip(pool["depth"], pool["mean"])))
+    depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], runs, latencies,
+                                   hourly_price)
+    # The oracle is a ceiling, not a configuration one can deploy; depths that change nothing are one point.
+    deployable = [system for system in systems if params["systems"][system]["kind"] != "oracle"]
+    points = depth_costs[depth_costs["system"].isin(deployable) & depth_costs["p95_ms"].notna()]
+    points = points.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
+    points = points.assign(label=points["system"] + "@" + points["depth"].astype(str)).reset_index(drop=True)
+    points["frontier"] = pareto_front(points)
+    plots.pareto(points, quality_measure, PLOTS_DIR / "pareto.png")
+    environments = {system: table_metadata(run_path(system))["describe"]["environment"] for system in systems
+                    if "environment" in table_metadata(run_path(system)).get("describe", {})}
     context = {"dataset": params["dataset"]["name"], "split": compare["split"], "queries": compare["queries"],
                "no_relevant": evaluation["no_relevant"], "snapshot": snapshot.hashes, "retrieval": params["retrieval"],
                "tie_break": TIE_BREAK, "method": compare["method"]}
@@ -54,7 +82,10 @@ def main() -> None:
         md.slices_section(compare, primary),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
-        md.latency_section(latency),
+        md.cost_section(costs, hourly_price),
+        md.depth_cost_section(depth_costs, quality_measure),
+        md.pareto_section(points, quality_measure),
+        md.environment_section(environments),
         md.all_metrics_section(metrics_json),
     ])
     write_text(REPORTS_DIR / "report.md", text)

@@ -1,5 +1,6 @@
 """DVC stage `rerank@<system>`: one system permutes the frozen candidates of the evaluation split's queries."""
 
+import resource
 import sys
 
 import pyarrow.compute as pc
@@ -43,7 +44,9 @@ def main(system_name: str) -> None:
         "describe": system.describe(),
     }
     write_table(run_path(system_name), run_table(run), metadata)
-    write_table(latency_path(system_name), latency_table(latency), {"system": system_name})
+    # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
+    write_table(latency_path(system_name), latency_table(latency),
+                {"system": system_name, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     fallbacks = int((latency["mode"] == "FUSION_FALLBACK").sum())
     print(f"rerank[{system_name}]: {len(latency)} queries, depth {settings.depth}, {fallbacks} fallbacks, "
           f"{int(latency['cache_hits'].sum())} cache hits, {latency['total_s'].sum():.1f}s")

@@ -28,6 +28,16 @@ def token_summary(run: pd.DataFrame) -> dict[str, float | None]:
             "truncation_rate": float(scored["truncated"].astype(bool).mean())}
 
 
+def tokens_per_second(run: pd.DataFrame, latency: pd.DataFrame) -> float | None:
+    """Pair tokens (before truncation) per second of model time, over the timed queries."""
+    timed = latency[~latency["warmup"] & (latency["mode"] != FUSION_FALLBACK)]
+    model_s = float((timed["tokenize_s"] + timed["forward_s"]).sum())
+    scored = run[run["query_id"].isin(timed["query_id"]) & run["passage_tokens"].notna()]
+    if model_s <= 0 or scored.empty:
+        return None
+    return float((scored["query_tokens"] + scored["passage_tokens"]).sum() / model_s)
+
+
 def latency_at_depth(run: pd.DataFrame, latency: pd.DataFrame, depth: int) -> pd.Series:
     """Estimated seconds per query had only the top ``depth`` candidates been scored (timed queries only)."""
     timed = latency[~latency["warmup"] & (latency["mode"] != FUSION_FALLBACK)].set_index("query_id")

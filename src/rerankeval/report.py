@@ -204,3 +204,43 @@ def evaluation_record(params: Mapping[str, Any], manifest: Mapping[str, Any], co
                         "tests": method["tests"], "correction": method["correction"], "family": method["family"]},
         "deltas_vs_baseline": deltas,
     }
+
+
+def cost_section(costs: Mapping[str, Mapping[str, Any]], hourly_price: float) -> str:
+    rows = [[f"`{system}`", v["queries"], v["fallbacks"], v["cache_hits"], fmt(v["p50_ms"], 1), fmt(v["p95_ms"], 1),
+             fmt(v["p99_ms"], 1), fmt(v["pairs_per_s"], 1), fmt(v["tokens_per_s"], 0),
+             fmt(v["pair_tokens_p50"], 0), fmt(v["pair_tokens_p95"], 0),
+             "n/a" if v["truncation_rate"] is None else f"{v['truncation_rate']:.1%}",
+             fmt(v["cost_per_1k_queries"], 5)]
+            for system, v in costs.items()]
+    header = ["system", "queries", "fallbacks", "cache hits", "p50 ms", "p95 ms", "p99 ms", "pairs/s", "tokens/s",
+              "pair tokens p50", "pair tokens p95", "truncated", "cost / 1k queries"]
+    return (f"## Latency, tokens and cost (per query after warm-up; ${hourly_price}/machine-hour)\n\n"
+            + table(header, rows)
+            + "\n\nLatency of cached pairs is the compute time measured when they were scored. Pair tokens count the "
+              "query and passage before truncation; truncated = share of pairs whose passage was cut at max_length.")
+
+
+def depth_cost_section(table_rows: pd.DataFrame, measure: str) -> str:
+    rows = [[f"`{r.system}`", r.depth, fmt(r.candidate_recall), fmt(r.quality), fmt(r.p95_ms, 1),
+             fmt(r.cost_per_1k_queries, 5)] for r in table_rows.itertuples()]
+    return ("## Depth vs cost (latency at depth d estimated from the full-depth pass: model time scaled by the share "
+            "of the query's scored tokens in the top d)\n\n"
+            + table(["system", "depth", "candidate recall@d", measure, "p95 ms", "cost / 1k queries"], rows))
+
+
+def pareto_section(points: pd.DataFrame, measure: str) -> str:
+    rows = [[f"`{r.label}`", fmt(r.quality), fmt(r.p95_ms, 2), "frontier" if r.frontier else "dominated"]
+            for r in points.sort_values("p95_ms").itertuples()]
+    return (f"## Pareto frontier: {measure} vs p95 latency (every system x depth)\n\n"
+            + table(["configuration", measure, "p95 ms", ""], rows) + "\n\n![pareto](plots/pareto.png)")
+
+
+def environment_section(environments: Mapping[str, Mapping[str, Any]]) -> str:
+    if not environments:
+        return ""
+    parts = ["## Environment of the learned systems"]
+    for system, environment in environments.items():
+        items = ", ".join(f"{key}: `{value}`" for key, value in sorted(environment.items()))
+        parts.append(f"- `{system}`: {items}")
+    return "\n".join(parts)

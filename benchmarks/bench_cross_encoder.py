@@ -1,0 +1,172 @@
+"""Cross-encoder throughput on SciFact test pairs (run by hand; nothing here is asserted).
+
+(a) rerankeval's length-grouped scorer (LearnedSystem, fresh cache, one call per query) against a plain
+    sentence-transformers ``CrossEncoder.predict`` (Identity activation, one call per query), same batch size and
+    max_length: pairs/s, speed ratio, max |score difference|.
+(b) pairs/s and tokens/s of our scorer at several max_lengths.
+(c) measured float32 matmul FLOP/s on this machine and the fraction the scorer achieves. FLOPs of one pair of n
+    real tokens (padding excluded) through an encoder of L layers, width h, feed-forward width f:
+        L * (2n * (4h^2 + 2hf) + 4n^2 h)
+    (Q, K, V and output projections plus the two feed-forward matrices at 2 FLOPs per multiply-add, plus QK^T and
+    attention-times-V); embeddings, layer norms, softmax and the one-logit head are left out (< 1%).
+
+Timings are the best of --repeats interleaved runs, which filters out other processes on a shared machine.
+
+    .venv/bin/python benchmarks/bench_cross_encoder.py --pairs 2000 --lengths 128,256,512
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rerankeval import models  # noqa: E402
+from rerankeval.collection import load_beir  # noqa: E402
+from rerankeval.retrieval import Bm25Retriever, passage_text  # noqa: E402
+from rerankeval.score_cache import ScoreCache  # noqa: E402
+from rerankeval.systems import QueryCandidates  # noqa: E402
+
+FINE_TUNED = Path("data/models/ce-minilm-ft")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="/work/shared/datasets/scifact", help="BEIR folder with qrels/test.tsv")
+    parser.add_argument("--model", help=f"cross-encoder directory (default: {FINE_TUNED} if it exists, else the "
+                                         "MiniLM backbone with a fresh, untrained head)")
+    parser.add_argument("--pairs", type=int, default=2000, help="about this many (query, passage) pairs")
+    parser.add_argument("--depth", type=int, default=100, help="BM25 candidates per test query")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=256, help="max_length of comparison (a)")
+    parser.add_argument("--lengths", default="128,256,512", help="max_lengths of table (b)")
+    parser.add_argument("--repeats", type=int, default=3)
+    return parser.parse_args()
+
+
+def test_pairs(folder: str, depth: int, pairs: int) -> list[tuple[str, list[str]]]:
+    """(query text, its BM25 top-``depth`` passages) for the first test queries, about ``pairs`` pairs in all."""
+    collection = load_beir(folder, ["test"])
+    corpus = collection.corpus.to_pandas()
+    passages = [passage_text(title, text) for title, text in zip(corpus["title"], corpus["text"])]
+    queries = collection.queries.to_pandas().head(max(1, pairs // depth))
+    scores = Bm25Retriever(passages, k1=1.2, b=0.75, method="lucene").scores(queries["text"].tolist())
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    return [(text, [passages[index] for index in row]) for text, row in zip(queries["text"], top)]
+
+
+def benchmark_model(requested: str | None, scratch: Path) -> tuple[Path, str]:
+    if requested:
+        return Path(requested), "as given"
+    if (FINE_TUNED / "model.safetensors").exists():
+        return FINE_TUNED, "fine-tuned by the train stage"
+    from sentence_transformers import CrossEncoder
+
+    directory = scratch / "minilm-fresh-head"
+    backbone = models.resolve_model("minilm", None).directory
+    CrossEncoder(str(backbone), num_labels=1).save_pretrained(str(directory))
+    # The head check is bypassed on purpose: the random head is saved into the checkpoint, so the check passes.
+    return directory, "MiniLM backbone + UNTRAINED random head (head check bypassed by saving it; speed only)"
+
+
+def best_of(repeats: int, run) -> tuple[float, object]:
+    best, result = np.inf, None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def scorer_run(system: models.LearnedSystem, groups, scratch: Path):
+    """Score every group with an empty cache, as a first rerun would."""
+    def run():
+        system.cache = ScoreCache(tempfile.mkdtemp(dir=scratch), system.cache.parts)
+        results = [system.score(QueryCandidates(f"q{i}", text, pd.DataFrame({"passage": passages})), None)
+                   for i, (text, passages) in enumerate(groups)]
+        return np.concatenate([scored.scores for scored in results])
+    return run
+
+
+def flops_per_pair(config, tokens: np.ndarray) -> np.ndarray:
+    h, f, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    return layers * (2 * tokens * (4 * h * h + 2 * h * f) + 4 * tokens.astype(np.float64) ** 2 * h)
+
+
+def matmul_flops_per_s(threads: int, size: int = 2048, repeats: int = 5) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    seconds, _ = best_of(repeats, lambda: a @ b)
+    return 2 * size**3 / seconds
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-ce-"))
+    groups = test_pairs(args.data, args.depth, args.pairs)
+    n_pairs = sum(len(passages) for _, passages in groups)
+    model_dir, provenance = benchmark_model(args.model, scratch)
+    print(f"model: {model_dir} ({provenance})")
+    print(f"data: {args.data}, {len(groups)} test queries x BM25 top-{args.depth} = {n_pairs} pairs; "
+          f"torch threads {torch.get_num_threads()}; best of {args.repeats}\n")
+
+    def system(max_length: int) -> models.LearnedSystem:
+        return models.build("cross_encoder", {"model": str(model_dir), "max_length": max_length,
+                                              "batch_size": args.batch_size, "cache_dir": str(scratch / "cache")})
+
+    ours = system(args.max_length)
+    plain = CrossEncoder(str(model_dir), max_length=args.max_length, activation_fn=torch.nn.Identity())
+
+    def plain_run():
+        return np.concatenate([plain.predict([(text, passage) for passage in passages], batch_size=args.batch_size)
+                               for text, passages in groups])
+
+    ours_run = scorer_run(ours, groups, scratch)
+    ours_s = plain_s = np.inf
+    for _ in range(args.repeats):  # interleaved, so both see the same machine load
+        seconds, ours_scores = best_of(1, ours_run)
+        ours_s = min(ours_s, seconds)
+        seconds, plain_scores = best_of(1, plain_run)
+        plain_s = min(plain_s, seconds)
+    print(f"(a) batch {args.batch_size}, max_length {args.max_length}")
+    print(f"{'scorer':<44}{'pairs/s':>10}")
+    print(f"{'CrossEncoder.predict (one call per query)':<44}{n_pairs / plain_s:>10.1f}")
+    print(f"{'rerankeval length-grouped (fresh cache)':<44}{n_pairs / ours_s:>10.1f}")
+    print(f"speed ratio {plain_s / ours_s:.2f}x; max |score difference| "
+          f"{np.max(np.abs(ours_scores - plain_scores)):.2e}\n")
+
+    peak = matmul_flops_per_s(torch.get_num_threads())
+    config = ours.scorer.model.config
+    print(f"(c) float32 matmul 2048x2048, {torch.get_num_threads()} threads: {peak / 1e9:.1f} GFLOP/s measured")
+    print(f"FLOPs/pair = L*(2n*(4h^2+2hf) + 4n^2*h), L={config.num_hidden_layers}, h={config.hidden_size}, "
+          f"f={config.intermediate_size}, n = real tokens of the pair\n")
+    print(f"(b) {'max_length':>10}{'pairs/s':>10}{'tokens/s':>11}{'mean n':>8}{'cut':>7}{'GFLOP/pair':>12}"
+          f"{'GFLOP/s':>9}{'of peak':>9}")
+    for max_length in [int(value) for value in args.lengths.split(",")]:
+        length_system = system(max_length)
+        seconds, _ = best_of(args.repeats, scorer_run(length_system, groups, scratch))
+        encoded = [length_system.scorer.encode(text, passages) for text, passages in groups]
+        tokens = np.concatenate([e.lengths for e in encoded])
+        cut = np.concatenate([e.truncated for e in encoded]).mean()
+        flops = flops_per_pair(config, tokens)
+        print(f"    {max_length:>10}{n_pairs / seconds:>10.1f}{tokens.sum() / seconds:>11.0f}{tokens.mean():>8.0f}"
+              f"{cut:>7.0%}{flops.mean() / 1e9:>12.2f}{flops.sum() / seconds / 1e9:>9.1f}"
+              f"{flops.sum() / seconds / peak:>9.0%}")
+
+
+if __name__ == "__main__":
+    main()

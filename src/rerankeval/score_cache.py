@@ -1,0 +1,98 @@
+"""Pair-score cache: raw model scores by (scorer fingerprint, query text hash, passage content hash), in SQLite.
+
+The fingerprint covers everything that changes a raw score (model id and revision or a hash of the local weights,
+passage template and scorer versions, max_length, truncation, dtype), so a rerun, another depth or another system
+sharing the model reuses scores and no setting can serve a stale one. Every stored batch is its own committed
+transaction in WAL mode: a killed process loses at most the batch it was computing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .io import canonical_json, sha256_text
+
+DEFAULT_CACHE_DIR = "data/score_cache"
+CACHE_DIR_ENV = "RERANKEVAL_CACHE_DIR"
+DB_NAME = "pair_scores.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fingerprints (fingerprint TEXT PRIMARY KEY, parts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pair_scores (
+    fingerprint TEXT NOT NULL,
+    query_sha256 TEXT NOT NULL,
+    passage_sha256 TEXT NOT NULL,
+    score REAL NOT NULL,
+    query_tokens INTEGER NOT NULL,
+    passage_tokens INTEGER NOT NULL,
+    truncated INTEGER NOT NULL,
+    PRIMARY KEY (fingerprint, query_sha256, passage_sha256)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A raw score and the token accounting of the pair that produced it."""
+
+    score: float
+    query_tokens: int
+    passage_tokens: int
+    truncated: bool
+
+
+def cache_dir(config: Mapping[str, Any]) -> Path:
+    """RERANKEVAL_CACHE_DIR, else the system config's ``cache_dir``, else data/score_cache."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or config.get("cache_dir") or DEFAULT_CACHE_DIR)
+
+
+def fingerprint(parts: Mapping[str, Any]) -> str:
+    return sha256_text(canonical_json(dict(parts)))
+
+
+class ScoreCache:
+    """One SQLite file shared by every system and process; each ``store`` commits."""
+
+    def __init__(self, directory: str | Path, parts: Mapping[str, Any]):
+        self.path = Path(directory) / DB_NAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.parts = dict(parts)
+        self.fingerprint = fingerprint(self.parts)
+        # Autocommit mode: every statement outside an explicit BEGIN is its own transaction.
+        self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode, committed data survives a process kill
+        self._db.executescript(_SCHEMA)
+        self._db.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)",
+                         (self.fingerprint, canonical_json(self.parts)))
+
+    def lookup(self, query_sha256: str, passage_sha256s: Iterable[str]) -> dict[str, PairScore]:
+        wanted = sorted(set(passage_sha256s))
+        if not wanted:
+            return {}
+        rows = self._db.execute(
+            "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated FROM pair_scores "
+            f"WHERE fingerprint = ? AND query_sha256 = ? AND passage_sha256 IN ({','.join('?' * len(wanted))})",
+            [self.fingerprint, query_sha256, *wanted]).fetchall()
+        return {sha: PairScore(score, q_tokens, p_tokens, bool(cut)) for sha, score, q_tokens, p_tokens, cut in rows}
+
+    def store(self, query_sha256: str, scored: Mapping[str, PairScore]) -> None:
+        """Write one batch of scores as a single committed transaction."""
+        rows = [(self.fingerprint, query_sha256, sha, float(pair.score), int(pair.query_tokens),
+                 int(pair.passage_tokens), int(pair.truncated)) for sha, pair in scored.items()]
+        with self._db:  # BEGIN ... COMMIT
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def count(self) -> int:
+        """Pairs cached under this fingerprint."""
+        return self._db.execute("SELECT COUNT(*) FROM pair_scores WHERE fingerprint = ?",
+                                (self.fingerprint,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

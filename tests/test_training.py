@@ -1,0 +1,127 @@
+"""The train stage: mining never touches another split's queries; training is seeded and writes a loadable model."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from rerankeval import models
+from rerankeval.candidates import CANDIDATES_SCHEMA
+from rerankeval.collection import load_beir
+from rerankeval.io import sha256_file, sha256_text, write_table
+from rerankeval.snapshot import write_snapshot
+from rerankeval.systems import QueryCandidates
+from rerankeval.training import MODEL_CARD, TrainConfig, mine_examples, run_stage, train
+
+CONFIG = TrainConfig(backbone="minilm", steps=2, batch_size=4, learning_rate=1e-4, max_length=32,
+                     negatives_per_positive=2, seed=3, out_dir="unused", negative_pool_depth=8, unjudged_skip_top=2)
+
+
+def synthetic_split_tables():
+    """Train queries t1-t3 and test queries s1-s2 over shared documents; the test side carries LEAK markers."""
+    queries = pd.DataFrame({"query_id": ["t1", "t2", "t3", "s1", "s2"],
+                            "text": ["train one", "train two", "train three", "LEAK test one", "LEAK test two"],
+                            "split": ["train"] * 3 + ["test"] * 2})
+    rows = []
+    for query_id in queries["query_id"]:
+        test_query = query_id.startswith("s")
+        for rank in range(1, 11):
+            doc_id = f"{'x' if test_query and rank > 5 else 'd'}{rank}"
+            passage = f"LEAK test-only passage {rank}" if doc_id.startswith("x") else f"shared passage {rank}"
+            rows.append((query_id, doc_id, passage, rank))
+    candidates = pd.DataFrame(rows, columns=["query_id", "doc_id", "passage", "fused_rank"])
+    # d4 is a duplicate of d3's text: a copy of a positive is never a negative.
+    candidates.loc[candidates["doc_id"] == "d4", "passage"] = "shared passage 3"
+    candidates["passage_sha256"] = candidates["passage"].map(sha256_text)
+    qrels = pd.DataFrame([("t1", "d3", 2), ("t1", "d1", 0), ("t2", "d6", 1), ("t3", "d9", 0),
+                          ("s1", "d1", 2), ("s1", "x7", 1), ("s2", "d2", 1)],
+                         columns=["query_id", "doc_id", "relevance"])
+    return queries, qrels, candidates
+
+
+def test_mining_uses_the_train_split_only_and_avoids_likely_unjudged_positives():
+    queries, qrels, candidates = synthetic_split_tables()
+    mined = mine_examples(queries, qrels, candidates, CONFIG)
+    examples = mined.examples
+    assert set(examples["query_id"]) == {"t1", "t2"}  # t3 has no positive
+    assert not examples["text"].str.contains("LEAK").any()
+    assert not examples["passage"].str.contains("LEAK").any()
+    for _, group in examples.groupby("group"):
+        assert group["query_id"].nunique() == 1 and len(group) == CONFIG.group_size
+        assert group["label"].iloc[0] > 0 and (group["label"].iloc[1:] == 0).all()
+    positives = examples[examples["label"] > 0]
+    assert sorted(zip(positives["query_id"], positives["doc_id"], positives["label"])) == [
+        ("t1", "d3", 1.0), ("t2", "d6", 0.5)]  # graded labels: grade / max grade of the train split
+    negatives = examples[examples["label"] == 0]
+    assert (negatives["fused_rank"] <= CONFIG.negative_pool_depth).all()
+    assert "d4" not in set(negatives[negatives["query_id"] == "t1"]["doc_id"])  # a copy of t1's positive
+    judged = set(zip(qrels["query_id"], qrels["doc_id"]))
+    unjudged_ranks = [rank for q, d, rank in zip(negatives["query_id"], negatives["doc_id"], negatives["fused_rank"])
+                      if (q, d) not in judged]
+    assert min(unjudged_ranks) > CONFIG.unjudged_skip_top
+    assert mined.stats == {"split_queries": 3, "queries_with_groups": 2, "groups": 2,
+                           "positives_short_of_negatives": 0, "judged_positives_outside_candidates": 0}
+
+    again = mine_examples(queries, qrels, candidates, CONFIG)
+    pd.testing.assert_frame_equal(again.examples, examples)
+    assert again.sha256 == mined.sha256
+
+
+def test_train_params_refuse_the_test_split_and_unknown_keys():
+    params = {"backbone": "minilm", "steps": 1, "batch_size": 2, "learning_rate": 1e-5, "max_length": 32,
+              "negatives_per_positive": 1, "seed": 0, "out_dir": "x"}
+    assert TrainConfig.from_params(params).split == "train"
+    with pytest.raises(ValueError, match="evaluation split"):
+        TrainConfig.from_params({**params, "split": "test"})
+    with pytest.raises(ValueError, match="unknown keys"):
+        TrainConfig.from_params({**params, "epochs": 3})
+    with pytest.raises(ValueError, match="holds no group"):
+        TrainConfig.from_params({**params, "negatives_per_positive": 3, "batch_size": 3})
+
+
+@pytest.fixture
+def stage_inputs(tiny_beir, tmp_path):
+    """A verified snapshot of the tiny collection and candidates listing every document for every query."""
+    collection = load_beir(tiny_beir)
+    write_snapshot(collection, tmp_path / "snapshot", {"name": "tiny"})
+    corpus = collection.corpus.to_pandas()
+    passages = (corpus["title"] + " " + corpus["text"]).str.strip()
+    rows = [(query_id, doc_id, passage, rank)
+            for query_id in collection.queries.column("query_id").to_pylist()
+            for rank, (doc_id, passage) in enumerate(zip(corpus["doc_id"], passages), 1)]
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "passage", "fused_rank"])
+    frame["passage_sha256"] = frame["passage"].map(sha256_text)
+    for column in ("bm25_score", "dense_score", "fused_score"):
+        frame[column] = 0.0
+    for column in ("bm25_rank", "dense_rank", "fused_rank"):
+        frame[column] = frame["fused_rank"].astype(np.int32)
+    write_table(tmp_path / "candidates.parquet", pa.Table.from_pandas(frame[CANDIDATES_SCHEMA.names],
+                                                                      schema=CANDIDATES_SCHEMA, preserve_index=False))
+    return tmp_path
+
+
+def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inputs, monkeypatch):
+    monkeypatch.delenv("RERANKEVAL_CACHE_DIR", raising=False)
+    params = {**vars(CONFIG), "out_dir": str(stage_inputs / "model")}
+    card = run_stage(params, snapshot_dir=stage_inputs / "snapshot",
+                     candidates_path=stage_inputs / "candidates.parquet")
+    model_dir = stage_inputs / "model"
+    assert (model_dir / "model.safetensors").exists() and not (model_dir / "pytorch_model.bin").exists()
+    assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2
+    assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == models.local_model_hash(
+        models.resolve_model("minilm", None).directory)
+    assert json.loads((model_dir / MODEL_CARD).read_text()) == card
+
+    system = models.build("cross_encoder", {"model": str(model_dir), "max_length": 32, "batch_size": 8,
+                                            "cache_dir": str(stage_inputs / "cache")})
+    frame = pd.DataFrame({"doc_id": ["a", "b"], "passage": ["payment errors are never retried", "api limit"]})
+    assert np.ptp(system.score(QueryCandidates("q", "payment retry", frame), None).scores) > 0
+
+    queries = pd.read_parquet(stage_inputs / "snapshot" / "queries.parquet")
+    qrels = pd.read_parquet(stage_inputs / "snapshot" / "qrels.parquet")
+    candidates = pd.read_parquet(stage_inputs / "candidates.parquet")
+    rerun = TrainConfig(**{**params, "out_dir": str(stage_inputs / "rerun")})
+    train(mine_examples(queries, qrels, candidates, rerun), rerun)
+    assert sha256_file(stage_inputs / "rerun" / "model.safetensors") == sha256_file(model_dir / "model.safetensors")
