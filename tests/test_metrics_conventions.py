@@ -3,8 +3,10 @@ and headroom, candidate recall and coverage, query selection, the tie-break rule
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
+from rerankeval import metrics
 from rerankeval.metrics import (
     TIE_BREAK_RULE,
     assign_ranks,
@@ -280,3 +282,101 @@ def test_bad_options_are_rejected():
     raises("unknown measure 'nDGC'", run, GOOD_QRELS, ["nDGC@10"])
     too_high = GOOD_QRELS.assign(relevance=[5000])
     raises("gain=exp overflows for grades above 1023", run, too_high, ["nDCG@10[gain=exp]"])
+
+
+# ---------------------------------------------------------------------------------------------
+# How the grade matrix is built must not show in the results
+
+
+def random_collection(seed, n_queries=40, doc_id="doc-{}"):
+    """A shuffled run with tied scores, fused ranks and uneven lists; qrels in another query order."""
+    rng = np.random.default_rng(seed)
+    run_rows, qrels_rows = [], []
+    for q in range(n_queries):
+        for d in rng.choice(60, int(rng.integers(1, 15)), replace=False):
+            run_rows.append((f"q{q}", doc_id.format(d), float(rng.integers(0, 5)), int(d) + 1))
+        for d in rng.choice(60, int(rng.integers(0, 8)), replace=False):
+            qrels_rows.append((f"q{(q * 7) % n_queries}", doc_id.format(d), int(rng.integers(0, 4))))
+    run = frame(run_rows, ["query_id", "doc_id", "score", "fused_rank"])
+    qrels = frame(qrels_rows, ["query_id", "doc_id", "relevance"])
+    return run.sample(frac=1, random_state=seed).reset_index(drop=True), qrels
+
+
+MEASURES = ["nDCG@5", "AP", "RR@3", "Bpref", "Judged@4", "P@5[judged_only=true]", "CandidateRecall@3"]
+
+
+def chunked(column):
+    values = column.tolist()
+    cut = len(values) // 3
+    parts = [pa.array(part, type=pa.large_string()) for part in (values[:cut], values[cut:2 * cut], values[2 * cut:])]
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(parts)), dtype="str")
+
+
+@pytest.mark.parametrize("layout", ["category", "object", "chunked", "grouped"])
+def test_input_layouts_give_identical_results(layout):
+    run, qrels = random_collection(1)
+    expected = evaluate(run, qrels, MEASURES, no_relevant="zero")
+    if layout == "grouped":
+        run = run.sort_values("query_id", kind="stable").reset_index(drop=True)
+        qrels = qrels.sort_values(["query_id", "doc_id"]).reset_index(drop=True)
+    else:
+        convert = chunked if layout == "chunked" else (lambda column: column.astype(layout))
+        run = run.assign(query_id=convert(run["query_id"]), doc_id=convert(run["doc_id"]))
+        qrels = qrels.assign(query_id=convert(qrels["query_id"]), doc_id=convert(qrels["doc_id"]))
+    pd.testing.assert_frame_equal(evaluate(run, qrels, MEASURES, no_relevant="zero"), expected)
+
+
+@pytest.mark.parametrize("doc_id", ["doc-{}", "document{:04d}"])  # of varying length; of one length
+def test_hash_collisions_fall_back_to_exact_codes(monkeypatch, doc_id):
+    run, qrels = random_collection(2, doc_id=doc_id)
+    expected = evaluate(run, qrels, MEASURES)
+    # Every document id then hashes to 0.
+    monkeypatch.setattr(metrics, "_multiplier", lambda k: np.uint64(0))
+    pd.testing.assert_frame_equal(evaluate(run, qrels, MEASURES), expected)
+    repeated = pd.concat([run, run.iloc[[5]]], ignore_index=True)
+    pair = (run["query_id"].iloc[5], run["doc_id"].iloc[5])
+    raises(rf"duplicate \(query_id, doc_id\) rows in run: \('{pair[0]}', '{pair[1]}'\) repeats at row {len(run)}",
+           repeated, qrels)
+
+
+def test_doc_ids_that_differ_only_by_trailing_nul_bytes_are_distinct():
+    run = frame([("q", "a", 3.0), ("q", "a\x00", 2.0), ("q", "", 1.0), ("q", "\x00", 0.5)],
+                ["query_id", "doc_id", "score"])
+    qrels = frame([("q", "a\x00", 1), ("q", "\x00", 2)], ["query_id", "doc_id", "relevance"])
+    got = evaluate(run, qrels, ["RR", "P@4", "DCG@4"]).loc["q"]
+    assert got["RR"] == pytest.approx(1 / 2)
+    assert got["P@4"] == pytest.approx(2 / 4)
+    assert got["DCG@4"] == pytest.approx(1 / D(3) + 2 / D(5))
+
+
+def test_one_query_with_many_judgments():
+    # The qrels' widest query is far wider than the rest: the join takes its flat path.
+    run = frame([("big", f"d{i}", float(-i)) for i in range(10)] + [(f"s{q}", "x", 1.0) for q in range(300)],
+                ["query_id", "doc_id", "score"])
+    judged = [("big", "d0", 1), ("big", "d3", 2)] + [("big", f"n{i}", 0) for i in range(5000)]
+    qrels = frame(judged + [(f"s{q}", "x", 1) for q in range(300)], ["query_id", "doc_id", "relevance"])
+    got = evaluate(run, qrels, ["P@5", "RR", "Judged@10"])
+    assert got.loc["big"].tolist() == pytest.approx([2 / 5, 1.0, 2 / 10])
+    assert (got.drop(index="big")["P@5"] == 1 / 5).all()
+    repeated = pd.concat([qrels, qrels.iloc[[4000]]], ignore_index=True)
+    raises(rf"duplicate \(query_id, doc_id\) rows in qrels: \('big', 'n3998'\) repeats at row {len(qrels)}",
+           run, repeated)
+
+
+def test_scores_are_compared_exactly():
+    # Scores a unit in the last place apart are not tied; 0.0 and -0.0 are (broken by doc_id).
+    scored = frame([("q", "b", 0.0), ("q", "a", -0.0), ("q", "c", np.nextafter(0.0, 1.0)), ("q", "d", 1.0),
+                    ("q", "e", np.nextafter(1.0, 0.0)), ("q", "f", -1.0), ("q", "g", np.nextafter(-1.0, 0.0))],
+                   ["query_id", "doc_id", "score"])
+    ranked = assign_ranks(scored).sort_values("rank")["doc_id"].tolist()
+    assert ranked == ["d", "e", "c", "a", "b", "g", "f"]
+    qrels = frame([("q", "b", 1)], ["query_id", "doc_id", "relevance"])
+    assert evaluate(scored, qrels, ["RR"]).loc["q", "RR"] == pytest.approx(1 / 5)
+
+
+def test_ranks_of_any_size():
+    run = frame([("q", "a", 2**62), ("q", "b", 2**60), ("q", "c", 2**62 + 1)], ["query_id", "doc_id", "rank"])
+    qrels = frame([("q", "a", 1)], ["query_id", "doc_id", "relevance"])
+    assert evaluate(run, qrels, ["RR"]).loc["q", "RR"] == pytest.approx(1 / 2)
+    raises(r"duplicate rank 4611686018427387904 in query 'q' \(doc_ids 'a' and 'c'\)",
+           run.assign(rank=[2**62, 2**60, 2**62]), qrels)
