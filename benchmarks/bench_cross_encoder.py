@@ -48,7 +48,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--depth", type=int, default=100, help="BM25 candidates per test query")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256, help="max_length of comparison (a)")
-    parser.add_argument("--lengths", default="128,256,512", help="max_lengths of table (b)")
+    parser.add_argument("--lengths", default="128,256,512", help="max_lengths of table (b); empty: skip it")
     parser.add_argument("--repeats", type=int, default=3)
     return parser.parse_args()
 
@@ -159,9 +159,11 @@ def run_benchmark(args: argparse.Namespace, scratch: Path) -> None:
 
     peak = matmul_flops_per_s(torch.get_num_threads())
     config = ours.scorer.model.config
-    print(f"(b) {'max_length':>10}{'pairs/s':>10}{'tokens/s':>11}{'mean n':>8}{'cut':>7}{'GFLOP/pair':>12}"
-          f"{'GFLOP/s':>9}{'of (c)':>8}")
-    for max_length in [int(value) for value in args.lengths.split(",")]:
+    lengths = [int(value) for value in args.lengths.split(",") if value]
+    if lengths:
+        print(f"(b) {'max_length':>10}{'pairs/s':>10}{'tokens/s':>11}{'mean n':>8}{'cut':>7}{'GFLOP/pair':>12}"
+              f"{'GFLOP/s':>9}{'of (c)':>8}")
+    for max_length in lengths:
         length_system = system(max_length)
         seconds, _ = best_of(args.repeats, scorer_run(length_system, groups, scratch))
         encoded = [length_system.scorer.encode(text, passages) for text, passages in groups]

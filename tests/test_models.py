@@ -184,6 +184,7 @@ def test_normalization_is_declared_and_recorded(tiny_ce, tmp_path):
     assert described["normalization"] == "sigmoid" and described["revision"] == "local"
     assert described["weights_sha256"] == models.local_model_hash(tiny_ce)
     assert {"cpu_model", "torch_threads", "torch", "transformers"} <= set(described["environment"])
+    json.dumps(described)  # stored in the run's Parquet metadata
     with pytest.raises(ValueError, match="normalization"):
         models.build("cross_encoder", config(tiny_ce, tmp_path, normalization="softmax"))
 

