@@ -1,5 +1,6 @@
 """DVC stage `evaluate`: per-query metrics of every system, oracle headroom, depth curves and first-stage recall."""
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -54,8 +55,6 @@ def main() -> None:
         values = evaluate(run, qrels, first_stage_measures(top_n), queries=query_ids, no_relevant=no_relevant)
         values.insert(0, "retriever", name)
         first_stage.append(values.rename_axis("query_id").reset_index())
-    import pandas as pd
-
     first_stage_table = pd.concat(first_stage, ignore_index=True)
 
     write_table(EVAL_DIR / "per_query.parquet", pa.Table.from_pandas(per_query, preserve_index=False),

@@ -78,7 +78,7 @@ def main() -> None:
         md.first_stage_section(metrics_json["first_stage"], top_n),
         md.systems_section(compare, metrics_json, compare_params["metrics"], evaluation["oracle_measures"], top_n),
         md.deltas_section(compare),
-        md.depth_section(curve_means, evaluation["depth_measures"][0], latency),
+        md.depth_section(curve_means, evaluation["depth_measures"][0]),
         md.slices_section(compare, primary),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),

@@ -22,13 +22,12 @@ def test_snapshot_bytes_are_reproducible(tiny_beir, tmp_path):
 
 
 def test_one_changed_qrels_line_changes_only_the_qrels_hash(tiny_beir, tmp_path):
-    before = Snapshot.__new__(Snapshot)
-    before.manifest = write_snapshot(load_beir(tiny_beir), tmp_path / "a", source={})
+    before = write_snapshot(load_beir(tiny_beir), tmp_path / "a", source={})
     path = tiny_beir / "qrels" / "test.tsv"
     path.write_text(path.read_text().replace("q0\td0b\t2", "q0\td0b\t1"))
     after = write_snapshot(load_beir(tiny_beir), tmp_path / "b", source={})
     changed = {name for name in ("corpus", "queries", "qrels")
-               if before.manifest["tables"][name]["content_sha256"] != after["tables"][name]["content_sha256"]}
+               if before["tables"][name]["content_sha256"] != after["tables"][name]["content_sha256"]}
     assert changed == {"qrels"}
 
 

@@ -110,7 +110,7 @@ def deltas_section(compare: Mapping[str, Any]) -> str:
     return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
 
 
-def depth_section(curve_means: pd.DataFrame, measure: str, latency: Mapping[str, Mapping[str, Any]]) -> str:
+def depth_section(curve_means: pd.DataFrame, measure: str) -> str:
     quality = curve_means[curve_means["measure"] == measure]
     pool = curve_means[curve_means["measure"].str.startswith("CandidateRecall@")].drop_duplicates("depth")
     recall = dict(zip(pool["depth"], pool["mean"]))
