@@ -67,8 +67,14 @@ def main() -> None:
     points = points.assign(label=points["system"] + "@" + points["depth"].astype(str)).reset_index(drop=True)
     points["frontier"] = pareto_front(points)
     plots.pareto(points, quality_measure, PLOTS_DIR / "pareto.png")
-    environments = {system: table_metadata(run_path(system))["describe"]["environment"] for system in systems
-                    if "environment" in table_metadata(run_path(system)).get("describe", {})}
+    environments = {}
+    for system in systems:
+        described = table_metadata(run_path(system)).get("describe", {})
+        if "environment" in described:
+            environments[system] = {
+                **described["environment"], "model": described["model"], "revision": described["revision"],
+                "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
+                "peak_rss_mib": round(float(table_metadata(latency_path(system))["peak_rss_mib"]), 1)}
     context = {"dataset": params["dataset"]["name"], "split": compare["split"], "queries": compare["queries"],
                "no_relevant": evaluation["no_relevant"], "snapshot": snapshot.hashes, "retrieval": params["retrieval"],
                "tie_break": TIE_BREAK, "method": compare["method"]}

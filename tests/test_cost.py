@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from rerankeval.cost import cost_per_query, latency_at_depth, pareto_front, token_summary
+from rerankeval.rerank import summarise_latency
 
 
 def run_and_latency():
@@ -16,7 +17,8 @@ def run_and_latency():
         "truncated": pd.array([False, False, True, None, False, False, False, None], dtype="boolean"),
     })
     latency = pd.DataFrame({"query_id": ["a", "b"], "warmup": [False, False], "mode": ["RERANKED"] * 2,
-                            "total_s": [0.7, 0.4], "tokenize_s": [0.1, 0.1], "forward_s": [0.5, 0.2]})
+                            "total_s": [0.7, 0.4], "tokenize_s": [0.1, 0.1], "forward_s": [0.5, 0.2],
+                            "replayed_s": [0.0, 0.0]})
     return run, latency
 
 
@@ -34,6 +36,16 @@ def test_latency_at_depth_scales_model_time_by_token_share():
     assert at_one["b"] == pytest.approx(0.1 + 0.3 / 3)
     assert latency_at_depth(run, latency, 3).tolist() == pytest.approx([0.7, 0.4])
     assert cost_per_query(pd.Series([3.6, 7.2]), hourly_price=1.0) == pytest.approx(0.0015)
+
+
+def test_cache_hits_cost_their_replayed_compute_time():
+    run, latency = run_and_latency()
+    # b served entirely from the cache: 0.02 s measured, 0.3 s of model time replayed from when it was scored.
+    cached = latency.assign(total_s=[0.7, 0.02], tokenize_s=[0.1, 0.0], forward_s=[0.5, 0.0], replayed_s=[0.0, 0.3])
+    assert latency_at_depth(run, cached, 3)["b"] == pytest.approx(0.32)
+    assert latency_at_depth(run, cached, 1)["b"] == pytest.approx(0.02 + 0.3 / 3)
+    summary = summarise_latency(cached.assign(cache_hits=[0, 3], n_pairs=[3, 3]))
+    assert summary["p50_ms"] == pytest.approx(510.0) and summary["measured_p95_ms"] == pytest.approx(666.0)
 
 
 def test_pareto_front_marks_dominated_points():

@@ -172,6 +172,8 @@ def test_cached_pairs_are_not_scored_again_across_depths_and_systems(tiny_ce, tm
     second = deep.score(query("q", "payment retry", PASSAGES), None)
     assert (first.cache_hits, second.cache_hits) == (0, 3)
     np.testing.assert_allclose(second.scores[:3], first.scores, atol=0)
+    # The hits replay the compute time measured when they were scored, so latency stays the model's.
+    assert first.replayed_s == 0 and second.replayed_s == pytest.approx(first.tokenize_s + first.forward_s, rel=1e-6)
     other_length = models.build("cross_encoder", config(tiny_ce, tmp_path, max_length=32))
     assert other_length.score(query("q", "payment retry", PASSAGES), None).cache_hits == 0
 

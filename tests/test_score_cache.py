@@ -74,7 +74,7 @@ def test_a_killed_run_loses_only_its_batch_in_flight_and_the_rerun_reuses_the_re
 
 
 def test_scores_are_kept_apart_by_every_part_of_the_key(tmp_path):
-    stored = {"p1": PairScore(1.5, 3, 700, True)}
+    stored = {"p1": PairScore(1.5, 3, 700, True, 0.004)}
     ScoreCache(tmp_path, PARTS).store("query", stored)
     assert ScoreCache(tmp_path, PARTS).lookup("query", ["p1", "p2"]) == stored
     assert ScoreCache(tmp_path, PARTS).lookup("other query", ["p1"]) == {}

@@ -2,7 +2,8 @@
 
 Latency at a shallower depth comes from the one scoring pass at full depth: a query's model time (tokenisation and
 forward) is scaled by the share of its scored tokens that lie in the top d (pairs where no token counts exist), its
-fixed overhead is kept. Pure functions over the run and latency tables.
+fixed overhead is kept. Model time includes the replayed compute time of cache hits (``rerank.cold_seconds``), so a
+run served from the pair-score cache costs what the model costs. Pure functions over the run and latency tables.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .rerank import FUSION_FALLBACK, RERANKED
+from .rerank import FUSION_FALLBACK, RERANKED, cold_seconds
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -31,7 +32,7 @@ def token_summary(run: pd.DataFrame) -> dict[str, float | None]:
 def tokens_per_second(run: pd.DataFrame, latency: pd.DataFrame) -> float | None:
     """Pair tokens (before truncation) per second of model time, over the timed queries."""
     timed = latency[~latency["warmup"] & (latency["mode"] != FUSION_FALLBACK)]
-    model_s = float((timed["tokenize_s"] + timed["forward_s"]).sum())
+    model_s = float((timed["tokenize_s"] + timed["forward_s"] + timed["replayed_s"]).sum())
     scored = run[run["query_id"].isin(timed["query_id"]) & run["passage_tokens"].notna()]
     if model_s <= 0 or scored.empty:
         return None
@@ -47,8 +48,8 @@ def latency_at_depth(run: pd.DataFrame, latency: pd.DataFrame, depth: int) -> pd
     total = weight.groupby(scored["query_id"]).sum()
     head = weight[scored["fused_rank"] <= depth].groupby(scored.loc[scored["fused_rank"] <= depth, "query_id"]).sum()
     share = (head.reindex(total.index, fill_value=0.0) / total).reindex(timed.index).fillna(0.0)
-    model_s = timed["tokenize_s"] + timed["forward_s"]
-    return (timed["total_s"] - model_s) + model_s * share
+    model_s = timed["tokenize_s"] + timed["forward_s"] + timed["replayed_s"]
+    return (cold_seconds(timed) - model_s) + model_s * share
 
 
 def cost_per_query(seconds: pd.Series, hourly_price: float) -> float:

@@ -415,12 +415,14 @@ class LearnedSystem:
         passage_shas = [sha256_text(passage) for passage in passages]
         known = self.cache.lookup(query_sha, passage_shas)
         cache_hits = sum(sha in known for sha in passage_shas)
+        replayed_s = sum(known[sha].compute_s for sha in passage_shas if sha in known)
         todo = {sha: passage for sha, passage in zip(passage_shas, passages) if sha not in known}
         tokenize_s = forward_s = 0.0
         if todo:
             started = time.perf_counter()
             encoded = self.scorer.encode(query.query_text, list(todo.values()))
-            tokenize_s += time.perf_counter() - started
+            encode_s = time.perf_counter() - started
+            tokenize_s += encode_s
             todo_shas = list(todo)
             for batch in length_batches(encoded.lengths, self.settings.batch_size):
                 if deadline is not None and time.perf_counter() > deadline:
@@ -431,17 +433,20 @@ class LearnedSystem:
                 features = self.scorer.collate(encoded, batch)
                 collated = time.perf_counter()
                 scores = self.scorer.forward(encoded, features)
+                finished = time.perf_counter()
                 tokenize_s += collated - started
-                forward_s += time.perf_counter() - collated
+                forward_s += finished - collated
+                # Each pair's compute time: its share of the batch, plus its share of encoding the query's pairs.
+                pair_s = (finished - started) / len(batch) + encode_s / len(todo)
                 fresh = {todo_shas[index]: PairScore(score, encoded.query_tokens, int(encoded.passage_tokens[index]),
-                                                     bool(encoded.truncated[index]))
+                                                     bool(encoded.truncated[index]), pair_s)
                          for index, score in zip(batch, scores)}
                 self.cache.store(query_sha, fresh)
                 known.update(fresh)
         pairs = [known[sha] for sha in passage_shas]
         raw = np.array([pair.score for pair in pairs], dtype=np.float64)
         return Scored(scores=NORMALIZE[self.settings.normalization](raw), tokenize_s=tokenize_s, forward_s=forward_s,
-                      cache_hits=cache_hits, pair_stats={
+                      cache_hits=cache_hits, replayed_s=replayed_s, pair_stats={
                           "query_tokens": np.array([pair.query_tokens for pair in pairs], dtype=np.int32),
                           "passage_tokens": np.array([pair.passage_tokens for pair in pairs], dtype=np.int32),
                           "truncated": np.array([pair.truncated for pair in pairs], dtype=bool)})

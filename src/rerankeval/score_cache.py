@@ -4,6 +4,9 @@ The fingerprint covers everything that changes a raw score (model id and revisio
 passage template and scorer versions, max_length, truncation, dtype), so a rerun, another depth or another system
 sharing the model reuses scores and no setting can serve a stale one. Every stored batch is its own committed
 transaction in WAL mode: a killed process loses at most the batch it was computing.
+
+Each pair also keeps the compute time it cost when it was scored (its share of its batch's tokenisation and forward
+pass), so latency stays a measurement of the model, not of the cache: a cache hit replays that time.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from .io import canonical_json, sha256_text
 
 DEFAULT_CACHE_DIR = "data/score_cache"
 CACHE_DIR_ENV = "RERANKEVAL_CACHE_DIR"
-DB_NAME = "pair_scores.sqlite"
+DB_NAME = "pair_scores.v2.sqlite"
+"""v2 added compute_s; the file name carries the schema version, so an older cache is never misread."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS fingerprints (fingerprint TEXT PRIMARY KEY, parts TEXT NOT NULL);
@@ -31,6 +35,7 @@ CREATE TABLE IF NOT EXISTS pair_scores (
     query_tokens INTEGER NOT NULL,
     passage_tokens INTEGER NOT NULL,
     truncated INTEGER NOT NULL,
+    compute_s REAL NOT NULL,
     PRIMARY KEY (fingerprint, query_sha256, passage_sha256)
 ) WITHOUT ROWID;
 """
@@ -44,6 +49,8 @@ class PairScore:
     query_tokens: int
     passage_tokens: int
     truncated: bool
+    compute_s: float
+    """Seconds of tokenisation and forward pass this pair cost when it was scored."""
 
 
 def cache_dir(config: Mapping[str, Any]) -> Path:
@@ -76,18 +83,19 @@ class ScoreCache:
         if not wanted:
             return {}
         rows = self._db.execute(
-            "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated FROM pair_scores "
+            "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated, compute_s FROM pair_scores "
             f"WHERE fingerprint = ? AND query_sha256 = ? AND passage_sha256 IN ({','.join('?' * len(wanted))})",
             [self.fingerprint, query_sha256, *wanted]).fetchall()
-        return {sha: PairScore(score, q_tokens, p_tokens, bool(cut)) for sha, score, q_tokens, p_tokens, cut in rows}
+        return {sha: PairScore(score, q_tokens, p_tokens, bool(cut), seconds)
+                for sha, score, q_tokens, p_tokens, cut, seconds in rows}
 
     def store(self, query_sha256: str, scored: Mapping[str, PairScore]) -> None:
         """Write one batch of scores as a single committed transaction."""
         rows = [(self.fingerprint, query_sha256, sha, float(pair.score), int(pair.query_tokens),
-                 int(pair.passage_tokens), int(pair.truncated)) for sha, pair in scored.items()]
+                 int(pair.passage_tokens), int(pair.truncated), float(pair.compute_s)) for sha, pair in scored.items()]
         with self._db:  # BEGIN ... COMMIT
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def count(self) -> int:
         """Pairs cached under this fingerprint."""

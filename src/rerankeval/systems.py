@@ -36,6 +36,8 @@ class Scored:
     tokenize_s: float = 0.0
     forward_s: float = 0.0
     cache_hits: int = 0
+    replayed_s: float = 0.0
+    """Compute seconds of the cache hits, as measured when those pairs were scored (0 for systems without a cache)."""
     pair_stats: dict[str, np.ndarray] = field(default_factory=dict)
     """Optional per-pair arrays aligned with the candidates: query_tokens, passage_tokens, truncated."""
 

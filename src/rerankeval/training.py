@@ -7,9 +7,10 @@ top unjudged candidates are the likeliest unjudged positives), never a copy of a
 other split is read past the first filter.
 
 The loss is listwise: softmax cross-entropy putting the positive first within its group (localised contrastive
-estimation); with 100 steps on the demo it reranked far better than pointwise binary cross-entropy (test nDCG@10
-0.40 against 0.17-0.30). The loop is plain and seeded: AdamW, linear warm-up and decay, a fixed number of steps,
-deterministic kernels.
+estimation); on the demo it reranked far better than pointwise binary cross-entropy at the same budget (test nDCG@10
+0.52 against 0.29 after 150 steps). The fresh head learns at ``head_learning_rate`` and the word embeddings stay
+frozen by default: on two CPU cores the budget is a few thousand pairs, and the head must be useful after tens of
+steps. The loop is plain and seeded: AdamW, linear warm-up and decay, a fixed number of steps, deterministic kernels.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ class TrainConfig:
     """Unjudged candidates at fused rank <= this are not used as negatives."""
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
+    head_learning_rate: float | None = None
+    """Learning rate of the freshly initialised pooler and classifier; None: ``learning_rate``."""
+    train_embeddings: bool = False
+    """Fine-tune the token embeddings too (about half of MiniLM's weights; slower steps, little gain here)."""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "TrainConfig":
@@ -178,7 +183,16 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
                          local_files_only=True)
     network, tokenizer = model.model, model.tokenizer
     network.train()
-    optimizer = torch.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    if not config.train_embeddings:
+        network.base_model.embeddings.requires_grad_(False)
+    encoder_prefix = network.base_model_prefix + ".encoder."
+    trained = [(name, weight) for name, weight in network.named_parameters() if weight.requires_grad]
+    # Everything outside the pretrained encoder (pooler, classifier) is the new head.
+    head = [weight for name, weight in trained if not name.startswith(encoder_prefix)]
+    body = [weight for name, weight in trained if name.startswith(encoder_prefix)]
+    optimizer = torch.optim.AdamW(
+        [{"params": body}, {"params": head, "lr": config.head_learning_rate or config.learning_rate}],
+        lr=config.learning_rate, weight_decay=config.weight_decay)
     warmup = max(1, int(config.warmup_fraction * config.steps))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: _linear_schedule(step, steps=config.steps, warmup=warmup))
@@ -195,7 +209,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
             logits = network(**features).logits.view(len(group_ids), config.group_size)
             loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(group_ids), dtype=torch.long))
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_([weight for _, weight in trained], 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
