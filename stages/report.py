@@ -60,6 +60,7 @@ def main() -> None:
     quality["candidate_recall"] = quality["depth"].map(dict(zip(pool["depth"], pool["mean"])))
     depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], runs, latencies,
                                    hourly_price)
+    plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, PLOTS_DIR / "depth_cost.png")
     # The oracle is a ceiling, not a configuration one can deploy; depths that change nothing are one point.
     deployable = [system for system in systems if params["systems"][system]["kind"] != "oracle"]
     points = depth_costs[depth_costs["system"].isin(deployable) & depth_costs["p95_ms"].notna()]

@@ -17,6 +17,7 @@ from rerankeval.rerank import check_permutation
 
 REPO = Path(__file__).resolve().parents[1]
 CHEAP_SYSTEMS = ["fusion", "bm25", "dense", "oracle", "random"]
+SYSTEMS = [*CHEAP_SYSTEMS, "ce_minilm_ft"]  # the fine-tuned cross-encoder, trained for a few steps here
 
 pytestmark = pytest.mark.slow
 
@@ -48,9 +49,10 @@ def project(tmp_path, tiny_beir):
     shutil.rmtree(workdir / ".dvc" / "tmp", ignore_errors=True)
     params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
                              "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
-                             "evaluation.depths=[2,5,10]"])
-    params["systems"] = {name: params["systems"][name] for name in CHEAP_SYSTEMS}
-    params["system_names"] = CHEAP_SYSTEMS
+                             "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4",
+                             "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64"])
+    params["systems"] = {name: params["systems"][name] for name in SYSTEMS}
+    params["system_names"] = SYSTEMS
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
     return workdir
@@ -59,7 +61,7 @@ def project(tmp_path, tiny_beir):
 def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     """One flow, since every `dvc repro` here costs seconds: build, no-op, force, change qrels, change one system."""
     dvc(project, "repro")
-    for name in CHEAP_SYSTEMS:
+    for name in SYSTEMS:
         run = pd.read_parquet(project / "data" / "runs" / f"run_{name}.parquet")
         candidates = pd.read_parquet(project / "data" / "candidates.parquet")
         check_permutation(candidates[candidates["query_id"].isin(run["query_id"])], run)
@@ -67,14 +69,27 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     assert metrics["queries"] == 6
     assert metrics["systems"]["oracle"]["nDCG@10"] >= metrics["systems"]["fusion"]["nDCG@10"]
     assert (project / "reports" / "report.md").read_text().startswith("# rerankeval report")
-    assert (project / "reports" / "plots" / "depth_curve.png").stat().st_size > 1000
+    for plot in ("depth_curve", "depth_cost", "pareto", "slice_deltas", "delta_distribution"):
+        assert (project / "reports" / "plots" / f"{plot}.png").stat().st_size > 1000, plot
+    report = (project / "reports" / "report.md").read_text()
+    assert "`ce_minilm_ft@5`" in report and "peak_rss_mib" in report  # Pareto point and environment block
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
 
     frozen = {name: (project / "reports" / name).read_bytes() for name in ("metrics.json", "compare.json")}
+    model_card = json.loads((project / "data" / "models" / "ce-minilm-ft" / "model_card.json").read_text())
+    assert model_card["split"] == "train" and len(model_card["loss_curve"]) == 3
+    first_latency = pd.read_parquet(project / "data" / "runs" / "latency_ce_minilm_ft.parquet")
+    assert first_latency["cache_hits"].sum() == 0
     dvc(project, "repro", "--force")
     for name, content in frozen.items():
         assert (project / "reports" / name).read_bytes() == content, f"{name} changed on a forced rerun"
+    # Training is seeded and deterministic, so the retrained model has the same weights hash: every pair is a
+    # cache hit, no inference runs, and latency replays the compute time measured the first time.
+    latency = pd.read_parquet(project / "data" / "runs" / "latency_ce_minilm_ft.parquet")
+    assert (latency["cache_hits"] == latency["n_pairs"]).all() and latency["forward_s"].sum() == 0
+    assert latency["replayed_s"].to_numpy() == pytest.approx(
+        (first_latency["tokenize_s"] + first_latency["forward_s"]).to_numpy(), rel=1e-6)
 
     qrels = tiny_beir / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text().replace("q0\td0b\t2", "q0\td0b\t1"))
@@ -95,3 +110,8 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     assert reran == {"rerank@random", "evaluate", "compare", "report"}
+
+    params["train"]["steps"] = 4
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    output = dvc(project, "repro")
+    assert "Running stage 'train'" in output and "Running stage 'rerank@ce_minilm_ft'" in output

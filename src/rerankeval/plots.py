@@ -82,6 +82,26 @@ def delta_distribution(deltas: pd.DataFrame, metric: str, path: Path) -> None:
     _save(fig, path)
 
 
+def depth_cost(rows: pd.DataFrame, measure: str, path: Path) -> None:
+    """``rows``: system, depth, quality, p95_ms, cost_per_1k_queries. Left: quality by depth; right: p95 latency by
+    depth, each point labelled with its cost per 1,000 queries, so one sees where deeper reranking stops paying."""
+    plt = _figure()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    floor = max(rows["p95_ms"].min(), 1e-3)
+    for system, frame in rows.sort_values("depth").groupby("system"):
+        left.plot(frame["depth"], frame["quality"], marker="o", label=system)
+        line, = right.plot(frame["depth"], frame["p95_ms"].clip(lower=floor), marker="o", label=system)
+        for row in frame.itertuples():
+            right.annotate(f"${row.cost_per_1k_queries:.4f}", (row.depth, max(row.p95_ms, floor)), fontsize=6,
+                           xytext=(2, 3), textcoords="offset points", color=line.get_color())
+    left.set(xlabel="rerank depth", ylabel=measure, title=f"{measure} by rerank depth", xscale="log")
+    right.set(xlabel="rerank depth", ylabel="p95 latency per query (ms, log)", xscale="log", yscale="log",
+              title="p95 latency by depth (labels: cost per 1k queries)")
+    left.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+
+
 def pareto(points: pd.DataFrame, measure: str, path: Path) -> None:
     """``points``: label, quality, p95_ms, frontier. Quality vs p95 latency; the frontier is joined by a line."""
     plt = _figure()

@@ -220,7 +220,8 @@ def depth_cost_section(table_rows: pd.DataFrame, measure: str) -> str:
              fmt(r.cost_per_1k_queries, 5)] for r in table_rows.itertuples()]
     return ("## Depth vs cost (latency at depth d estimated from the full-depth pass: model time scaled by the share "
             "of the query's scored tokens in the top d)\n\n"
-            + table(["system", "depth", "candidate recall@d", measure, "p95 ms", "cost / 1k queries"], rows))
+            + table(["system", "depth", "candidate recall@d", measure, "p95 ms", "cost / 1k queries"], rows)
+            + "\n\n![depth vs cost](plots/depth_cost.png)")
 
 
 def pareto_section(points: pd.DataFrame, measure: str) -> str:
