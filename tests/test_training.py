@@ -16,7 +16,8 @@ from rerankeval.systems import QueryCandidates
 from rerankeval.training import MODEL_CARD, TrainConfig, mine_examples, run_stage, train
 
 CONFIG = TrainConfig(backbone="minilm", steps=2, batch_size=4, learning_rate=1e-4, max_length=32,
-                     negatives_per_positive=2, seed=3, out_dir="unused", negative_pool_depth=8, unjudged_skip_top=2)
+                     negatives_per_positive=2, seed=3, out_dir="unused", negative_pool_depth=8, unjudged_skip_top=2,
+                     frozen_layers=2)
 
 
 def synthetic_split_tables():
@@ -113,6 +114,17 @@ def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inp
     assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == models.local_model_hash(
         models.resolve_model("minilm", None).directory)
     assert json.loads((model_dir / MODEL_CARD).read_text()) == card
+
+    # Frozen parts stay as pretrained, the rest moves.
+    from safetensors.numpy import load_file
+
+    backbone = load_file(models.resolve_model("minilm", None).directory / "model.safetensors")
+    tuned = load_file(model_dir / "model.safetensors")
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
+                 "encoder.layer.1.output.dense.weight"):
+        np.testing.assert_array_equal(tuned["bert." + name], backbone[name], err_msg=name)
+    for name in ("encoder.layer.2.attention.self.query.weight", "encoder.layer.5.output.dense.weight"):
+        assert not np.array_equal(tuned["bert." + name], backbone[name]), name
 
     system = models.build("cross_encoder", {"model": str(model_dir), "max_length": 32, "batch_size": 8,
                                             "cache_dir": str(stage_inputs / "cache")})
