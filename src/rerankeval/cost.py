@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .rerank import FUSION_FALLBACK, RERANKED, cold_seconds
+from .rerank import FUSION_FALLBACK, RERANKED, cold_seconds, model_seconds
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -32,7 +32,7 @@ def token_summary(run: pd.DataFrame) -> dict[str, float | None]:
 def tokens_per_second(run: pd.DataFrame, latency: pd.DataFrame) -> float | None:
     """Pair tokens (before truncation) per second of model time, over the timed queries."""
     timed = latency[~latency["warmup"] & (latency["mode"] != FUSION_FALLBACK)]
-    model_s = float((timed["tokenize_s"] + timed["forward_s"] + timed["replayed_s"]).sum())
+    model_s = float(model_seconds(timed).sum())
     scored = run[run["query_id"].isin(timed["query_id"]) & run["passage_tokens"].notna()]
     if model_s <= 0 or scored.empty:
         return None
@@ -48,7 +48,7 @@ def latency_at_depth(run: pd.DataFrame, latency: pd.DataFrame, depth: int) -> pd
     total = weight.groupby(scored["query_id"]).sum()
     head = weight[scored["fused_rank"] <= depth].groupby(scored.loc[scored["fused_rank"] <= depth, "query_id"]).sum()
     share = (head.reindex(total.index, fill_value=0.0) / total).reindex(timed.index).fillna(0.0)
-    model_s = timed["tokenize_s"] + timed["forward_s"] + timed["replayed_s"]
+    model_s = model_seconds(timed)
     return (cold_seconds(timed) - model_s) + model_s * share
 
 

@@ -157,6 +157,11 @@ def latency_table(latency: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(latency, schema=LATENCY_SCHEMA, preserve_index=False)
 
 
+def model_seconds(latency: pd.DataFrame) -> pd.Series:
+    """Per-query model time: tokenisation and forward of this run plus the replayed compute time of cache hits."""
+    return latency["tokenize_s"] + latency["forward_s"] + latency["replayed_s"]
+
+
 def cold_seconds(latency: pd.DataFrame) -> pd.Series:
     """Per-query latency as if nothing were cached: measured wall time plus the replayed compute time of cache hits."""
     return latency["total_s"] + latency["replayed_s"]

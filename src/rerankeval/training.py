@@ -10,7 +10,7 @@ The loss is listwise: softmax cross-entropy putting the positive first within it
 estimation); on the demo it reranked far better than pointwise binary cross-entropy at the same budget (test nDCG@10
 0.52 against 0.29 after 150 steps). The fresh head learns at ``head_learning_rate``; the word embeddings and the
 lowest ``frozen_layers`` stay as pretrained: on two CPU cores the budget is a few thousand pairs, and the head must be
-useful after tens of steps (freezing 2 of MiniLM's 6 layers made steps 1.3x faster at the same demo quality). The loop is plain and seeded: AdamW, linear warm-up and decay, a fixed number of steps, deterministic kernels.
+useful after tens of steps (freezing 2 of MiniLM's 6 layers kept demo quality: 0.529 against 0.532). The loop is plain and seeded: AdamW, linear warm-up and decay, a fixed number of steps, deterministic kernels.
 """
 
 from __future__ import annotations
