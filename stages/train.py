@@ -1,12 +1,13 @@
-"""DVC stage `train`: fine-tune a cross-encoder on the train split's queries (see rerankeval.training)."""
+"""DVC stage `train`: fine-tune a cross-encoder on the train split's queries (params `train`)."""
 
-from rerankeval.layout import CANDIDATES, SNAPSHOT_DIR, load_params
-from rerankeval.training import run_stage
+import argparse
 
+from rerankeval.pipeline import train
+from rerankeval.pipeline.entry import run_stage
 
-def main() -> None:
-    run_stage(load_params()["train"], snapshot_dir=SNAPSHOT_DIR, candidates_path=CANDIDATES)
-
-
-if __name__ == "__main__":
-    main()
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument("--params", default="params.yaml")
+parser.add_argument("--snapshot", required=True)
+parser.add_argument("--candidates", required=True)
+args = parser.parse_args()
+run_stage("train", lambda: train.run(args.params, args.snapshot, args.candidates))

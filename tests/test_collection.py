@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from rerankeval.collection import CollectionError, load_beir
+from rerankeval.core.errors import CollectionError
+from rerankeval.data.beir import load_beir
 from tests.conftest import write_beir
 
 CORPUS = [{"_id": "d1", "title": "t", "text": "alpha"}, {"_id": "d2", "title": "", "text": "beta"}]

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.comparison import CompareSettings, compare, regression_details, relevant_doc_type
-from rerankeval.verdict import ReleaseRule
+from rerankeval.stats.comparison import CompareConfig, compare, regression_details, relevant_doc_type
+from rerankeval.stats.verdict import ReleaseRule
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 
@@ -21,14 +21,15 @@ def per_query(deltas, judged_base=1.0, judged_new=1.0):
 
 
 SLICES = pd.DataFrame({"language": ["ko"] * 20 + ["en"] * 20}, index=QUERIES)
-SETTINGS = CompareSettings(baseline="fusion", metrics=("nDCG@10", "RR@10"), samples=2000, permutations=2000,
-                           judged_only_measure="nDCG@10[judged_only=true]")
+RELEASE = {"primary_metric": "nDCG@10", "min_delta": 0.03, "max_unjudged_increase": 0.1,
+           "critical_slices": [{"column": "language", "budget": 0.05}]}
+SETTINGS = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10", "MRR@10"], "samples": 2000,
+                                "permutations": 2000, "unjudged": {"judged_only_measure": "nDCG@10[judged_only=true]"},
+                                "release": RELEASE}, "compare")
 
 
 def rule(**overrides):
-    config = {"primary_metric": "nDCG@10", "min_delta": 0.03, "max_unjudged_increase": 0.1,
-              "critical_slices": [{"column": "language", "budget": 0.05}]}
-    return ReleaseRule.from_dict({**config, **overrides})
+    return ReleaseRule.parse({**RELEASE, **overrides}, "compare.release")
 
 
 def test_clear_improvement_is_accepted_with_counts_and_slices():
@@ -64,7 +65,7 @@ def test_noise_is_inconclusive_and_unjudged_shift_warns():
 
 
 def test_unknown_compare_metric_is_refused():
-    settings = CompareSettings(baseline="fusion", metrics=("AP@100",))
+    settings = SETTINGS.model_copy(update={"metrics": ["AP@100"]})
     with pytest.raises(ValueError, match=r"compare.metrics \['AP@100'\] are not evaluated"):
         compare(per_query(np.zeros(40)), SLICES, settings, rule(), {})
 

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.cost import cost_per_query, latency_at_depth, pareto_front, token_summary
-from rerankeval.rerank import summarise_latency
+from rerankeval.report.cost import cost_per_query, latency_at_depth, pareto_front, token_summary
+from rerankeval.rerank.latency import summarise_latency
 
 
 def run_and_latency():
@@ -16,9 +16,8 @@ def run_and_latency():
         "passage_tokens": pd.array([8, 18, 28, None, 8, 8, 8, None], dtype="Int32"),
         "truncated": pd.array([False, False, True, None, False, False, False, None], dtype="boolean"),
     })
-    latency = pd.DataFrame({"query_id": ["a", "b"], "warmup": [False, False], "mode": ["RERANKED"] * 2,
-                            "total_s": [0.7, 0.4], "tokenize_s": [0.1, 0.1], "forward_s": [0.5, 0.2],
-                            "replayed_s": [0.0, 0.0]})
+    latency = pd.DataFrame({"query_id": ["a", "b"], "position": [0, 1], "mode": ["RERANKED"] * 2,
+                            "wall_s": [0.7, 0.4], "compute_s": [0.6, 0.3], "replayed_s": [0.0, 0.0]})
     return run, latency
 
 
@@ -30,22 +29,24 @@ def test_token_summary_counts_scored_pairs_only():
 
 def test_latency_at_depth_scales_model_time_by_token_share():
     run, latency = run_and_latency()
-    at_one = latency_at_depth(run, latency, 1)
+    at_one = latency_at_depth(run, latency, 1, warmup_queries=0)
     # a: tokens 10, 20, 30 -> top-1 share 1/6 of 0.6 s model time + 0.1 s overhead; b: 1/3 of 0.3 s + 0.1 s.
     assert at_one["a"] == pytest.approx(0.1 + 0.6 / 6)
     assert at_one["b"] == pytest.approx(0.1 + 0.3 / 3)
-    assert latency_at_depth(run, latency, 3).tolist() == pytest.approx([0.7, 0.4])
+    assert latency_at_depth(run, latency, 3, warmup_queries=0).tolist() == pytest.approx([0.7, 0.4])
     assert cost_per_query(pd.Series([3.6, 7.2]), hourly_price=1.0) == pytest.approx(0.0015)
 
 
 def test_cache_hits_cost_their_replayed_compute_time():
     run, latency = run_and_latency()
     # b served entirely from the cache: 0.02 s measured, 0.3 s of model time replayed from when it was scored.
-    cached = latency.assign(total_s=[0.7, 0.02], tokenize_s=[0.1, 0.0], forward_s=[0.5, 0.0], replayed_s=[0.0, 0.3])
-    assert latency_at_depth(run, cached, 3)["b"] == pytest.approx(0.32)
-    assert latency_at_depth(run, cached, 1)["b"] == pytest.approx(0.02 + 0.3 / 3)
-    summary = summarise_latency(cached.assign(cache_hits=[0, 3], n_pairs=[3, 3]))
+    cached = latency.assign(wall_s=[0.7, 0.02], compute_s=[0.6, 0.0], replayed_s=[0.0, 0.3])
+    assert latency_at_depth(run, cached, 3, warmup_queries=0)["b"] == pytest.approx(0.32)
+    assert latency_at_depth(run, cached, 1, warmup_queries=0)["b"] == pytest.approx(0.02 + 0.3 / 3)
+    summary = summarise_latency(cached.assign(cache_hits=[0, 3], n_pairs=[3, 3]), warmup_queries=0)
     assert summary["p50_ms"] == pytest.approx(510.0) and summary["measured_p95_ms"] == pytest.approx(666.0)
+    assert summarise_latency(cached.assign(cache_hits=[0, 3], n_pairs=[3, 3]), warmup_queries=1)["p50_ms"] == \
+        pytest.approx(320.0)  # the first query processed is warm-up
 
 
 def test_pareto_front_marks_dominated_points():

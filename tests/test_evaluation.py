@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.evaluation import depth_curve, depth_run, means, per_query_metrics, system_depth
-from rerankeval.measures import parse_measure
+from rerankeval.eval.funnel import depth_curve, depth_run, means, per_query_metrics, system_depth
+from rerankeval.eval.measures import parse_measure
 
 
 def run_frame(scores, query="q", doc_prefix="d"):
@@ -53,8 +53,8 @@ def test_per_query_metrics_with_oracle_and_headroom_by_hand():
 
 def test_depth_curve_points_only_where_scores_exist():
     runs = {"shallow": run_frame([4, 3, 2, 1]).assign(score=[1.0, 2.0, np.nan, np.nan])}
-    curve = depth_curve(runs, QRELS, ["q"], [1, 2, 4], [parse_measure("RR@10")],
-                        lambda d: [parse_measure(f"CandidateRecall@{d}")], no_relevant="drop")
+    curve = depth_curve(runs, QRELS, ["q"], [1, 2, 4], [parse_measure("RR@10")], no_relevant="drop")
     assert sorted(curve["depth"].unique()) == [1, 2]
+    assert set(curve["measure"]) == {"RR@10", "CandidateRecall@1", "Coverage@1", "CandidateRecall@2", "Coverage@2"}
     recall = curve[curve["measure"].str.startswith("CandidateRecall")].set_index("depth")["value"]
     assert recall.to_dict() == {1: 0.0, 2: 0.0}

@@ -10,10 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval import models
-from rerankeval.io import sha256_text
-from rerankeval.rerank import FUSION_FALLBACK, RERANKED, RerankSettings, rerank
-from rerankeval.systems import QueryCandidates
+from rerankeval.core.errors import ConfigError, ModelUnavailable
+from rerankeval.core.hashing import sha256_text
+from rerankeval.models.heads import UntrainedHeadError
+from rerankeval.models.resolve import local_model_hash
+from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.systems import FUSION_FALLBACK, RERANKED, BuildContext, Query, QueryCandidates, build_system
+from rerankeval.systems.learned.layout import best_window, kept_lengths
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 PASSAGES = [
@@ -68,8 +71,13 @@ def tiny_bi(tmp_path_factory) -> Path:
 
 
 def config(model_dir: Path, tmp_path: Path, **overrides) -> dict:
-    return {"model": str(model_dir), "revision": None, "max_length": 48, "batch_size": 4,
+    return {"model": str(model_dir), "revision": None, "depth": 10, "max_length": 48, "batch_size": 4,
             "cache_dir": str(tmp_path / "cache"), **overrides}
+
+
+def build(kind: str, settings: dict):
+    """A learned system from its config, as the rerank stage builds it."""
+    return build_system("learned", {"kind": kind, **settings}, BuildContext(qrels=pd.DataFrame()))
 
 
 def candidates(query_id: str, passages: list[str]) -> pd.DataFrame:
@@ -79,7 +87,7 @@ def candidates(query_id: str, passages: list[str]) -> pd.DataFrame:
 
 
 def query(query_id: str, text: str, passages: list[str]) -> QueryCandidates:
-    return QueryCandidates(query_id, text, candidates(query_id, passages))
+    return QueryCandidates(Query(query_id, text), candidates(query_id, passages))
 
 
 def plain_predict(model_dir: Path, query_text: str, passages: list[str], max_length: int) -> np.ndarray:
@@ -91,18 +99,18 @@ def plain_predict(model_dir: Path, query_text: str, passages: list[str], max_len
 
 
 def test_a_bi_encoder_checkpoint_is_refused_as_cross_encoder(tiny_bi, tmp_path):
-    with pytest.raises(models.UntrainedHeadError, match="untrained head"):
-        models.build("cross_encoder", config(tiny_bi, tmp_path))
-    with pytest.raises(models.UntrainedHeadError):
-        models.build("cross_encoder", config(minilm_dir(), tmp_path))
+    with pytest.raises(UntrainedHeadError, match="untrained head"):
+        build("cross_encoder", config(tiny_bi, tmp_path))
+    with pytest.raises(UntrainedHeadError):
+        build("cross_encoder", config(minilm_dir(), tmp_path))
 
 
 def test_a_config_claiming_a_head_without_its_weights_is_refused(tiny_bi, tmp_path):
     lying = shutil.copytree(tiny_bi, tmp_path / "lying")
     settings = json.loads((lying / "config.json").read_text())
     (lying / "config.json").write_text(json.dumps({**settings, "architectures": ["BertForSequenceClassification"]}))
-    with pytest.raises(models.UntrainedHeadError, match="classifier"):
-        models.build("flag_reranker", config(lying, tmp_path))
+    with pytest.raises(UntrainedHeadError, match="classifier"):
+        build("flag_reranker", config(lying, tmp_path))
 
 
 def test_remote_code_runs_only_when_the_config_allows_it(tiny_ce, tmp_path):
@@ -113,10 +121,10 @@ def test_remote_code_runs_only_when_the_config_allows_it(tiny_ce, tmp_path):
     (shipped / "config.json").write_text(json.dumps({**settings, "model_type": "evil-bert", "auto_map": {
         "AutoConfig": "evil.EvilConfig", "AutoModelForSequenceClassification": "evil.EvilModel"}}))
     with pytest.raises(Exception, match="trust_remote_code"):
-        models.build("cross_encoder", config(shipped, tmp_path))
+        build("cross_encoder", config(shipped, tmp_path))
     assert not marker.exists()
     with pytest.raises(Exception, match="remote code ran"):
-        models.build("cross_encoder", config(shipped, tmp_path, trust_remote_code=True))
+        build("cross_encoder", config(shipped, tmp_path, trust_remote_code=True))
     assert marker.exists()
 
 
@@ -126,29 +134,29 @@ def test_an_unreachable_hub_id_says_how_to_use_a_local_copy(tmp_path, monkeypatc
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    with pytest.raises(models.ModelUnavailable) as error:
-        models.build("cross_encoder", config("rerankeval-test/no-such-reranker", tmp_path, revision="0" * 40))
+    with pytest.raises(ModelUnavailable) as error:
+        build("cross_encoder", config("rerankeval-test/no-such-reranker", tmp_path, revision="0" * 40))
     message = str(error.value)
     assert "cannot be reached" in message and "save_pretrained" in message and "model: <dir>" in message
-    with pytest.raises(models.ModelUnavailable, match="does not exist"):
-        models.build("cross_encoder", config("data/models/not-trained-yet", tmp_path))
+    with pytest.raises(ModelUnavailable, match="does not exist"):
+        build("cross_encoder", config("data/models/not-trained-yet", tmp_path))
 
 
 def test_batched_scores_equal_plain_cross_encoder_predict(tiny_ce, tmp_path):
-    system = models.build("cross_encoder", config(tiny_ce, tmp_path))
+    system = build("cross_encoder", config(tiny_ce, tmp_path))
     for text in ("payment retry", LONG_QUERY):  # the long query is cut too (longest_first)
-        scored = system.score(query("q", text, PASSAGES), deadline=None)
+        scored = system.score(query("q", text, PASSAGES))
         expected = plain_predict(tiny_ce, text, PASSAGES, max_length=48)
         assert np.ptp(expected) > 0.05  # the tiny model separates the pairs, so equality means something
-        np.testing.assert_allclose(scored.scores, expected, atol=1e-5, rtol=0)
-        assert scored.forward_s > 0 and scored.tokenize_s > 0 and scored.cache_hits == 0
+        np.testing.assert_allclose(scored.values, expected, atol=1e-5, rtol=0)
+        assert scored.timings["forward_s"] > 0 and scored.timings["tokenize_s"] > 0 and scored.cache_hits == 0
 
-    tokenizer = system.scorer.tokenizer
+    tokenizer = system.scorer.scorer.tokenizer
     lengths = [len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in PASSAGES]
     query_length = len(tokenizer(LONG_QUERY, add_special_tokens=False)["input_ids"])
     assert scored.pair_stats["passage_tokens"].tolist() == lengths
     assert set(scored.pair_stats["query_tokens"]) == {query_length}
-    kept = [models.kept_lengths(query_length, length, 48 - 3)[1] for length in lengths]
+    kept = [kept_lengths(query_length, length, 48 - 3)[1] for length in lengths]
     assert scored.pair_stats["truncated"].tolist() == [k < n for k, n in zip(kept, lengths)]
     assert 0 < scored.pair_stats["truncated"].sum() < len(PASSAGES)
 
@@ -160,43 +168,44 @@ def test_flag_reranker_and_cross_encoder_give_the_same_raw_scores(tiny_ce, tmp_p
     flag = FlagReranker(str(tiny_ce), use_fp16=False, devices="cpu", max_length=48)
     flag_scores = np.array(flag.compute_score(pairs, normalize=False))
     np.testing.assert_allclose(flag_scores, plain_predict(tiny_ce, "payment retry", PASSAGES, 48), atol=1e-5, rtol=0)
-    system = models.build("flag_reranker", config(tiny_ce, tmp_path, cache_dir=str(tmp_path / "flag")))
-    np.testing.assert_allclose(system.score(query("q", "payment retry", PASSAGES), None).scores, flag_scores,
+    system = build("flag_reranker", config(tiny_ce, tmp_path, cache_dir=str(tmp_path / "flag")))
+    np.testing.assert_allclose(system.score(query("q", "payment retry", PASSAGES)).values, flag_scores,
                                atol=1e-5, rtol=0)
 
 
 def test_cached_pairs_are_not_scored_again_across_depths_and_systems(tiny_ce, tmp_path):
-    shallow = models.build("cross_encoder", config(tiny_ce, tmp_path, depth=3))
-    first = shallow.score(query("q", "payment retry", PASSAGES[:3]), None)
-    deep = models.build("flag_reranker", config(tiny_ce, tmp_path, depth=6))  # same model, another loader
-    second = deep.score(query("q", "payment retry", PASSAGES), None)
+    shallow = build("cross_encoder", config(tiny_ce, tmp_path, depth=3))
+    first = shallow.score(query("q", "payment retry", PASSAGES[:3]))
+    deep = build("flag_reranker", config(tiny_ce, tmp_path, depth=6))  # same model, another loader
+    second = deep.score(query("q", "payment retry", PASSAGES))
     assert (first.cache_hits, second.cache_hits) == (0, 3)
-    np.testing.assert_allclose(second.scores[:3], first.scores, atol=0)
+    np.testing.assert_allclose(second.values[:3], first.values, atol=0)
     # The hits replay the compute time measured when they were scored, so latency stays the model's.
-    assert first.replayed_s == 0 and second.replayed_s == pytest.approx(first.tokenize_s + first.forward_s, rel=1e-6)
-    other_length = models.build("cross_encoder", config(tiny_ce, tmp_path, max_length=32))
-    assert other_length.score(query("q", "payment retry", PASSAGES), None).cache_hits == 0
+    assert first.replayed_s == 0 and second.replayed_s == pytest.approx(first.compute_s, rel=1e-6)
+    assert first.compute_s == pytest.approx(first.timings["tokenize_s"] + first.timings["forward_s"], rel=1e-6)
+    other_length = build("cross_encoder", config(tiny_ce, tmp_path, max_length=32))
+    assert other_length.score(query("q", "payment retry", PASSAGES)).cache_hits == 0
 
 
 def test_normalization_is_declared_and_recorded(tiny_ce, tmp_path):
-    raw = models.build("cross_encoder", config(tiny_ce, tmp_path)).score(query("q", "api", PASSAGES), None)
-    sigmoid = models.build("cross_encoder", config(tiny_ce, tmp_path, normalization="sigmoid"))
-    np.testing.assert_allclose(sigmoid.score(query("q", "api", PASSAGES), None).scores, 1 / (1 + np.exp(-raw.scores)))
+    raw = build("cross_encoder", config(tiny_ce, tmp_path)).score(query("q", "api", PASSAGES))
+    sigmoid = build("cross_encoder", config(tiny_ce, tmp_path, normalization="sigmoid"))
+    np.testing.assert_allclose(sigmoid.score(query("q", "api", PASSAGES)).values, 1 / (1 + np.exp(-raw.values)))
     described = sigmoid.describe()
     assert described["normalization"] == "sigmoid" and described["revision"] == "local"
-    assert described["weights_sha256"] == models.local_model_hash(tiny_ce)
+    assert described["weights_sha256"] == local_model_hash(tiny_ce)
     assert {"cpu_model", "torch_threads", "torch", "transformers"} <= set(described["environment"])
     json.dumps(described)  # stored in the run's Parquet metadata
-    with pytest.raises(ValueError, match="normalization"):
-        models.build("cross_encoder", config(tiny_ce, tmp_path, normalization="softmax"))
+    with pytest.raises(ConfigError, match="normalization"):
+        build("cross_encoder", config(tiny_ce, tmp_path, normalization="softmax"))
 
 
 def test_query_window_keeps_the_window_that_overlaps_the_query(tiny_ce, tmp_path):
     words = ["house"] * 40 + ["alpha", "beta", "gamma"] + ["house"] * 40 + ["alpha", "beta", "gamma"] + ["house"] * 5
     passage = " ".join(words)
     settings = config(tiny_ce, tmp_path, max_length=24)  # 24 - 3 special - 3 query tokens = 18 passage tokens
-    head = models.build("cross_encoder", settings).scorer
-    window = models.build("cross_encoder", {**settings, "truncation": "query_window"}).scorer
+    head = build("cross_encoder", settings).scorer.scorer
+    window = build("cross_encoder", {**settings, "truncation": "query_window"}).scorer.scorer
 
     def kept_words(scorer):
         encoded = scorer.encode("alpha beta gamma", [passage])
@@ -206,32 +215,32 @@ def test_query_window_keeps_the_window_that_overlaps_the_query(tiny_ce, tmp_path
 
     assert kept_words(head) == words[:18]
     assert kept_words(window) == words[25:43]  # the earliest of the windows holding all three query words
-    assert models.best_window([7, 1, 7, 1], {1}, 2) == 0
+    assert best_window([7, 1, 7, 1], {1}, 2) == 0
 
 
 def test_bi_encoder_scores_are_cosines_of_sentence_transformer_embeddings(tiny_bi, tmp_path):
-    system = models.build("bi_encoder", config(tiny_bi, tmp_path))
-    scored = system.score(query("q", "payment retry", PASSAGES), None)
-    embeddings = system.scorer.model.encode(["payment retry", *PASSAGES], normalize_embeddings=True)
-    np.testing.assert_allclose(scored.scores, embeddings[1:] @ embeddings[0], atol=1e-5)
+    system = build("bi_encoder", config(tiny_bi, tmp_path))
+    scored = system.score(query("q", "payment retry", PASSAGES))
+    embeddings = system.scorer.scorer.model.encode(["payment retry", *PASSAGES], normalize_embeddings=True)
+    np.testing.assert_allclose(scored.values, embeddings[1:] @ embeddings[0], atol=1e-5)
     assert scored.pair_stats["truncated"].tolist() == [n + 2 > 48 for n in scored.pair_stats["passage_tokens"]]
 
 
 def _rerank_frames(queries: dict[str, list[str]]):
     frame = pd.concat([candidates(query_id, passages) for query_id, passages in queries.items()], ignore_index=True)
-    return frame, {query_id: f"payment retry {query_id}" for query_id in queries}
+    return frame, {query_id: Query(query_id, f"payment retry {query_id}") for query_id in queries}
 
 
 def test_a_failing_query_falls_back_to_the_fused_order(tiny_ce, tmp_path):
-    system = models.build("cross_encoder", config(tiny_ce, tmp_path))
-    forward = system.scorer.forward
+    system = build("cross_encoder", config(tiny_ce, tmp_path))
+    forward = system.scorer.scorer.forward
 
     def failing_for_q2(encoded, features):
         if encoded.query.endswith("q2"):
             raise RuntimeError("injected failure")
         return forward(encoded, features)
 
-    system.scorer.forward = failing_for_q2
+    system.scorer.scorer.forward = failing_for_q2
     frame, texts = _rerank_frames({"q1": PASSAGES, "q2": PASSAGES[1:]})
     run, latency = rerank(frame, texts, system, RerankSettings(depth=5))
     modes = dict(zip(latency["query_id"], latency["mode"]))
@@ -242,18 +251,18 @@ def test_a_failing_query_falls_back_to_the_fused_order(tiny_ce, tmp_path):
 
 
 def test_a_missed_deadline_falls_back_and_keeps_the_scored_batches(tiny_ce, tmp_path):
-    system = models.build("cross_encoder", config(tiny_ce, tmp_path, batch_size=2))
-    forward = system.scorer.forward
+    system = build("cross_encoder", config(tiny_ce, tmp_path, batch_size=2))
+    forward = system.scorer.scorer.forward
 
     def slow(encoded, features):
         time.sleep(0.6)
         return forward(encoded, features)
 
-    system.scorer.forward = slow
+    system.scorer.scorer.forward = slow
     frame, texts = _rerank_frames({"q1": PASSAGES})
     run, latency = rerank(frame, texts, system, RerankSettings(depth=6, deadline_s=0.5))
     assert latency["mode"].tolist() == [FUSION_FALLBACK]
     assert run["fused_rank"].tolist() == list(range(1, 7))
-    assert run["degraded_reason"].str.startswith("DeadlineExceeded").all()
+    assert run["degraded_reason"].str.startswith("deadline: ").all()
     assert system.cache.count() == 2  # the first batch finished before the deadline was checked again
-    assert system.score(query("q1", texts["q1"], PASSAGES), None).cache_hits == 2
+    assert system.score(query("q1", texts["q1"].text, PASSAGES)).cache_hits == 2

@@ -6,6 +6,9 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from rerankeval.pipeline.params import load_params
+from rerankeval.systems import parse_system_config
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -21,10 +24,22 @@ def test_params_yaml_equals_composition_of_conf():
     assert on_disk == composed(), "params.yaml is stale: regenerate it with `dvc exp run` or see README (Configuration)"
 
 
-def test_every_system_becomes_a_rerank_stage():
-    params = composed()
-    assert params["system_names"] == list(params["systems"])
-    assert params["compare"]["baseline"] in params["systems"]
+def test_params_and_every_system_config_are_valid():
+    params = load_params(REPO / "params.yaml")
+    for name, config in params.systems.items():
+        assert parse_system_config(name, config).depends_on, f"systems.{name} needs depends_on (see dvc.yaml)"
+    for path in sorted((REPO / "conf" / "system").glob("*.yaml")):
+        with initialize_config_dir(str(REPO / "conf"), version_base=None):
+            config = compose(config_name="config", overrides=[f"+system@systems.probe={path.stem}",
+                                                              *(["systems.probe.path=run.trec"]
+                                                                if path.stem == "trec_run" else [])])
+        OmegaConf.resolve(config)
+        parse_system_config(path.stem, OmegaConf.to_container(config)["systems"]["probe"])
+
+
+def test_every_system_becomes_a_rerank_stage_watching_its_own_model():
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    assert dvc["stages"]["rerank"]["matrix"]["system"] == "${system_names}"
-    assert "systems.${item.system}" in dvc["stages"]["rerank"]["params"]
+    rerank = dvc["stages"]["rerank"]
+    assert rerank["foreach"] == "${systems}"
+    assert "systems.${key}" in rerank["do"]["params"] and "${item.depends_on}" in rerank["do"]["deps"]
+    assert not any("models" in dep or "train" in dep for dep in rerank["do"]["deps"] if "item" not in dep)

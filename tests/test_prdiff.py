@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from rerankeval.comparison import CompareSettings
-from rerankeval.prdiff import (COMMENT_MARKER, Revision, add_diff_arguments, diff_revisions, load_revision,
+from rerankeval.stats.comparison import CompareConfig
+from rerankeval.report.prdiff import (COMMENT_MARKER, Revision, add_diff_arguments, diff_revisions, load_revision,
                                markdown_comment, params_changes, run_diff)
 
-SETTINGS = CompareSettings(baseline="fusion", metrics=("nDCG@10",), samples=1000, permutations=1000,
-                           min_slice_size=10)
+SETTINGS = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 1000, "permutations": 1000,
+                                "min_slice_size": 10, "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}},
+                               "compare")
 
 
 def revision(label, values, snapshot=None, params=None):
@@ -105,6 +106,7 @@ def test_arguments_canonicalise_metrics_and_workspace_without_outputs_says_what_
     add_diff_arguments(parser)
     args = parser.parse_args(["origin/main", "--metric", "MRR@10", "--metric", "nDCG@10"])
     assert (args.base, args.head, args.metrics) == ("origin/main", None, ["RR@10", "nDCG@10"])
+    (tmp_path / "dvc.yaml").write_text(DVC_YAML)
     with pytest.raises(ValueError, match=r"the working tree has no data/eval/per_query.parquet .*run `dvc repro`"):
         load_revision(tmp_path, None)
 
@@ -114,7 +116,7 @@ def test_arguments_canonicalise_metrics_and_workspace_without_outputs_says_what_
 EVALUATE = '''
 import json, pathlib
 import numpy as np, pandas as pd, pyarrow as pa, yaml
-from rerankeval.io import write_table
+from rerankeval.core.io import write_table
 
 params = yaml.safe_load(open("params.yaml"))
 query_ids = [f"q{i:02d}" for i in range(60)]
@@ -133,6 +135,8 @@ write_table("data/eval/per_query.parquet", pa.Table.from_pandas(pd.concat(frames
 '''
 
 DVC_YAML = """
+vars:
+  - paths: {snapshot: data/snapshot, eval: data/eval}
 stages:
   evaluate:
     cmd: python evaluate.py
@@ -145,7 +149,8 @@ PARAMS = {
     "systems": {"fusion": {"seed": 1, "boost": 0.0}, "reranker": {"seed": 2, "boost": 0.0}},
     "compare": {"baseline": "fusion", "metrics": ["nDCG@10", "RR@10"], "samples": 2000, "seed": 17,
                 "confidence": 0.95, "ci_method": "percentile", "permutations": 2000, "correction": "holm",
-                "tie_tolerance": 1e-9, "worst_n": 5, "min_slice_size": 25, "release": {"primary_metric": "nDCG@10"}},
+                "tie_tolerance": 1e-9, "worst_n": 5, "min_slice_size": 25,
+                "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}},
 }
 
 

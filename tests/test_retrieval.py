@@ -1,11 +1,11 @@
 import numpy as np
 import pyarrow as pa
 
-from rerankeval.candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, RetrievalConfig, freeze
-from rerankeval.collection import load_beir
-from rerankeval.io import sha256_text
-from rerankeval.retrieval import FirstStageRanking, fused_ranks, passage_text, rank_rows, rrf_scores
-from rerankeval.text import tokenize
+from rerankeval.core.hashing import sha256_text
+from rerankeval.data.beir import load_beir
+from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, RetrievalConfig, freeze
+from rerankeval.retrieval.fusion import rrf_top, top_k
+from rerankeval.retrieval.text import passage_text, tokenize
 
 
 def test_tokenize_korean_bigrams_and_latin_words():
@@ -14,25 +14,51 @@ def test_tokenize_korean_bigrams_and_latin_words():
     assert tokenize("ＰＡＹ") == ["pay"]  # NFKC folds full-width letters
 
 
-def test_rank_rows_breaks_ties_by_column():
-    ranks = rank_rows(np.array([[0.5, 0.9, 0.5, 0.1]]))
-    assert ranks.tolist() == [[2, 1, 3, 4]]
+def full_ranks(scores: np.ndarray) -> np.ndarray:
+    """Reference: 1-based ranks of every column, score descending, ties by column."""
+    order = np.lexsort((np.arange(scores.shape[1]), -scores))
+    ranks = np.empty(len(order), dtype=int)
+    ranks[order] = np.arange(1, len(order) + 1)
+    return ranks
+
+
+def test_top_k_breaks_ties_by_column_even_at_the_boundary():
+    ranking = top_k(np.array([[0.5, 0.9, 0.5, 0.1, 0.5]]), 3)
+    assert ranking.columns.tolist() == [[1, 0, 2]]
+    assert ranking.exact_ranks(0, np.array([4, 3])).tolist() == [4, 5]
 
 
 def test_rrf_by_hand():
-    bm25 = FirstStageRanking(scores=np.zeros((1, 3)), ranks=np.array([[1, 2, 3]]))
-    dense = FirstStageRanking(scores=np.zeros((1, 3)), ranks=np.array([[3, 1, 2]]))
-    fused = rrf_scores([bm25, dense], k=60, depth=2)
-    # doc0: bm25 rank 1 only (dense rank 3 is beyond depth 2); doc1: 1/62 + 1/61; doc2: dense rank 2 only.
-    assert np.allclose(fused, [[1 / 61, 1 / 62 + 1 / 61, 1 / 62]])
-    assert fused_ranks(fused, [bm25, dense]).tolist() == [[2, 1, 3]]
+    bm25 = top_k(np.array([[3.0, 2.0, 1.0]]), 2)   # ranks 1, 2, 3
+    dense = top_k(np.array([[1.0, 3.0, 2.0]]), 2)  # ranks 3, 1, 2
+    fused = rrf_top([bm25, dense], 0, k=60, depth=2, top_n=3)
+    # doc1: 1/62 + 1/61; doc0: bm25 rank 1 only (dense rank 3 is beyond depth 2); doc2: dense rank 2 only.
+    assert fused.columns.tolist() == [1, 0, 2]
+    assert np.allclose(fused.scores, [1 / 62 + 1 / 61, 1 / 61, 1 / 62])
+    assert [ranks.tolist() for ranks in fused.ranks] == [[2, 1, 3], [1, 3, 2]]  # exact, also beyond the top k
 
 
 def test_fused_ties_go_to_best_single_rank_then_doc_id():
-    a = FirstStageRanking(scores=np.zeros((1, 3)), ranks=np.array([[2, 1, 3]]))
-    b = FirstStageRanking(scores=np.zeros((1, 3)), ranks=np.array([[1, 2, 3]]))
-    fused = np.array([[0.1, 0.1, 0.1]])
-    assert fused_ranks(fused, [a, b]).tolist() == [[1, 2, 3]]
+    a = top_k(np.array([[2.0, 3.0, 1.0]]), 3)  # ranks 2, 1, 3
+    b = top_k(np.array([[3.0, 2.0, 1.0]]), 3)  # ranks 1, 2, 3
+    fused = rrf_top([a, b], 0, k=60, depth=0, top_n=3)  # depth 0: every fused score ties at 0
+    assert fused.columns.tolist() == [0, 1, 2]
+
+
+def test_top_k_fusion_equals_ranking_the_whole_corpus():
+    """Randomised against a full-corpus reference, with ties: candidates, fused scores and exact ranks agree."""
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        n_docs, depth, top_n = int(rng.integers(5, 40)), int(rng.integers(1, 12)), int(rng.integers(1, 15))
+        scores = [np.round(rng.random((1, n_docs)), 1), rng.integers(0, 4, (1, n_docs)).astype(float)]
+        full = [full_ranks(score[0]) for score in scores]
+        fused_all = sum(np.where(r <= depth, 1.0 / (60 + r), 0.0) for r in full)
+        best = np.minimum(*full)
+        expected = np.lexsort((np.arange(n_docs), best, -fused_all))[:min(top_n, n_docs)]
+        fused = rrf_top([top_k(score, max(depth, top_n)) for score in scores], 0, k=60, depth=depth, top_n=top_n)
+        assert fused.columns.tolist() == expected.tolist()
+        assert fused.scores.tolist() == fused_all[expected].tolist()
+        assert [ranks.tolist() for ranks in fused.ranks] == [r[expected].tolist() for r in full]
 
 
 class FakeRetriever:

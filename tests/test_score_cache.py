@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rerankeval.io import sha256_text
-from rerankeval.models import Encoded, LearnedSystem, ModelSettings, ResolvedModel
-from rerankeval.score_cache import PairScore, ScoreCache, cache_dir
-from rerankeval.systems import QueryCandidates
+import pytest
+
+from rerankeval.core.errors import InfrastructureError
+from rerankeval.core.hashing import sha256_text
+from rerankeval.systems import PairBatch, PairSystem, Query, QueryCandidates
+from rerankeval.systems.cache import DB_NAME, PairScore, ScoreCache, cache_dir
+from rerankeval.systems.pair_scoring import LocalExecutor
 
 PARTS = {"model": "local:abc", "scorer": "cross/v1", "passage_template": "t/v1", "max_length": 64,
          "truncation": "head", "dtype": "float32"}
@@ -24,34 +27,34 @@ BATCH = 3
 class HashScorer:
     """Scores from passage hashes, no model; SIGKILLs its own process when starting batch ``kill_at``."""
 
-    family = "hash"
-
     def __init__(self, kill_at: int | None = None):
         self.kill_at, self.batches = kill_at, 0
 
-    def encode(self, query: str, passages: list[str]) -> Encoded:
+    def fingerprint(self) -> dict:
+        return PARTS
+
+    def describe(self) -> dict:
+        return {}
+
+    def score_batches(self, query: str, passages: list[str]):
         words = np.array([len(passage.split()) for passage in passages])
-        return Encoded(query, passages, passages, words, len(query.split()), words, words > 3)
-
-    def collate(self, encoded: Encoded, batch: np.ndarray) -> np.ndarray:
-        return batch
-
-    def forward(self, encoded: Encoded, batch: np.ndarray) -> np.ndarray:
-        if self.batches == self.kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.batches += 1
-        return np.array([int(sha256_text(encoded.query + encoded.passages[i])[:8], 16) / 2**32 for i in batch])
+        for start in range(0, len(passages), BATCH):
+            if self.batches == self.kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            self.batches += 1
+            batch = np.arange(start, min(start + BATCH, len(passages)))
+            scores = np.array([int(sha256_text(query + passages[i])[:8], 16) / 2**32 for i in batch])
+            yield PairBatch(batch, scores, stats={"query_tokens": np.full(len(batch), len(query.split())),
+                                                  "passage_tokens": words[batch], "truncated": words[batch] > 3})
 
 
 def score_all(directory: str, kill_at: int | None = None) -> dict[str, object]:
-    settings = ModelSettings(kind="cross_encoder", model="hash", revision=None, max_length=64, batch_size=BATCH)
-    system = LearnedSystem(HashScorer(kill_at), ScoreCache(directory, PARTS), settings,
-                           ResolvedModel("hash", Path("."), "local", "0"), load_s=0.0)
-    results = {}
-    for query_id, passages in QUERIES.items():
-        frame = pd.DataFrame({"doc_id": [f"{query_id}-{i}" for i in range(len(passages))], "passage": passages})
-        results[query_id] = system.score(QueryCandidates(query_id, f"text of {query_id}", frame), None)
-    return results
+    system = PairSystem(HashScorer(kill_at), ScoreCache(directory, PARTS), "none", LocalExecutor())
+    queries = [QueryCandidates(Query(query_id, f"text of {query_id}"),
+                               pd.DataFrame({"doc_id": [f"{query_id}-{i}" for i in range(len(passages))],
+                                             "passage": passages}))
+               for query_id, passages in QUERIES.items()]
+    return system.score_all(queries, None)
 
 
 def test_a_killed_run_loses_only_its_batch_in_flight_and_the_rerun_reuses_the_rest(tmp_path):
@@ -67,7 +70,7 @@ def test_a_killed_run_loses_only_its_batch_in_flight_and_the_rerun_reuses_the_re
     clean = score_all(str(tmp_path / "clean"))
     assert [resumed[q].cache_hits for q in QUERIES] == [10, 2 * BATCH]
     for query_id in QUERIES:
-        np.testing.assert_array_equal(resumed[query_id].scores, clean[query_id].scores)
+        np.testing.assert_array_equal(resumed[query_id].values, clean[query_id].values)
         for name, values in clean[query_id].pair_stats.items():
             np.testing.assert_array_equal(resumed[query_id].pair_stats[name], values)
     assert [score_all(str(killed_dir))[q].cache_hits for q in QUERIES] == [10, 10]
@@ -87,7 +90,13 @@ def test_the_cache_uses_wal_and_its_directory_comes_from_env_then_config(tmp_pat
     cache = ScoreCache(tmp_path, PARTS)
     assert cache._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     monkeypatch.delenv("RERANKEVAL_CACHE_DIR", raising=False)
-    assert cache_dir({}) == Path("data/score_cache")
-    assert cache_dir({"cache_dir": "elsewhere"}) == Path("elsewhere")
+    assert cache_dir(None) == Path("data/score_cache")
+    assert cache_dir("elsewhere") == Path("elsewhere")
     monkeypatch.setenv("RERANKEVAL_CACHE_DIR", str(tmp_path / "env"))
-    assert cache_dir({"cache_dir": "elsewhere"}) == tmp_path / "env"
+    assert cache_dir("elsewhere") == tmp_path / "env"
+
+
+def test_a_garbage_cache_file_fails_the_stage_naming_the_file(tmp_path):
+    (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InfrastructureError, match=rf"{DB_NAME}: cannot open the pair-score cache .*delete it"):
+        ScoreCache(tmp_path, PARTS)

@@ -1,8 +1,9 @@
 import pytest
 
-from rerankeval.collection import load_beir
-from rerankeval.io import ContractError, read_json
-from rerankeval.snapshot import Snapshot, check_provenance, write_snapshot
+from rerankeval.data.beir import load_beir
+from rerankeval.core.errors import ContractError
+from rerankeval.core.io import read_json
+from rerankeval.data.snapshot import Snapshot, check_provenance, write_snapshot
 
 
 def test_manifest_hashes_and_reload(tiny_beir, tmp_path):

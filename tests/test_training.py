@@ -7,13 +7,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rerankeval import models
-from rerankeval.candidates import CANDIDATES_SCHEMA
-from rerankeval.collection import load_beir
-from rerankeval.io import sha256_file, sha256_text, write_table
-from rerankeval.snapshot import write_snapshot
-from rerankeval.systems import QueryCandidates
-from rerankeval.training import MODEL_CARD, TrainConfig, mine_examples, run_stage, train
+from rerankeval.core.errors import ConfigError
+from rerankeval.core.hashing import sha256_file, sha256_text
+from rerankeval.core.io import write_table
+from rerankeval.data.beir import load_beir
+from rerankeval.data.snapshot import write_snapshot
+from rerankeval.models.resolve import local_model_hash, resolve_model
+from rerankeval.pipeline import train as train_stage
+from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA
+from rerankeval.systems import BuildContext, Query, QueryCandidates, build_system
+from rerankeval.training.cross_encoder import MODEL_CARD, TrainConfig, mine_examples, train
 
 CONFIG = TrainConfig(backbone="minilm", steps=2, batch_size=4, learning_rate=1e-4, max_length=32,
                      negatives_per_positive=2, seed=3, out_dir="unused", negative_pool_depth=8, unjudged_skip_top=2,
@@ -70,16 +73,20 @@ def test_mining_uses_the_train_split_only_and_avoids_likely_unjudged_positives()
     assert again.sha256 == mined.sha256
 
 
-def test_train_params_refuse_the_test_split_and_unknown_keys():
+def test_train_params_refuse_the_test_split_unknown_keys_and_wrong_types():
     params = {"backbone": "minilm", "steps": 1, "batch_size": 2, "learning_rate": 1e-5, "max_length": 32,
               "negatives_per_positive": 1, "seed": 0, "out_dir": "x"}
-    assert TrainConfig.from_params(params).split == "train"
-    with pytest.raises(ValueError, match="evaluation split"):
-        TrainConfig.from_params({**params, "split": "test"})
-    with pytest.raises(ValueError, match="unknown keys"):
-        TrainConfig.from_params({**params, "epochs": 3})
-    with pytest.raises(ValueError, match="holds no group"):
-        TrainConfig.from_params({**params, "negatives_per_positive": 3, "batch_size": 3})
+    assert TrainConfig.parse(params, "train").split == "train"
+    with pytest.raises(ConfigError, match="evaluation split"):
+        TrainConfig.parse({**params, "split": "test"}, "train")
+    with pytest.raises(ConfigError, match="train.epochs: unknown setting"):
+        TrainConfig.parse({**params, "epochs": 3}, "train")
+    with pytest.raises(ConfigError, match="holds no group"):
+        TrainConfig.parse({**params, "negatives_per_positive": 3, "batch_size": 3}, "train")
+    with pytest.raises(ConfigError, match="train.train_embeddings: expected true or false"):
+        TrainConfig.parse({**params, "train_embeddings": "false"}, "train")
+    with pytest.raises(ConfigError, match="train.steps: expected an integer, got float 30.9"):
+        TrainConfig.parse({**params, "steps": 30.9}, "train")
 
 
 @pytest.fixture
@@ -105,20 +112,22 @@ def stage_inputs(tiny_beir, tmp_path):
 
 def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inputs, monkeypatch):
     monkeypatch.delenv("RERANKEVAL_CACHE_DIR", raising=False)
-    params = {**vars(CONFIG), "out_dir": str(stage_inputs / "model")}
-    card = run_stage(params, snapshot_dir=stage_inputs / "snapshot",
-                     candidates_path=stage_inputs / "candidates.parquet")
+    config = CONFIG.model_copy(update={"out_dir": str(stage_inputs / "model")})
+    queries = pd.read_parquet(stage_inputs / "snapshot" / "queries.parquet")
+    qrels = pd.read_parquet(stage_inputs / "snapshot" / "qrels.parquet")
+    candidates = pd.read_parquet(stage_inputs / "candidates.parquet")
+    card = train(mine_examples(queries, qrels, candidates, config), config)
     model_dir = stage_inputs / "model"
     assert (model_dir / "model.safetensors").exists() and not (model_dir / "pytorch_model.bin").exists()
     assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2
-    assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == models.local_model_hash(
-        models.resolve_model("minilm", None).directory)
+    assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == local_model_hash(
+        resolve_model("minilm", None).directory)
     assert json.loads((model_dir / MODEL_CARD).read_text()) == card
 
     # Frozen parts stay as pretrained, the rest moves.
     from safetensors.numpy import load_file
 
-    backbone = load_file(models.resolve_model("minilm", None).directory / "model.safetensors")
+    backbone = load_file(resolve_model("minilm", None).directory / "model.safetensors")
     tuned = load_file(model_dir / "model.safetensors")
     for name in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
                  "encoder.layer.1.output.dense.weight"):
@@ -126,14 +135,12 @@ def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inp
     for name in ("encoder.layer.2.attention.self.query.weight", "encoder.layer.5.output.dense.weight"):
         assert not np.array_equal(tuned["bert." + name], backbone[name]), name
 
-    system = models.build("cross_encoder", {"model": str(model_dir), "max_length": 32, "batch_size": 8,
-                                            "cache_dir": str(stage_inputs / "cache")})
+    system = build_system("ce", {"kind": "cross_encoder", "model": str(model_dir), "depth": 2, "max_length": 32,
+                                 "batch_size": 8, "cache_dir": str(stage_inputs / "cache")},
+                          BuildContext(qrels=qrels))
     frame = pd.DataFrame({"doc_id": ["a", "b"], "passage": ["payment errors are never retried", "api limit"]})
-    assert np.ptp(system.score(QueryCandidates("q", "payment retry", frame), None).scores) > 0
+    assert np.ptp(system.score(QueryCandidates(Query("q", "payment retry"), frame)).values) > 0
 
-    queries = pd.read_parquet(stage_inputs / "snapshot" / "queries.parquet")
-    qrels = pd.read_parquet(stage_inputs / "snapshot" / "qrels.parquet")
-    candidates = pd.read_parquet(stage_inputs / "candidates.parquet")
-    rerun = TrainConfig(**{**params, "out_dir": str(stage_inputs / "rerun")})
+    rerun = config.model_copy(update={"out_dir": str(stage_inputs / "rerun")})
     train(mine_examples(queries, qrels, candidates, rerun), rerun)
     assert sha256_file(stage_inputs / "rerun" / "model.safetensors") == sha256_file(model_dir / "model.safetensors")

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval import trec
-from rerankeval.trec import (
+from rerankeval.data import trec
+from rerankeval.data.trec import (
     read_beir_qrels,
     read_qrels,
     read_run,

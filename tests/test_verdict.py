@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from rerankeval import stats
-from rerankeval.verdict import (
+from rerankeval.core.errors import ConfigError
+from rerankeval.stats.verdict import (
     Decision,
     DeltaEvidence,
     Evidence,
@@ -17,7 +18,7 @@ from rerankeval.verdict import (
 )
 
 CONFIG = {
-    "primary_metric": "ndcg@10",
+    "primary_metric": "nDCG@10",
     "min_delta": 0.03,
     "critical_slices": [
         {"column": "lang", "value": "de", "budget": 0.02},
@@ -27,7 +28,7 @@ CONFIG = {
     "latency_p95_max_ms": 150,
     "latency_p95_max_ratio": 1.5,
 }
-RULE = ReleaseRule.from_dict(CONFIG)
+RULE = ReleaseRule.parse(CONFIG, "compare.release")
 
 
 def slice_(column, value, mean, low, high, n=200, too_small=False):
@@ -35,7 +36,7 @@ def slice_(column, value, mean, low, high, n=200, too_small=False):
 
 
 GOOD = Evidence(
-    primary=DeltaEvidence("ndcg@10", mean=0.045, ci_low=0.02, ci_high=0.07),
+    primary=DeltaEvidence("nDCG@10", mean=0.045, ci_low=0.02, ci_high=0.07),
     slices=(
         slice_("lang", "de", -0.01, -0.04, 0.02),
         slice_("lang", "en", 0.06, 0.03, 0.09),
@@ -64,15 +65,16 @@ def the_reason(verdict, fragment):
     return matches[0]
 
 
-def test_rule_from_dict():
-    assert RULE.primary_metric == "ndcg@10" and RULE.min_delta == 0.03
+def test_rule_from_config():
+    assert RULE.primary_metric == "nDCG@10" and RULE.min_delta == 0.03
     assert [(s.column, s.value, s.budget) for s in RULE.critical_slices] == [
         ("lang", "de", 0.02),
         ("intent", None, 0.05),
     ]
     assert RULE.slice_regression_needs_ci is False
     assert (RULE.max_unjudged_increase, RULE.latency_p95_max_ms) == (0.05, 150.0)
-    assert ReleaseRule.from_dict({"primary_metric": "m", "min_delta": 0}).critical_slices == ()
+    assert ReleaseRule.parse({"primary_metric": "MRR@10", "min_delta": 0}, "r").critical_slices == []
+    assert ReleaseRule.parse({"primary_metric": "MRR@10", "min_delta": 0}, "r").primary_metric == "RR@10"
 
 
 def test_accept_lists_every_passed_check_with_its_numbers():
@@ -95,7 +97,7 @@ def test_accept_lists_every_passed_check_with_its_numbers():
 
 
 def test_reject_when_primary_is_significantly_worse():
-    worse = replace(GOOD, primary=DeltaEvidence("ndcg@10", -0.04, -0.06, -0.02))
+    worse = replace(GOOD, primary=DeltaEvidence("nDCG@10", -0.04, -0.06, -0.02))
     verdict = decide(RULE, worse)
     assert verdict.decision is Decision.REJECT
     assert verdict.reasons == (
@@ -124,7 +126,7 @@ def test_non_critical_slices_do_not_decide():
 
 
 def test_slice_budget_can_require_the_ci_to_exclude_zero():
-    needs_ci = ReleaseRule.from_dict({**CONFIG, "slice_regression_needs_ci": True})
+    needs_ci = ReleaseRule.parse({**CONFIG, "slice_regression_needs_ci": True}, "r")
     noisy = with_slice(GOOD, slice_("lang", "de", -0.03, -0.07, 0.01))
     assert decide(RULE, noisy).decision is Decision.REJECT
     verdict = decide(needs_ci, noisy)
@@ -181,14 +183,14 @@ def test_reject_lists_every_violation():
 
 
 def test_inconclusive_when_the_ci_includes_zero():
-    unsure = replace(GOOD, primary=DeltaEvidence("ndcg@10", 0.035, -0.005, 0.075))
+    unsure = replace(GOOD, primary=DeltaEvidence("nDCG@10", 0.035, -0.005, 0.075))
     verdict = decide(RULE, unsure)
     assert verdict.decision is Decision.INCONCLUSIVE
     assert verdict.reasons == ("primary ndcg@10: 95% CI [-0.0050, +0.0750] includes 0",)
 
 
 def test_inconclusive_when_the_improvement_is_real_but_small():
-    small = replace(GOOD, primary=DeltaEvidence("ndcg@10", 0.012, 0.004, 0.02))
+    small = replace(GOOD, primary=DeltaEvidence("nDCG@10", 0.012, 0.004, 0.02))
     verdict = decide(RULE, small)
     assert verdict.decision is Decision.INCONCLUSIVE
     assert verdict.reasons == (
@@ -197,7 +199,7 @@ def test_inconclusive_when_the_improvement_is_real_but_small():
 
 
 def test_inconclusive_lists_both_unmet_acceptance_criteria():
-    flat = replace(GOOD, primary=DeltaEvidence("ndcg@10", 0.001, -0.01, 0.012, confidence=0.9))
+    flat = replace(GOOD, primary=DeltaEvidence("nDCG@10", 0.001, -0.01, 0.012, confidence=0.9))
     verdict = decide(RULE, flat)
     assert verdict.decision is Decision.INCONCLUSIVE
     assert len(verdict.reasons) == 2
@@ -220,18 +222,18 @@ def test_missing_critical_slice_evidence_blocks_accept():
 
 
 def test_thresholds_are_inclusive():
-    exact = ReleaseRule.from_dict(
+    exact = ReleaseRule.parse(
         {
-            "primary_metric": "ndcg@10",
+            "primary_metric": "nDCG@10",
             "min_delta": 0.25,
             "critical_slices": [{"column": "lang", "value": "de", "budget": 0.125}],
             "max_unjudged_increase": 0.125,
             "latency_p95_max_ms": 120,
-        }
+        }, "r"
     )
     evidence = replace(
         with_slice(GOOD, slice_("lang", "de", -0.125, -0.25, -0.0625)),
-        primary=DeltaEvidence("ndcg@10", 0.25, 0.125, 0.375),
+        primary=DeltaEvidence("nDCG@10", 0.25, 0.125, 0.375),
         baseline_unjudged_rate=0.125,
         challenger_unjudged_rate=0.25,
     )
@@ -248,22 +250,24 @@ def test_small_critical_slices_are_noted():
 
 
 def test_unconfigured_unjudged_margin_is_noted():
-    rule = ReleaseRule.from_dict({"primary_metric": "ndcg@10", "min_delta": 0.03})
+    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03}, "r")
     verdict = decide(rule, replace(GOOD, challenger_unjudged_rate=0.9))
     assert verdict.decision is Decision.ACCEPT
     assert verdict.notes == ("unjudged-rate margin not configured; check skipped",)
 
 
 def test_invalid_rules_and_evidence_are_refused():
-    with pytest.raises(ValueError, match=r"unknown release rule key\(s\) \['min_detla'\]"):
-        ReleaseRule.from_dict({"primary_metric": "m", "min_delta": 0.1, "min_detla": 0.2})
-    with pytest.raises(ValueError, match=r"unknown critical slice key\(s\) \['budgte'\]"):
-        ReleaseRule.from_dict(
-            {"primary_metric": "m", "min_delta": 0.1, "critical_slices": [{"budgte": 1}]}
-        )
-    with pytest.raises(ValueError, match="min_delta must be >= 0"):
-        ReleaseRule.from_dict({"primary_metric": "m", "min_delta": -0.1})
-    with pytest.raises(ValueError, match="'recall@100'.*'ndcg@10'"):
+    with pytest.raises(ConfigError, match=r"compare.release.min_detla: unknown setting"):
+        ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.1, "min_detla": 0.2}, "compare.release")
+    with pytest.raises(ConfigError, match=r"critical_slices.0.budgte: unknown setting"):
+        ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.1, "critical_slices": [{"budgte": 1}]}, "r")
+    with pytest.raises(ConfigError, match="min_delta: Input should be greater than or equal to 0"):
+        ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": -0.1}, "r")
+    with pytest.raises(ConfigError, match="unknown measure 'm'"):
+        ReleaseRule.parse({"primary_metric": "m", "min_delta": 0.1}, "r")
+    with pytest.raises(ConfigError, match="slice_regression_needs_ci: expected true or false"):
+        ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.1, "slice_regression_needs_ci": "false"}, "r")
+    with pytest.raises(ValueError, match="'recall@100'.*'nDCG@10'"):
         decide(RULE, replace(GOOD, primary=DeltaEvidence("recall@100", 0.1, 0.05, 0.15)))
     with pytest.raises(ValueError, match="slice lang=de ci_low is not finite"):
         decide(RULE, with_slice(GOOD, slice_("lang", "de", 0.0, np.nan, 0.1)))
@@ -275,16 +279,14 @@ def test_evidence_from_stats_results():
     langs = np.where(np.arange(400) % 4 == 0, "de", "en")
     overall = stats.bootstrap_ci(deltas, n_samples=2000)
     by_lang = stats.slice_ci(deltas, langs, n_samples=2000)
-    primary = DeltaEvidence.from_intervals("ndcg@10", overall, comparison=0)
+    primary = DeltaEvidence.from_intervals("nDCG@10", overall, comparison=0)
     slices = SliceEvidence.from_intervals("lang", by_lang, comparison=0)
     assert primary.mean == pytest.approx(deltas[:, 0].mean())
     assert (primary.ci_low, primary.ci_high) == (overall.low[0], overall.high[0])
     assert [(s.value, s.n_queries) for s in slices] == [("de", 100), ("en", 300)]
     assert slices[0].mean == pytest.approx(deltas[langs == "de", 0].mean())
-    rule = ReleaseRule.from_dict(
-        {"primary_metric": "ndcg@10", "min_delta": 0.03,
-         "critical_slices": [{"column": "lang", "budget": 0.02}]}
-    )
+    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03,
+                              "critical_slices": [{"column": "lang", "budget": 0.02}]}, "r")
     assert decide(rule, Evidence(primary, slices, 0.1, 0.1)).decision is Decision.ACCEPT
-    flat = DeltaEvidence.from_intervals("ndcg@10", overall, comparison=1)
+    flat = DeltaEvidence.from_intervals("nDCG@10", overall, comparison=1)
     assert decide(rule, Evidence(flat, slices, 0.1, 0.1)).decision is Decision.INCONCLUSIVE

@@ -1,0 +1,183 @@
+"""The ``rerankeval`` console command.
+
+Each subcommand is one function registered with ``@_subcommand``: its arguments are declared
+in the decorator and the function receives the parsed namespace. Heavy modules (numpy,
+pandas) are imported inside the subcommands, so ``rerankeval --help`` starts at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..eval.measures import describe_measures, parse_measure
+
+Argument = tuple[tuple[str, ...], dict]
+
+
+@dataclass(frozen=True)
+class _Subcommand:
+    name: str
+    summary: str
+    arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+_SUBCOMMANDS: list[_Subcommand] = []
+
+
+def _argument(*flags: str, **options) -> Argument:
+    return flags, options
+
+
+def _subcommand(name: str, summary: str, arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]):
+    """Register a subcommand; ``arguments`` is a list of ``_argument``s or a function that adds them to a parser."""
+
+    def register(run: Callable[[argparse.Namespace], int]):
+        _SUBCOMMANDS.append(_Subcommand(name, summary, arguments, run))
+        return run
+
+    return register
+
+
+def _measure(text: str):
+    try:
+        return parse_measure(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@_subcommand(
+    "evaluate",
+    "score runs against qrels; prints 'measure <TAB> all <TAB> value' like trec_eval",
+    [
+        _argument("--qrels", required=True, metavar="FILE", help="TREC qrels, BEIR qrels TSV or Parquet"),
+        _argument(
+            "--run", required=True, action="append", metavar="FILE", dest="runs",
+            help="TREC run or Parquet run (query_id, doc_id, rank or score[, fused_rank]); repeat for several runs",
+        ),
+        _argument(
+            "--metric", required=True, action="append", type=_measure, metavar="MEASURE", dest="measures",
+            help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp]; repeat for several (`rerankeval --help` lists all)",
+        ),
+        _argument("--per-query", action="store_true", help="also print each query's values"),
+        _argument("--json", action="store_true", help="print JSON instead of trec_eval-style lines"),
+        _argument(
+            "--no-relevant", choices=("drop", "zero"), default="drop",
+            help="queries without relevant document: drop them (default) or count them as 0",
+        ),
+    ],
+)
+def _evaluate(args: argparse.Namespace) -> int:
+    from ..data.trec import read_qrels, read_run
+    from ..eval import evaluate
+
+    qrels = read_qrels(args.qrels)
+    results = {}
+    for label, path in zip(_run_labels(args.runs), args.runs):
+        values = evaluate(read_run(path), qrels, args.measures, no_relevant=args.no_relevant)
+        if values.empty:
+            raise ValueError(
+                f"no query to evaluate for {path}: the qrels have no query with a relevant document"
+                + (" (--no-relevant zero counts queries without one)" if args.no_relevant == "drop" else "")
+            )
+        results[label] = values
+    if args.json:
+        print(json.dumps({label: _as_json(values, args.per_query) for label, values in results.items()}, indent=2))
+    else:
+        for label, values in results.items():
+            if len(results) > 1:
+                print(f"# run: {label}")
+            print(_as_trec_eval_lines(values, args.per_query))
+    return 0
+
+
+def _run_labels(paths: Sequence[str]) -> list[str]:
+    """Runs are labelled by file name; by the path as given when two file names clash."""
+    names = [Path(path).name for path in paths]
+    return names if len(set(names)) == len(names) else list(paths)
+
+
+def _as_json(values, per_query: bool) -> dict:
+    result = {"num_q": len(values), "all": {name: float(value) for name, value in values.mean().items()}}
+    if per_query:
+        result["per_query"] = {
+            query: {name: float(value) for name, value in row.items()} for query, row in values.iterrows()
+        }
+    return result
+
+
+def _as_trec_eval_lines(values, per_query: bool) -> str:
+    lines = []
+    if per_query:
+        for query, row in values.iterrows():
+            lines += [f"{name:<22}\t{query}\t{value:.4f}" for name, value in row.items()]
+    lines.append(f"{'num_q':<22}\tall\t{len(values)}")
+    lines += [f"{name:<22}\tall\t{value:.4f}" for name, value in values.mean().items()]
+    return "\n".join(lines)
+
+
+def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..report.prdiff import add_diff_arguments
+
+    add_diff_arguments(parser)
+
+
+@_subcommand(
+    "diff",
+    "compare the per-query metrics of two git revisions with paired CIs; prints a Markdown PR comment",
+    _add_diff_arguments,
+)
+def _diff(args: argparse.Namespace) -> int:
+    from ..report.prdiff import run_diff
+
+    return run_diff(args)
+
+
+@_subcommand(
+    "demo-data",
+    "regenerate the bundled demo collection (deterministic) in BEIR layout",
+    [_argument("--out", default="datasets/demo", metavar="DIR", help="output folder (default: datasets/demo)")],
+)
+def _demo_data(args: argparse.Namespace) -> int:
+    from rerankeval.demo import main_demo_data
+
+    main_demo_data(args.out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rerankeval",
+        description="Evaluate search rerankers on frozen candidates.",
+        epilog="measures:\n" + describe_measures(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for subcommand in _SUBCOMMANDS:
+        command = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.summary)
+        if callable(subcommand.arguments):
+            subcommand.arguments(command)
+        else:
+            for flags, options in subcommand.arguments:
+                command.add_argument(*flags, **options)
+        command.set_defaults(run=subcommand.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, OSError) as exc:
+        print(f"rerankeval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

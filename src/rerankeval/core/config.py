@@ -1,0 +1,68 @@
+"""Typed configuration: every settings block is a frozen pydantic model that refuses unknown keys and wrong types.
+
+Strict on purpose: a misspelt key is an error, not a silently ignored setting; ``trust_remote_code: 'false'`` (a
+quoted string) is not a boolean; ``depth: 30.9`` is not an integer. ``StrictConfig.parse`` turns pydantic's
+validation errors into one ``ConfigError`` that names each offending key by its full path in params.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import ConfigError
+
+_EXPECTED = {
+    "bool_type": "true or false (a YAML boolean, unquoted)",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+}
+
+
+class StrictConfig(BaseModel):
+    """Base of every typed settings block; subclasses declare fields with types and defaults."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any] | None, where: str) -> Self:
+        """Validate ``data`` (the block at ``where`` in params.yaml, e.g. ``systems.ce_minilm_ft``)."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where}: expected a mapping of settings, got {type(data).__name__} {data!r}.")
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as err:
+            raise ConfigError(describe_errors(err, where, cls)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def describe_errors(err: ValidationError, where: str, model: type[BaseModel]) -> str:
+    """One line per problem: the key's full path, what is wrong and what is expected."""
+    lines = []
+    for problem in err.errors():
+        location = ".".join(str(part) for part in (where, *problem["loc"]) if part != "")
+        kind, value = problem["type"], problem.get("input")
+        if kind == "extra_forbidden":
+            known = ", ".join(sorted(model.model_fields)) if len(problem["loc"]) == 1 else "see the docs"
+            lines.append(f"{location}: unknown setting. Known settings here: {known}.")
+        elif kind == "missing":
+            lines.append(f"{location}: required setting is missing.")
+        elif kind in _EXPECTED:
+            lines.append(f"{location}: expected {_EXPECTED[kind]}, got {type(value).__name__} {value!r}.")
+        elif kind == "value_error":
+            lines.append(f"{location}: {problem['ctx']['error']}")
+        elif kind == "literal_error":
+            lines.append(f"{location}: {value!r} is not one of {problem['ctx']['expected']}.")
+        else:
+            lines.append(f"{location}: {problem['msg']} (got {value!r}).")
+    return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -1,0 +1,1 @@
+"""Collections in, snapshot tables out: the BEIR reader, TREC run and qrels files, and the hashed snapshot."""

@@ -1,0 +1,284 @@
+"""Read a BEIR-layout collection, refuse bad input, and turn it into hashed snapshot tables.
+
+Layout: ``corpus.jsonl`` ({"_id", "title", "text", "metadata"?}), ``queries.jsonl`` (+ ``queries_<split>.jsonl``)
+({"_id", "text", "metadata"?}) and ``qrels/<split>.tsv`` (header ``query-id corpus-id score``). A query's split is
+the qrels file that judges it; queries that no selected qrels file judges are left out (and counted).
+
+Every fault is a ``CollectionError`` naming the file, the line and the fix; no input gives a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from ..core.errors import CollectionError
+from ..core.hashing import canonical_json, sha256_text
+
+CORPUS_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("parent_id", pa.string()),
+        ("metadata", pa.string()),
+        ("text_sha256", pa.string()),
+        ("row_sha256", pa.string()),
+    ]
+)
+QUERIES_BASE_SCHEMA = pa.schema(
+    [("query_id", pa.string()), ("text", pa.string()), ("split", pa.string()), ("row_sha256", pa.string())]
+)
+QRELS_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("relevance", pa.int32())])
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+GRADE_RANGE = (-(2**31), 2**31 - 1)
+"""Grades are stored as int32."""
+
+MAX_SLICE_VALUES = 50
+"""A query metadata key becomes a slice column when it is scalar and takes at most this many distinct values."""
+
+
+@dataclass
+class Collection:
+    corpus: pa.Table
+    queries: pa.Table
+    qrels: pa.Table
+    slice_columns: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file, a leading byte-order mark dropped; undecodable bytes are refused."""
+    with open(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, 1):
+            if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield line_no, raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CollectionError(f"{path}:{line_no}: byte {raw[err.start]:#04x} at column {err.start + 1} is "
+                                      "not UTF-8. Fix: re-encode the file as UTF-8 "
+                                      f"(e.g. `iconv -f cp949 -t utf-8 {path.name}`).") from None
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CollectionError(f"{path}:{line_no}: not valid JSON ({err.msg}). Fix: one JSON object per line.")
+        if not isinstance(record, dict) or "_id" not in record:
+            raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field.")
+        yield line_no, record
+
+
+def _as_id(value: Any, path: Path, line_no: int) -> str:
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or str(value) == "":
+        raise CollectionError(f"{path}:{line_no}: \"_id\" must be a non-empty string or integer, got {value!r}.")
+    return str(value)
+
+
+def read_corpus(path: Path) -> pa.Table:
+    seen: dict[str, int] = {}
+    rows: dict[str, list] = {name: [] for name in CORPUS_SCHEMA.names}
+    for line_no, record in _read_jsonl(path):
+        doc_id = _as_id(record["_id"], path, line_no)
+        if doc_id in seen:
+            raise CollectionError(f"{path}:{line_no}: duplicate document id {doc_id!r} (first on line {seen[doc_id]}). "
+                                  "Fix: give every document a unique _id.")
+        seen[doc_id] = line_no
+        title, text = record.get("title") or "", record.get("text") or ""
+        if not isinstance(title, str) or not isinstance(text, str):
+            raise CollectionError(f"{path}:{line_no}: \"title\" and \"text\" must be strings.")
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise CollectionError(f"{path}:{line_no}: \"metadata\" must be an object.")
+        parent_id = str(metadata.get("parent_id", doc_id))
+        metadata_json = canonical_json(metadata)
+        rows["doc_id"].append(doc_id)
+        rows["title"].append(title)
+        rows["text"].append(text)
+        rows["parent_id"].append(parent_id)
+        rows["metadata"].append(metadata_json)
+        rows["text_sha256"].append(sha256_text(text))
+        rows["row_sha256"].append(sha256_text(canonical_json([doc_id, title, text, parent_id, metadata_json])))
+    if not seen:
+        raise CollectionError(f"{path}: no documents. Fix: point dataset.path at a BEIR folder with a corpus.")
+    return pa.table(rows, schema=CORPUS_SCHEMA)
+
+
+def read_qrels_tsv(path: str | Path) -> pd.DataFrame:
+    """A BEIR qrels TSV as qrels: query_id, doc_id, relevance (int64) and the line each judgment is on."""
+    path = Path(path)
+    rows = []
+    for line_no, line in _lines(path):
+        parts = line.rstrip("\n").rstrip("\r").split("\t")
+        if line_no == 1 and tuple(part.strip().lower() for part in parts[:2]) == QRELS_HEADER[:2]:
+            continue
+        if not line.strip():
+            continue
+        if len(parts) != 3:
+            raise CollectionError(f"{path}:{line_no}: expected 3 tab-separated fields (query-id, corpus-id, "
+                                  f"score), got {len(parts)}. Fix: one judgment per line, e.g. 'q1<TAB>doc7<TAB>2'.")
+        query_id, doc_id, grade_text = parts
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise CollectionError(f"{path}:{line_no}: grade {grade_text!r} is not an integer. "
+                                  "Fix: use integer relevance grades (0 = judged non-relevant).") from None
+        if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+            raise CollectionError(f"{path}:{line_no}: grade {grade} is out of range. Fix: use small integer grades "
+                                  "(e.g. 0-3; 0 = judged non-relevant).")
+        rows.append((query_id, doc_id, grade, line_no))
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "line"]).astype(
+        {"query_id": object, "doc_id": object, "relevance": "int64", "line": "int64"})
+
+
+def _query_text(record: dict, query_id: str, path: Path, line_no: int) -> str:
+    text = record.get("text")
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r} has a number as text ({text!r}). "
+                              f"Fix: quote it (\"text\": \"{text}\").")
+    if not isinstance(text, str) or not text.strip():
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r} has empty text. "
+                              "Fix: remove the query or give it text.")
+    return text
+
+
+def _read_queries(folder: Path, splits: list[str]) -> dict[str, tuple[Path, int, dict]]:
+    files = [folder / "queries.jsonl"] + [folder / f"queries_{split}.jsonl" for split in splits]
+    records: dict[str, tuple[Path, int, dict]] = {}
+    for path in files:
+        if not path.exists():
+            continue
+        for line_no, record in _read_jsonl(path):
+            query_id = _as_id(record["_id"], path, line_no)
+            if query_id in records:
+                first_path, first_line, _ = records[query_id]
+                raise CollectionError(f"{path}:{line_no}: duplicate query id {query_id!r} (first at "
+                                      f"{first_path.name}:{first_line}). Fix: list every query once, in one file.")
+            _query_text(record, query_id, path, line_no)
+            records[query_id] = (path, line_no, record)
+    if not records:
+        raise CollectionError(f"{folder / 'queries.jsonl'}: no queries found.")
+    return records
+
+
+def available_splits(folder: Path) -> list[str]:
+    return sorted(path.stem for path in (folder / "qrels").glob("*.tsv"))
+
+
+def load_beir(folder: str | Path, splits: list[str] | None = None) -> Collection:
+    """Load and validate a BEIR folder; ``splits`` = the qrels files to use (default: all in ``qrels/``)."""
+    folder = Path(folder)
+    if not (folder / "corpus.jsonl").exists():
+        raise CollectionError(f"{folder}: no corpus.jsonl here. Fix: set dataset.path to a BEIR-layout folder.")
+    splits = list(splits) if splits else available_splits(folder)
+    if not splits:
+        raise CollectionError(f"{folder / 'qrels'}: no qrels files (<split>.tsv). Fix: add the relevance judgments, "
+                              "e.g. qrels/test.tsv with the header 'query-id<TAB>corpus-id<TAB>score'.")
+    for split in splits:
+        if not (folder / "qrels" / f"{split}.tsv").exists():
+            raise CollectionError(f"{folder / 'qrels' / (split + '.tsv')}: missing; available splits: "
+                                  f"{available_splits(folder)}. Fix: set dataset.splits accordingly.")
+    corpus = read_corpus(folder / "corpus.jsonl")
+    doc_ids = set(corpus.column("doc_id").to_pylist())
+    query_records = _read_queries(folder, splits)
+    judgments, query_split, notes = _judgments(folder, splits, query_records, doc_ids)
+
+    unjudged = len(query_records) - len(query_split)
+    if unjudged:
+        notes.append(f"{unjudged} queries without judgments in splits {splits} left out")
+    query_ids = sorted(query_split)
+    if not query_ids:
+        raise CollectionError(f"{folder / 'qrels'}: the qrels judge no query. Fix: check the query ids in the qrels "
+                              "files against queries.jsonl.")
+    return Collection(corpus=corpus, queries=_queries_table(query_ids, query_records, query_split),
+                      qrels=_qrels_table(judgments), slice_columns=_slice_columns(
+                          {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}), notes=notes)
+
+
+def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: set[str]):
+    judgments: dict[tuple[str, str], tuple[int, str, str]] = {}
+    query_split: dict[str, tuple[str, str]] = {}
+    notes = []
+    for split in splits:
+        path = folder / "qrels" / f"{split}.tsv"
+        duplicates = 0
+        for query_id, doc_id, grade, line_no in read_qrels_tsv(path).itertuples(index=False):
+            where = f"{path}:{line_no}"
+            if query_id not in query_records:
+                raise CollectionError(f"{where}: query {query_id!r} is not in the queries files. "
+                                      "Fix: add the query or remove its judgments.")
+            if doc_id not in doc_ids:
+                raise CollectionError(f"{where}: document {doc_id!r} is not in corpus.jsonl. "
+                                      "Fix: add the document or remove the judgment.")
+            previous = judgments.get((query_id, doc_id))
+            if previous is not None:
+                if previous[0] != grade:
+                    raise CollectionError(
+                        f"{where}: ({query_id}, {doc_id}) is judged {grade} here but {previous[0]} at {previous[2]}. "
+                        "Fix: keep one judgment per pair, or select one qrels file per split with "
+                        "`dataset.splits` (e.g. -S 'dataset.splits=[test]').")
+                duplicates += 1
+                continue
+            if query_id in query_split and query_split[query_id][0] != split:
+                raise CollectionError(f"{where}: query {query_id!r} is also judged in split "
+                                      f"{query_split[query_id][0]!r} ({query_split[query_id][1]}). "
+                                      "Fix: a query belongs to one split.")
+            query_split.setdefault(query_id, (split, where))
+            judgments[(query_id, doc_id)] = (grade, split, where)
+        if duplicates:
+            notes.append(f"{path}: {duplicates} identical duplicate judgments ignored")
+    return judgments, query_split, notes
+
+
+def _queries_table(query_ids: list[str], query_records: dict, query_split: dict) -> pa.Table:
+    metadata = {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}
+    slice_columns = _slice_columns(metadata)
+    columns: dict[str, list] = {"query_id": query_ids, "text": [], "split": [], "row_sha256": []}
+    for column in slice_columns:
+        columns[column] = []
+    for query_id in query_ids:
+        text = query_records[query_id][2]["text"]
+        split = query_split[query_id][0]
+        slices = {column: _slice_value(metadata[query_id].get(column)) for column in slice_columns}
+        columns["text"].append(text)
+        columns["split"].append(split)
+        columns["row_sha256"].append(sha256_text(canonical_json([query_id, text, split, slices])))
+        for column in slice_columns:
+            columns[column].append(slices[column])
+    schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns])
+    return pa.table(columns, schema=schema)
+
+
+def _qrels_table(judgments: dict) -> pa.Table:
+    ordered = sorted(judgments.items())
+    return pa.table({"query_id": [key[0] for key, _ in ordered], "doc_id": [key[1] for key, _ in ordered],
+                     "relevance": [value[0] for _, value in ordered]}, schema=QRELS_SCHEMA)
+
+
+def _slice_value(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _slice_columns(metadata: dict[str, dict]) -> list[str]:
+    """Scalar metadata keys with few distinct values (categorical labels), except the reserved column names."""
+    values: dict[str, set] = {}
+    for record in metadata.values():
+        for key, value in record.items():
+            if isinstance(value, (str, int, bool)):
+                values.setdefault(key, set()).add(str(value))
+    reserved = set(QUERIES_BASE_SCHEMA.names)
+    return sorted(
+        key for key, seen in values.items()
+        if key not in reserved and 1 < len(seen) <= MAX_SLICE_VALUES and len(seen) < len(metadata)
+    )

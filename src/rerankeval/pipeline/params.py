@@ -1,0 +1,78 @@
+"""params.yaml, typed: every block refuses unknown keys and wrong types, naming the key and the fix.
+
+Systems are validated by their kind's own config class (``rerankeval.systems``) when a stage uses them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, model_validator
+
+from ..core.config import StrictConfig
+from ..core.errors import ConfigError
+from ..eval.config import MeasureName
+from ..retrieval.freeze import RetrievalConfig
+from ..stats.comparison import CompareConfig
+from ..stats.verdict import CriticalSlice
+from ..training.cross_encoder import TrainConfig
+
+PARAMS = Path("params.yaml")
+
+
+class DatasetConfig(StrictConfig):
+    name: str
+    path: str
+    splits: list[str] | None = None
+    """The qrels files to read (default: every qrels/*.tsv)."""
+    eval_split: str = "test"
+    critical_slices: list[CriticalSlice] = []
+
+
+class EvaluationConfig(StrictConfig):
+    measures: list[MeasureName]
+    oracle_measures: list[MeasureName] = []
+    depths: list[int] = []
+    depth_measures: list[MeasureName] = []
+    no_relevant: Literal["drop", "zero"] = "drop"
+    hourly_price_usd: float = Field(ge=0)
+    """Machine price for cost per query (one query at a time)."""
+    warmup_queries: int = Field(2, ge=0)
+    """The first queries a system processes are left out of its latency percentiles (model warm-up)."""
+
+
+class Params(StrictConfig):
+    dataset: DatasetConfig
+    retrieval: RetrievalConfig
+    train: TrainConfig
+    evaluation: EvaluationConfig
+    compare: CompareConfig
+    systems: dict[str, dict[str, Any]]
+    system_names: list[str]
+
+    @model_validator(mode="after")
+    def _systems_listed_once(self) -> "Params":
+        if list(self.systems) != self.system_names:
+            raise ValueError(f"system_names {self.system_names} must list the systems {list(self.systems)} in order; "
+                             "conf/config.yaml derives it (regenerate params.yaml)")
+        if self.compare.baseline not in self.systems:
+            raise ValueError(f"compare.baseline {self.compare.baseline!r} is not a configured system "
+                             f"({', '.join(self.systems)})")
+        return self
+
+
+def load_params(path: str | Path = PARAMS) -> Params:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found. Fix: run from the project root, or compose it with `dvc exp run`.")
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err}).") from None
+    try:
+        return Params.parse(data, "")
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None

@@ -1,0 +1,35 @@
+"""Stage `report`: reports/report.md, evaluation.yaml and the PNG plots, from the evaluate and compare outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..core.io import read_json, read_table, table_metadata, write_text
+from ..data.snapshot import Snapshot
+from ..report.build import ReportInputs, build_report
+from .params import load_params
+from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE
+from .runs import load_latencies, load_runs, system_file
+
+
+def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
+        latency_pattern: str, metrics_path: str | Path, compare_path: str | Path, verdicts_path: str | Path,
+        report_path: str | Path, record_path: str | Path, plots_dir: str | Path) -> None:
+    params = load_params(params_path)
+    systems = params.system_names
+    eval_dir = Path(eval_dir)
+    inputs = ReportInputs(
+        params=params, manifest=Snapshot(snapshot_dir).manifest,
+        metrics=read_json(metrics_path), compare=read_json(compare_path), verdicts=read_json(verdicts_path),
+        per_query=read_table(eval_dir / PER_QUERY_FILE).to_pandas(),
+        depth_curve=read_table(eval_dir / DEPTH_CURVE_FILE).to_pandas(),
+        runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
+        run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
+        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems})
+    markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
+        Path(report_path).parent).as_posix())
+    write_text(report_path, markdown)
+    write_text(record_path, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    print(f"report: {report_path}")

@@ -1,0 +1,60 @@
+"""Stage `rerank@<system>`: one system permutes the frozen candidates of the evaluation split's queries."""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from ..core.errors import ConfigError
+from ..core.hashing import sha256_file
+from ..core.io import read_table, table_metadata, write_table
+from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
+from ..rerank.assemble import TIE_BREAK, run_table
+from ..rerank.driver import RerankSettings, rerank
+from ..rerank.latency import latency_table
+from ..retrieval.freeze import CANDIDATES_SCHEMA, verify_passages
+from ..systems import BuildContext, Query, build_system, parse_system_config
+from ..systems.base import FUSION_FALLBACK
+from .params import load_params
+
+
+def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
+        run_path: str | Path, latency_path: str | Path) -> None:
+    params = load_params(params_path)
+    mapping = params.systems.get(system_name)
+    if mapping is None:
+        raise ConfigError(f"{params_path}: no system {system_name!r} under `systems` (configured: "
+                          f"{', '.join(params.systems)}).")
+    config = parse_system_config(system_name, mapping)
+    split = params.dataset.eval_split
+    snapshot = Snapshot(snapshot_dir)
+    check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
+
+    queries = snapshot.queries_of(split)
+    candidates = read_table(candidates_path, CANDIDATES_SCHEMA)
+    candidates = candidates.filter(pc.is_in(candidates.column("query_id"),
+                                            value_set=pc.cast(queries["query_id"].tolist(), "string"))).to_pandas()
+    verify_passages(candidates, candidates_path)
+
+    started = time.perf_counter()
+    system = build_system(system_name, mapping, BuildContext(qrels=snapshot.table("qrels").to_pandas(),
+                                                             systems=params.systems))
+    load_s = time.perf_counter() - started
+    labels = [column for column in snapshot.slice_columns if column in queries.columns]
+    query_views = {row["query_id"]: Query(row["query_id"], row["text"], {column: row[column] for column in labels})
+                   for row in queries.to_dict("records")}
+    run_frame, latency = rerank(candidates, query_views, system, RerankSettings(config.depth, config.deadline_s))
+    metadata = {"system": system_name, "config": mapping, "split": split,
+                "candidates_sha256": sha256_file(candidates_path), "snapshot": snapshot.hashes,
+                "tie_break": TIE_BREAK, "describe": system.describe()}
+    write_table(run_path, run_table(run_frame), metadata)
+    # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
+    write_table(latency_path, latency_table(latency), {
+        "system": system_name, "load_s": round(load_s, 3),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+    fallbacks = int((latency["mode"] == FUSION_FALLBACK).sum())
+    print(f"rerank[{system_name}]: {len(latency)} queries, depth {config.depth}, {fallbacks} fallbacks, "
+          f"{int(latency['cache_hits'].sum())} cache hits, {latency['wall_s'].sum():.1f}s")

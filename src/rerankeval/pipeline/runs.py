@@ -1,0 +1,44 @@
+"""Reading the rerank stage's outputs back: each system's run and latency table, checked against their contracts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from ..core.errors import ContractError
+from ..core.hashing import sha256_file
+from ..core.io import read_table, table_metadata
+from ..rerank.assemble import RUN_SCHEMA
+from ..rerank.latency import LATENCY_SCHEMA
+
+SYSTEM_PLACEHOLDER = "{system}"
+
+
+def system_file(pattern: str, system: str) -> str:
+    """The file of one system from a path pattern such as ``data/runs/run_{system}.parquet``."""
+    if SYSTEM_PLACEHOLDER not in pattern:
+        raise ContractError(f"path pattern {pattern!r} has no {SYSTEM_PLACEHOLDER} placeholder (see dvc.yaml)")
+    return pattern.replace(SYSTEM_PLACEHOLDER, system)
+
+
+def load_runs(pattern: str, systems: Iterable[str], candidates_path: str | None = None) -> dict[str, pd.DataFrame]:
+    """Every system's run; each must name its system and, when given, the candidates it reranked."""
+    candidates_sha256 = sha256_file(candidates_path) if candidates_path else None
+    runs = {}
+    for system in systems:
+        path = system_file(pattern, system)
+        metadata = table_metadata(path)
+        if metadata.get("system") != system:
+            raise ContractError(f"{path}: this run was written for system {metadata.get('system')!r}, not {system!r} "
+                                "(a file copied over another?). Fix: `dvc repro --force rerank@" + system + "`.")
+        recorded = metadata.get("candidates_sha256")
+        if candidates_sha256 is not None and recorded != candidates_sha256:
+            raise ContractError(f"{path}: reranked candidates {str(recorded)[:12]}, but {candidates_path} is now "
+                                f"{candidates_sha256[:12]}. Fix: `dvc repro` re-runs the stale rerank stages.")
+        runs[system] = read_table(path, RUN_SCHEMA).to_pandas()
+    return runs
+
+
+def load_latencies(pattern: str, systems: Iterable[str]) -> dict[str, pd.DataFrame]:
+    return {system: read_table(system_file(pattern, system), LATENCY_SCHEMA).to_pandas() for system in systems}

@@ -1,0 +1,123 @@
+"""The report from the evaluate and compare outputs: every table of report.md, its plots and evaluation.yaml."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..eval.funnel import measure_rows, pool_measures, system_depth
+from ..eval.measures import parse_measure
+from ..rerank.assemble import TIE_BREAK
+from ..rerank.latency import summarise_latency
+from . import markdown as md
+from . import plots
+from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    params: Any
+    manifest: Mapping[str, Any]
+    metrics: Mapping[str, Any]
+    compare: Mapping[str, Any]
+    verdicts: Mapping[str, Any]
+    per_query: pd.DataFrame
+    depth_curve: pd.DataFrame
+    runs: Mapping[str, pd.DataFrame]
+    latencies: Mapping[str, pd.DataFrame]
+    run_metadata: Mapping[str, Mapping[str, Any]]
+    latency_metadata: Mapping[str, Mapping[str, Any]]
+
+
+def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
+    """Candidate recall of the reranking pool at each depth (the same for every system)."""
+    rows = curve_means[curve_means["measure"] == curve_means["depth"].map(lambda d: str(pool_measures(d)[0]))]
+    return dict(zip(rows["depth"], rows["mean"]))
+
+
+def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"challenger": c["challenger"], "slice": f"{column}={row['value']}", "delta": c["delta"], "low": c["low"],
+         "high": c["high"], "too_small": row["too_small"]}
+        for column, rows in compare["slices"].items() for row in rows for c in row["comparisons"]
+        if c["metric"] == primary])
+
+
+def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
+    """The Markdown report and the machine-readable evaluation record; writes the plots to ``plots_dir``."""
+    params, compare = inputs.params, inputs.compare
+    evaluation = params.evaluation
+    primary = params.compare.release.primary_metric
+    top_n = params.retrieval.top_n
+    warmup = evaluation.warmup_queries
+    systems = params.system_names
+
+    curve_means = inputs.depth_curve.groupby(["system", "depth", "measure"], as_index=False)["value"].mean() \
+        .rename(columns={"value": "mean"})
+    quality_measure = evaluation.depth_measures[0]
+    plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png")
+    per_query = inputs.per_query
+    baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
+    deltas = pd.concat([
+        pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
+        for system, frame in per_query.groupby("system") if system != compare["baseline"]])
+    plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
+    slice_rows = _slice_rows(compare, primary)
+    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png")
+
+    hourly_price = evaluation.hourly_price_usd
+    costs = {}
+    for system in systems:
+        run, latency = inputs.runs[system], inputs.latencies[system]
+        seconds = latency_at_depth(run, latency, system_depth(run), warmup)
+        costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
+                         "tokens_per_s": tokens_per_second(run, latency, warmup),
+                         "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
+    quality = measure_rows(curve_means, [parse_measure(quality_measure)])[["system", "depth", "mean"]] \
+        .rename(columns={"mean": "quality"})
+    quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
+    depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
+                                   inputs.latencies, hourly_price, warmup)
+    plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, plots_dir / "depth_cost.png")
+    # The oracle is a ceiling, not a configuration one can deploy; depths that change nothing are one point.
+    deployable = [system for system in systems if params.systems[system]["kind"] != "oracle"]
+    points = depth_costs[depth_costs["system"].isin(deployable) & depth_costs["p95_ms"].notna()]
+    points = points.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
+    points = points.assign(label=points["system"] + "@" + points["depth"].astype(str)).reset_index(drop=True)
+    points["frontier"] = pareto_front(points)
+    plots.pareto(points, quality_measure, plots_dir / "pareto.png")
+
+    environments = {}
+    for system in systems:
+        described = inputs.run_metadata[system].get("describe", {})
+        if "environment" in described:
+            environments[system] = {
+                **described["environment"], "model": described["model"], "revision": described["revision"],
+                "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
+                "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
+    tables = inputs.manifest["tables"]
+    context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
+               "no_relevant": evaluation.no_relevant,
+               "snapshot": {name: entry["content_sha256"] for name, entry in tables.items()},
+               "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}
+    text = md.render([
+        md.header_section(context),
+        md.verdict_section(inputs.verdicts),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n),
+        md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
+        md.deltas_section(compare),
+        md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
+        md.slices_section(compare, primary, plots_link),
+        md.unjudged_section(compare),
+        md.regressions_section(compare, primary),
+        md.cost_section(costs, hourly_price),
+        md.depth_cost_section(depth_costs, quality_measure, plots_link),
+        md.pareto_section(points, quality_measure, plots_link),
+        md.environment_section(environments),
+        md.all_metrics_section(inputs.metrics),
+    ])
+    return text, md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)

@@ -1,0 +1,241 @@
+"""The Markdown report: pure text from the evaluate and compare results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
+
+
+def fmt(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def ci(entry: Mapping[str, Any], signed: bool = False) -> str:
+    return f"{fmt(entry['low'], signed=signed)} .. {fmt(entry['high'], signed=signed)}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def p_value(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4f}" if value >= 1e-4 else "<1e-4"
+
+
+def header_section(context: Mapping[str, Any]) -> str:
+    snapshot = context["snapshot"]
+    retrieval = context["retrieval"]
+    return "\n".join([
+        f"# rerankeval report: {context['dataset']}",
+        "",
+        f"- Evaluated split: `{context['split']}`, {context['queries']} queries "
+        f"(queries without a relevant document: {context['no_relevant']}).",
+        f"- Snapshot content sha256: corpus `{snapshot['corpus'][:12]}`, queries `{snapshot['queries'][:12]}`, "
+        f"qrels `{snapshot['qrels'][:12]}`.",
+        f"- Candidates: fused top-{retrieval['top_n']} of BM25 (k1={retrieval['bm25']['k1']}, b={retrieval['bm25']['b']}) "
+        f"and dense (`{retrieval['dense']['model']}`), RRF k={retrieval['rrf_k']} over each retriever's top "
+        f"{retrieval['fusion_depth']}.",
+        f"- Ties: {context['tie_break']}.",
+        "- Metric names carry their conventions: `nDCG@10` is trec_eval's (linear gain, IDCG over every judged "
+        "document); `[idcg=candidates]` uses the candidates' ideal order (the reranker's ordering skill alone); "
+        "`[gain=exp]` uses 2^rel - 1; `[judged_only=true]` removes unjudged documents before scoring.",
+        f"- Uncertainty: {context['method']['resampling']}, {context['method']['ci']} {context['method']['confidence']:.0%} "
+        f"CIs from {context['method']['samples']} resamples (seed {context['method']['seed']}); p-values from "
+        f"{context['method']['permutations']} sign flips and a paired t-test, {context['method']['correction']}-"
+        f"corrected over the family ({context['method']['family']}).",
+    ])
+
+
+def verdict_section(compare: Mapping[str, Any]) -> str:
+    rows = []
+    for system, verdict in compare["verdicts"].items():
+        reasons = "<br>".join(verdict["reasons"] + [f"note: {note}" for note in verdict["notes"]])
+        rows.append([f"`{system}`", f"**{verdict['decision']}**", reasons])
+    return f"## Release verdict vs `{compare['baseline']}`\n\n" + table(["challenger", "decision", "why"], rows)
+
+
+def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int) -> str:
+    rows = [[name, fmt(values[f"Success@{top_n}"]), fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]),
+             fmt(values["RR@10"])] for name, values in first_stage.items()]
+    return (f"## First stage: each retriever's own top {top_n}\n\n"
+            + table(["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10",
+                     "RR@10"], rows))
+
+
+def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any], metrics: Sequence[str],
+                    oracle_measures: Sequence[str], top_n: int) -> str:
+    header = ["system"] + [f"{m} [95% CI]" for m in metrics] + [f"CandidateRecall@{top_n}"]
+    header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
+    rows = []
+    for system, values in compare["systems"].items():
+        means = metrics_json["systems"][system]
+        row = [f"`{system}`"] + [f"{fmt(values[m]['mean'])} [{ci(values[m])}]" for m in metrics]
+        row.append(fmt(means.get(f"CandidateRecall@{top_n}")))
+        row += [fmt(means[oracle_column(m)]) for m in oracle_measures]
+        row += [fmt(means[headroom_column(m)]) for m in oracle_measures]
+        rows.append(row)
+    note = ("Candidate recall is the ceiling of every reranker: a query whose relevant documents are not among the "
+            "candidates cannot be fixed by reranking. Oracle = the candidates in ideal order; headroom = oracle - "
+            "achieved. With `idcg=qrels` the oracle is below 1 when relevant documents were not retrieved: improve "
+            "the retriever; a large headroom with a high oracle says improve the reranker.")
+    return "## Systems\n\n" + table(header, rows) + "\n\n" + note
+
+
+def all_metrics_section(metrics_json: Mapping[str, Any]) -> str:
+    systems = metrics_json["systems"]
+    names = [name for name in next(iter(systems.values())) if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))]
+    rows = [[f"`{system}`"] + [fmt(values[name]) for name in names] for system, values in systems.items()]
+    return "## Every metric (means)\n\n" + table(["system"] + names, rows)
+
+
+def deltas_section(compare: Mapping[str, Any]) -> str:
+    rows = []
+    for item in compare["comparisons"]:
+        rows.append([f"`{item['challenger']}`", item["metric"], fmt(item["baseline_mean"]), fmt(item["challenger_mean"]),
+                     fmt(item["delta"], signed=True), ci(item, signed=True),
+                     f"{p_value(item['p_randomisation'])} / {p_value(item['p_randomisation_adjusted'])}",
+                     f"{p_value(item['p_ttest'])} / {p_value(item['p_ttest_adjusted'])}",
+                     f"{item['improved']}/{item['tied']}/{item['regressed']}", fmt(item["median_delta"], signed=True),
+                     fmt(item["cohens_dz"], 2, signed=True)])
+    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", "95% CI", "p rand (raw / adj)",
+              "p t (raw / adj)", "win/tie/loss", "Δ median", "d_z"]
+    return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
+
+
+def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, float], plots: str) -> str:
+    quality = curve_means[curve_means["measure"] == measure]
+    rows = [[f"`{row.system}`", row.depth, fmt(recall.get(row.depth)), fmt(row.mean)]
+            for row in quality.sort_values(["system", "depth"]).itertuples()]
+    return ("## Depth curve (one scoring pass; top d reranked, the rest in fused order)\n\n"
+            + table(["system", "depth d", "candidate recall@d", measure], rows)
+            + f"\n\n![depth curve]({plots}/depth_curve.png)")
+
+
+def slices_section(compare: Mapping[str, Any], metric: str, plots: str) -> str:
+    if not compare["slices"]:
+        return "## Slices\n\nThe queries carry no slice labels."
+    parts = [f"## Slices ({metric}, Δ vs `{compare['baseline']}` with 95% CI; ⚠ = fewer queries than the minimum)"]
+    for column, rows in compare["slices"].items():
+        challengers = sorted({c["challenger"] for c in rows[0]["comparisons"]})
+        lines = []
+        for row in rows:
+            by_challenger = {c["challenger"]: c for c in row["comparisons"] if c["metric"] == metric}
+            lines.append([row["value"], f"{row['queries']}{' ⚠' if row['too_small'] else ''}"]
+                         + [f"{fmt(by_challenger[c]['delta'], signed=True)} [{ci(by_challenger[c], signed=True)}]"
+                            for c in challengers])
+        parts.append(f"### {column}\n\n" + table([column, "queries"] + [f"`{c}`" for c in challengers], lines))
+    parts.append(f"![slice deltas]({plots}/slice_deltas.png)\n\n![per-query deltas]({plots}/delta_distribution.png)")
+    return "\n\n".join(parts)
+
+
+def unjudged_section(compare: Mapping[str, Any]) -> str:
+    unjudged = compare["unjudged"]
+    rows = [[f"`{system}`", fmt(rate, 3)] for system, rate in unjudged["rate"].items()]
+    text = f"## Unjudged watch (1 - {unjudged['measure']}, margin {unjudged['margin']})\n\n"
+    text += table(["system", "unjudged rate"], rows)
+    if unjudged["warnings"]:
+        text += "\n\n" + "\n".join(f"- ⚠ {warning}" for warning in unjudged["warnings"])
+    return text
+
+
+def regressions_section(compare: Mapping[str, Any], metric: str) -> str:
+    parts = [f"## Worst regressions on {metric} (top 3 documents before → after, grade in brackets)"]
+    for system, items in compare["worst_regressions"].items():
+        if not items:
+            continue
+        rows = [[f"`{item['query_id']}`", item["query"].replace("|", "\\|")[:90], ", ".join(item["before"]),
+                 ", ".join(item["after"])] for item in items]
+        parts.append(f"### `{system}`\n\n" + table(["query", "text", "before", "after"], rows))
+    return "\n\n".join(parts)
+
+
+def render(sections: Sequence[str]) -> str:
+    return "\n\n".join(section.strip() for section in sections if section) + "\n"
+
+
+def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping[str, Any],
+                      metrics_json: Mapping[str, Any]) -> dict[str, Any]:
+    """A machine-readable evaluation report: what was evaluated, against which data versions, how, and the results."""
+    tables = manifest["tables"]
+    method = compare["method"]
+    deltas = {}
+    for item in compare["comparisons"]:
+        deltas.setdefault(item["challenger"], {})[item["metric"]] = {
+            "delta": item["delta"], "ci": [item["low"], item["high"]],
+            "p_adjusted": item["p_randomisation_adjusted"], "win_tie_loss": [item["improved"], item["tied"],
+                                                                            item["regressed"]]}
+    return {
+        "id": f"rerankeval/{params.dataset.name}/{params.dataset.eval_split}/"
+              f"{tables['qrels']['content_sha256'][:12]}",
+        "dataset": {"name": params.dataset.name, "split": params.dataset.eval_split,
+                    "queries": compare["queries"]},
+        "versions": {name: tables[name]["content_sha256"] for name in ("corpus", "queries", "qrels")},
+        "candidate_source": {"retrievers": ["bm25", "dense:" + params.retrieval.dense.model],
+                             "fusion": f"rrf(k={params.retrieval.rrf_k})", "top_n": params.retrieval.top_n},
+        "conventions": {"ndcg_idcg": "qrels (trec_eval) unless the metric name says idcg=candidates",
+                        "gain": "linear unless the metric name says gain=exp",
+                        "ties": "score desc, fused rank asc, doc id asc",
+                        "queries_without_relevant": params.evaluation.no_relevant},
+        "baseline": compare["baseline"],
+        "systems": {name: dict(config) for name, config in params.systems.items()},
+        "metrics": {system: {name: value for name, value in values.items()
+                             if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))}
+                    for system, values in metrics_json["systems"].items()},
+        "uncertainty": {"method": f"{method['resampling']}, {method['ci']} interval",
+                        "confidence": method["confidence"], "samples": method["samples"], "seed": method["seed"],
+                        "tests": method["tests"], "correction": method["correction"], "family": method["family"]},
+        "deltas_vs_baseline": deltas,
+    }
+
+
+def cost_section(costs: Mapping[str, Mapping[str, Any]], hourly_price: float) -> str:
+    rows = [[f"`{system}`", v["queries"], v["fallbacks"], v["cache_hits"], fmt(v["p50_ms"], 1), fmt(v["p95_ms"], 1),
+             fmt(v["p99_ms"], 1), fmt(v["measured_p95_ms"], 1), fmt(v["pairs_per_s"], 1), fmt(v["tokens_per_s"], 0),
+             fmt(v["pair_tokens_p50"], 0), fmt(v["pair_tokens_p95"], 0),
+             "n/a" if v["truncation_rate"] is None else f"{v['truncation_rate']:.1%}",
+             fmt(v["cost_per_1k_queries"], 5)]
+            for system, v in costs.items()]
+    header = ["system", "queries", "fallbacks", "cache hits", "p50 ms", "p95 ms", "p99 ms", "p95 ms this run",
+              "pairs/s", "tokens/s",
+              "pair tokens p50", "pair tokens p95", "truncated", "cost / 1k queries"]
+    return (f"## Latency, tokens and cost (per query after warm-up; ${hourly_price}/machine-hour)\n\n"
+            + table(header, rows)
+            + "\n\nLatency is per query as if nothing were cached: a cache hit costs the compute time measured when the "
+              "pair was scored (`p95 ms this run` is the wall time this run took, cache included). Pair tokens count the "
+              "query and passage before truncation; truncated = share of pairs whose passage was cut at max_length.")
+
+
+def depth_cost_section(table_rows: pd.DataFrame, measure: str, plots: str) -> str:
+    rows = [[f"`{r.system}`", r.depth, fmt(r.candidate_recall), fmt(r.quality), fmt(r.p95_ms, 1),
+             fmt(r.cost_per_1k_queries, 5)] for r in table_rows.itertuples()]
+    return ("## Depth vs cost (latency at depth d estimated from the full-depth pass: model time scaled by the share "
+            "of the query's scored tokens in the top d)\n\n"
+            + table(["system", "depth", "candidate recall@d", measure, "p95 ms", "cost / 1k queries"], rows)
+            + f"\n\n![depth vs cost]({plots}/depth_cost.png)")
+
+
+def pareto_section(points: pd.DataFrame, measure: str, plots: str) -> str:
+    rows = [[f"`{r.label}`", fmt(r.quality), fmt(r.p95_ms, 2), "frontier" if r.frontier else "dominated"]
+            for r in points.sort_values("p95_ms").itertuples()]
+    return (f"## Pareto frontier: {measure} vs p95 latency (every system x depth)\n\n"
+            + table(["configuration", measure, "p95 ms", ""], rows) + f"\n\n![pareto]({plots}/pareto.png)")
+
+
+def environment_section(environments: Mapping[str, Mapping[str, Any]]) -> str:
+    if not environments:
+        return ""
+    parts = ["## Environment of the learned systems"]
+    for system, environment in environments.items():
+        items = ", ".join(f"{key}: `{value}`" for key, value in sorted(environment.items()))
+        parts.append(f"- `{system}`: {items}")
+    return "\n".join(parts)

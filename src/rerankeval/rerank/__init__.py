@@ -1,0 +1,1 @@
+"""The rerank driver: score every query through a system, assemble each query's permutation, account latency."""

@@ -1,0 +1,103 @@
+"""One query's run from its candidates and its system's outcome, and the check that a run only permutes.
+
+A reranker only permutes its candidates. The scored head is ordered by ``TIE_BREAK``; candidates beyond ``depth``
+keep their fused order after it. A query whose scoring failed (``FUSION_FALLBACK``, with the reason) or that the
+system chose not to rerank (``SKIPPED``) keeps the fused order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..core.errors import ScoringFailure
+from ..systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Outcome
+from ..systems.pair_scoring import PAIR_STATS
+
+TIE_BREAK = "score descending, then fused rank ascending, then doc id ascending"
+
+RUN_SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("parent_id", pa.string()),
+        ("score", pa.float64()),
+        ("rank", pa.int32()),
+        ("fused_rank", pa.int32()),
+        ("mode", pa.string()),
+        ("degraded_reason", pa.string()),
+        ("query_tokens", pa.int32()),
+        ("passage_tokens", pa.int32()),
+        ("truncated", pa.bool_()),
+    ]
+)
+
+
+class PermutationError(AssertionError):
+    """A run is not a permutation of its candidates: a bug, never a result."""
+
+
+def order_head(scores: np.ndarray, fused_rank: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+    """Indices that sort a query's scored head by the tie-break rule."""
+    return np.lexsort((doc_ids, fused_rank, -scores))
+
+
+def _validated(values: np.ndarray, n: int) -> np.ndarray | str:
+    scores = np.asarray(values, dtype=np.float64)
+    if scores.shape != (n,):
+        return f"bad_response: system returned {scores.shape[0] if scores.ndim else 'a scalar'} scores for {n} candidates"
+    if np.isnan(scores).any():
+        return "bad_response: system returned NaN scores"
+    return scores
+
+
+def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> tuple[pd.DataFrame, str, str | None]:
+    """The query's run rows (fused order in ``frame``), its mode and the degraded reason, if any."""
+    head = min(depth, len(frame))
+    out = frame[["query_id", "doc_id", "parent_id", "fused_rank"]].reset_index(drop=True)
+    out["score"] = np.nan
+    out["degraded_reason"] = None
+    for column in PAIR_STATS:
+        out[column] = None
+    if isinstance(outcome, ScoringFailure):
+        scores, reason = None, str(outcome)
+    else:
+        scores = _validated(outcome.values, head)
+        reason = scores if isinstance(scores, str) else None
+    if reason is not None:
+        out["mode"] = FUSION_FALLBACK
+        out["degraded_reason"] = reason
+        mode = FUSION_FALLBACK
+    elif outcome.mode == SKIPPED:
+        out.loc[: head - 1, "score"] = scores
+        out["mode"] = SKIPPED
+        mode = SKIPPED
+    else:
+        order = order_head(scores, out["fused_rank"].to_numpy()[:head], out["doc_id"].to_numpy()[:head])
+        out.loc[: head - 1, "score"] = scores
+        for column, values in outcome.pair_stats.items():
+            out.loc[: head - 1, column] = pd.Series(values, dtype=object).to_numpy()
+        out = pd.concat([out.iloc[:head].iloc[order], out.iloc[head:]], ignore_index=True)
+        out["mode"] = [RERANKED] * head + [FUSED_TAIL] * (len(frame) - head)
+        mode = RERANKED
+    out["rank"] = np.arange(1, len(out) + 1, dtype=np.int32)
+    return out, mode, reason
+
+
+def check_permutation(candidates: pd.DataFrame, run: pd.DataFrame) -> None:
+    """Fail unless, per query, the run holds exactly the candidate doc ids, ranked 1..n without gaps."""
+    expected = candidates[["query_id", "doc_id"]].sort_values(["query_id", "doc_id"]).reset_index(drop=True)
+    actual = run[["query_id", "doc_id"]].sort_values(["query_id", "doc_id"]).reset_index(drop=True)
+    if not expected.equals(actual):
+        merged = expected.merge(actual, how="outer", indicator=True)
+        bad = merged[merged["_merge"] != "both"].head(3)
+        raise PermutationError(f"run is not a permutation of its candidates; first differences:\n{bad}")
+    ranks = run.groupby("query_id")["rank"].agg(["min", "max", "count", "nunique"])
+    broken = ranks[(ranks["min"] != 1) | (ranks["max"] != ranks["count"]) | (ranks["nunique"] != ranks["count"])]
+    if len(broken):
+        raise PermutationError(f"ranks are not 1..n for queries {broken.index[:5].tolist()}")
+
+
+def run_table(run: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(run[RUN_SCHEMA.names], schema=RUN_SCHEMA, preserve_index=False)

@@ -1,0 +1,61 @@
+"""The rerank driver: every query of the candidates through one system, assembled into a run and a latency table.
+
+Failures are classified: a system's failure on a query (an exception inside its scoring, bad scores, a missed
+deadline) degrades that query to ``FUSION_FALLBACK`` with the reason; anything else (the score cache or the disk
+failing, a bug in the driver, a run that is not a permutation) fails the stage.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..core.errors import ScoringFailure
+from ..systems.base import Query, QueryCandidates, System
+from .assemble import RUN_SCHEMA, assemble, check_permutation
+from .latency import LATENCY_SCHEMA
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    depth: int
+    deadline_s: float | None = None
+
+    def __post_init__(self):
+        if self.depth < 1:
+            raise ValueError(f"depth must be >= 1, got {self.depth}")
+
+
+def rerank(candidates: pd.DataFrame, queries: Mapping[str, Query], system: System,
+           settings: RerankSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rerank every query of ``candidates``; return (run, latency) frames."""
+    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
+    if "parent_id" not in candidates.columns:
+        candidates = candidates.assign(parent_id=candidates["doc_id"])
+    frames = {query_id: frame.reset_index(drop=True) for query_id, frame in candidates.groupby("query_id", sort=True)}
+    heads = [QueryCandidates(queries[query_id], frame.iloc[: settings.depth]) for query_id, frame in frames.items()]
+    outcomes = system.score_all(heads, settings.deadline_s)
+
+    run_parts, latency_rows = [], []
+    for position, (query_id, frame) in enumerate(frames.items()):
+        outcome = outcomes[query_id]
+        started = time.perf_counter()
+        rows, mode, reason = assemble(frame, settings.depth, outcome)
+        sort_s = time.perf_counter() - started
+        run_parts.append(rows)
+        scored = not isinstance(outcome, ScoringFailure)
+        latency_rows.append({
+            "query_id": query_id, "position": position, "mode": mode, "reason": reason,
+            "n_pairs": min(settings.depth, len(frame)),
+            "cache_hits": outcome.cache_hits if scored else 0,
+            "wall_s": outcome.wall_s + sort_s, "compute_s": outcome.compute_s, "replayed_s": outcome.replayed_s,
+            "sort_s": sort_s,
+            "timings": sorted(outcome.timings.items()) if scored else [],
+        })
+    run = pd.concat(run_parts, ignore_index=True)[RUN_SCHEMA.names] if run_parts else \
+        pd.DataFrame({name: [] for name in RUN_SCHEMA.names})
+    check_permutation(candidates, run)
+    return run, pd.DataFrame(latency_rows, columns=LATENCY_SCHEMA.names)

@@ -1,0 +1,14 @@
+"""Systems: what scores a query's candidates. ``base`` holds the seam and the registry; importing this package
+registers the built-in kinds (reference systems and learned models; the heavy libraries load only when a learned
+system is built)."""
+
+from . import baselines  # noqa: F401  (registers fusion, bm25, dense, oracle, random, trec_run)
+from .base import (FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, SYSTEM_KINDS, BuildContext, Query,
+                   QueryCandidates, Scores, System, SystemConfig, build_system, parse_system_config, register_system)
+from .learned import kinds  # noqa: F401  (registers cross_encoder, flag_reranker, bi_encoder)
+from .pairs import PairScorerConfig, PairSystem, register_pair_scorer
+from .pair_scoring import PairBatch, PairScorer
+
+__all__ = ["FUSED_TAIL", "FUSION_FALLBACK", "RERANKED", "SKIPPED", "SYSTEM_KINDS", "BuildContext", "PairBatch",
+           "PairScorer", "PairScorerConfig", "PairSystem", "Query", "QueryCandidates", "Scores", "System",
+           "SystemConfig", "build_system", "parse_system_config", "register_pair_scorer", "register_system"]

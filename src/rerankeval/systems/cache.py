@@ -1,0 +1,129 @@
+"""Pair-score cache: raw model scores by (scorer fingerprint, query text hash, passage content hash), in SQLite.
+
+The fingerprint covers everything that changes a raw score (model id and revision or a hash of the local weights,
+passage template and scorer versions, max_length, truncation, dtype), so a rerun, another depth or another system
+sharing the model reuses scores and no setting can serve a stale one. Every stored batch is its own committed
+transaction in WAL mode: a killed process loses at most the batch it was computing.
+
+Each pair also keeps the compute time it cost when it was scored (its share of its batch's tokenisation and forward
+pass), so latency stays a measurement of the model, not of the cache: a cache hit replays that time.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InfrastructureError
+from ..core.hashing import canonical_json, sha256_text
+
+DEFAULT_CACHE_DIR = "data/score_cache"
+CACHE_DIR_ENV = "RERANKEVAL_CACHE_DIR"
+DB_NAME = "pair_scores.v3.sqlite"
+"""v2 added compute_s, v3 made the token counts optional (not every scorer has tokens); the file name carries the
+schema version, so an older cache is never misread."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fingerprints (fingerprint TEXT PRIMARY KEY, parts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pair_scores (
+    fingerprint TEXT NOT NULL,
+    query_sha256 TEXT NOT NULL,
+    passage_sha256 TEXT NOT NULL,
+    score REAL NOT NULL,
+    query_tokens INTEGER,
+    passage_tokens INTEGER,
+    truncated INTEGER,
+    compute_s REAL NOT NULL,
+    PRIMARY KEY (fingerprint, query_sha256, passage_sha256)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """A raw score, the token accounting of the pair that produced it (None for scorers without tokens) and the
+    compute time it cost."""
+
+    score: float
+    query_tokens: int | None
+    passage_tokens: int | None
+    truncated: bool | None
+    compute_s: float
+    """Seconds this pair cost when it was scored (its share of its batch)."""
+
+
+def cache_dir(configured: str | None = None) -> Path:
+    """RERANKEVAL_CACHE_DIR, else the system config's ``cache_dir``, else data/score_cache."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or configured or DEFAULT_CACHE_DIR)
+
+
+def _optional_int(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def fingerprint(parts: Mapping[str, Any]) -> str:
+    return sha256_text(canonical_json(dict(parts)))
+
+
+class ScoreCache:
+    """One SQLite file shared by every system and process; each ``store`` commits."""
+
+    def __init__(self, directory: str | Path, parts: Mapping[str, Any]):
+        self.path = Path(directory) / DB_NAME
+        self.parts = dict(parts)
+        self.fingerprint = fingerprint(self.parts)
+        with self._guard("open"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit mode: every statement outside an explicit BEGIN is its own transaction.
+            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode, committed data survives a process kill
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)",
+                             (self.fingerprint, canonical_json(self.parts)))
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """A cache that cannot be read or written fails the stage, naming the file: it is not a model's failure."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as err:
+            raise InfrastructureError(
+                f"{self.path}: cannot {action} the pair-score cache ({type(err).__name__}: {err}). Fix: free disk "
+                f"space or, if the file is damaged, delete it (it only saves recomputation) or point "
+                f"{CACHE_DIR_ENV} elsewhere.") from err
+
+    def lookup(self, query_sha256: str, passage_sha256s: Iterable[str]) -> dict[str, PairScore]:
+        wanted = sorted(set(passage_sha256s))
+        if not wanted:
+            return {}
+        with self._guard("read"):
+            rows = self._db.execute(
+                "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated, compute_s FROM pair_scores "
+                f"WHERE fingerprint = ? AND query_sha256 = ? AND passage_sha256 IN ({','.join('?' * len(wanted))})",
+                [self.fingerprint, query_sha256, *wanted]).fetchall()
+        return {sha: PairScore(score, q_tokens, p_tokens, None if cut is None else bool(cut), seconds)
+                for sha, score, q_tokens, p_tokens, cut, seconds in rows}
+
+    def store(self, query_sha256: str, scored: Mapping[str, PairScore]) -> None:
+        """Write one batch of scores as a single committed transaction."""
+        rows = [(self.fingerprint, query_sha256, sha, float(pair.score), _optional_int(pair.query_tokens),
+                 _optional_int(pair.passage_tokens), _optional_int(pair.truncated), float(pair.compute_s))
+                for sha, pair in scored.items()]
+        with self._guard("write"), self._db:  # BEGIN ... COMMIT
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def count(self) -> int:
+        """Pairs cached under this fingerprint."""
+        with self._guard("read"):
+            return self._db.execute("SELECT COUNT(*) FROM pair_scores WHERE fingerprint = ?",
+                                    (self.fingerprint,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,1 @@
+"""Learned systems: cross-encoders, FlagEmbedding rerankers and bi-encoders (see ``kinds``)."""

@@ -1,0 +1,128 @@
+"""The learned system kinds: ``cross_encoder`` (sentence-transformers), ``flag_reranker`` (FlagEmbedding) and
+``bi_encoder`` (any sentence-transformers embedding model), all scored through ``scorers.py``.
+
+The model is resolved to a local directory (``rerankeval.models.resolve``) and checked (a trained head, safetensors
+unless declared otherwise, remote code only when allowed). torch, transformers, sentence_transformers and
+FlagEmbedding are imported only when such a system is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ...models.environment import describe_environment
+from ...models.heads import check_trained_head
+from ...models.resolve import ResolvedModel, is_local, require_safetensors, resolve_model
+from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
+from ..baselines import require_watched
+from ..base import BuildContext
+from ..pairs import PairScorerConfig, register_pair_scorer
+from .scorers import SCORER_VERSION, BiEncoderScorer, CrossEncoderScorer
+
+
+class LearnedConfig(PairScorerConfig):
+    """The keys of a learned system's config (conf/system/*.yaml)."""
+
+    model: str
+    """A local ``save_pretrained`` directory, ``minilm`` (bundled) or a hub id (with a pinned ``revision``)."""
+    revision: str | None = None
+    max_length: int = Field(ge=8)
+    batch_size: int = Field(32, ge=1)
+    truncation: Literal["head", "query_window"] = "head"
+    trust_remote_code: bool = False
+    use_safetensors: bool = True
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "LearnedConfig":
+        if self.kind == "bi_encoder" and self.truncation != "head":
+            raise ValueError("a bi_encoder encodes the passage alone; only truncation 'head' applies")
+        if is_local(self.model) and self.model != "minilm":
+            require_watched(self.model, self.depends_on)
+        return self
+
+
+class LearnedModel:
+    """A loaded model as a ``PairScorer``: its batched scorer, and the identity of its exact weights."""
+
+    def __init__(self, scorer: CrossEncoderScorer | BiEncoderScorer, config: LearnedConfig, resolved: ResolvedModel):
+        self.scorer, self.config, self.resolved = scorer, config, resolved
+        self.environment = describe_environment()
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"model": self.resolved.identity, "scorer": f"{self.scorer.family}/{SCORER_VERSION}",
+                "passage_template": PASSAGE_TEMPLATE_VERSION, "max_length": self.config.max_length,
+                "truncation": self.config.truncation, "dtype": self.config.dtype}
+
+    def score_batches(self, query: str, passages: list[str]):
+        return self.scorer.score_batches(query, passages)
+
+    def describe(self) -> dict[str, Any]:
+        config = self.config
+        return {
+            "kind": config.kind, "model": config.model, "revision": self.resolved.revision,
+            "weights_sha256": self.resolved.weights_sha256, "model_dir": str(self.resolved.directory),
+            "dtype": config.dtype, "max_length": config.max_length, "truncation": config.truncation,
+            "raw_scores": "cosine" if self.scorer.family == "bi" else "logits",
+            "batch_size": config.batch_size, "trust_remote_code": config.trust_remote_code,
+            "use_safetensors": config.use_safetensors, "scorer_version": SCORER_VERSION,
+            "environment": self.environment,
+        }
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def _resolve(config: LearnedConfig) -> ResolvedModel:
+    resolved = resolve_model(config.model, config.revision, use_safetensors=config.use_safetensors)
+    require_safetensors(resolved, config.use_safetensors)
+    return resolved
+
+
+@register_pair_scorer("cross_encoder", LearnedConfig)
+def _cross_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    resolved = _resolve(config)
+    check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
+    # Identity: keep raw logits (sentence-transformers applies a sigmoid by default when num_labels == 1).
+    model = CrossEncoder(str(resolved.directory), device="cpu", local_files_only=True,
+                         trust_remote_code=config.trust_remote_code, max_length=config.max_length,
+                         activation_fn=torch.nn.Identity(), model_kwargs={"use_safetensors": config.use_safetensors})
+    scorer = CrossEncoderScorer(model.model.to(_torch_dtype(config.dtype)), model.tokenizer,
+                                max_length=config.max_length, truncation=config.truncation,
+                                batch_size=config.batch_size)
+    return LearnedModel(scorer, config, resolved)
+
+
+@register_pair_scorer("flag_reranker", LearnedConfig)
+def _flag_reranker(config: LearnedConfig, context: BuildContext) -> LearnedModel:
+    from FlagEmbedding import FlagReranker
+
+    resolved = _resolve(config)
+    check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
+    model = FlagReranker(str(resolved.directory), use_fp16=False, devices="cpu", normalize=False,
+                         trust_remote_code=config.trust_remote_code, max_length=config.max_length)
+    scorer = CrossEncoderScorer(model.model.to(_torch_dtype(config.dtype)), model.tokenizer,
+                                max_length=config.max_length, truncation=config.truncation,
+                                batch_size=config.batch_size)
+    return LearnedModel(scorer, config, resolved)
+
+
+@register_pair_scorer("bi_encoder", LearnedConfig)
+def _bi_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
+    from sentence_transformers import SentenceTransformer
+
+    resolved = _resolve(config)
+    model = SentenceTransformer(str(resolved.directory), device="cpu", local_files_only=True,
+                                trust_remote_code=config.trust_remote_code,
+                                model_kwargs={"use_safetensors": config.use_safetensors})
+    scorer = BiEncoderScorer(model.to(_torch_dtype(config.dtype)), max_length=config.max_length,
+                             batch_size=config.batch_size)
+    return LearnedModel(scorer, config, resolved)

@@ -1,0 +1,114 @@
+"""Scoring pairs: the ``PairScorer`` contract, work items (one query's uncached pairs) and the executors that run
+them.
+
+``local`` scores in this process, one query after another, handing back each batch as it comes (the cache stores
+it at once). An executor is chosen by the ``executor`` setting of a pair-scoring system; scores, caching and
+latency accounting do not depend on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..core.errors import DeadlineExceeded, ScoringFailure
+from .base import Scores, guarded
+
+PAIR_STATS = ("query_tokens", "passage_tokens", "truncated")
+
+
+@dataclass
+class PairBatch:
+    """Raw scores of some of a query's pairs, as one step of scoring produced them."""
+
+    indices: np.ndarray
+    """Positions in the passage list given to ``score_batches``."""
+    scores: np.ndarray
+    compute_s: np.ndarray | None = None
+    """Each pair's compute seconds; None: the batch's measured time, split evenly."""
+    stats: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per-pair token accounting (``PAIR_STATS``), when the scorer has tokens."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Components of the batch's compute time (tokenize_s, forward_s, network_s, ...)."""
+
+
+class PairScorer(Protocol):
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything that decides a raw score (model identity and revision, versions, lengths, dtype)."""
+
+    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
+        """Score every passage against the query, yielding batches; each index appears in exactly one batch."""
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-storable facts for the run's metadata."""
+
+
+@dataclass
+class WorkItem:
+    """One query's uncached pairs, with the compute budget left after its cache hits."""
+
+    query_id: str
+    query_text: str
+    passages: list[str]
+    budget_s: float | None
+
+
+@dataclass
+class WorkResult:
+    query_id: str
+    batches: list[PairBatch]
+    failure: ScoringFailure | None
+    wall_s: float
+
+
+def score_item(scorer: PairScorer, item: WorkItem,
+               on_batch: Callable[[WorkItem, PairBatch], None] | None = None) -> WorkResult:
+    """Score one work item batch by batch, stopping once its compute exceeds the budget.
+
+    ``on_batch`` (e.g. the cache's store) runs after each batch; its errors are never a query's failure."""
+    batches: list[PairBatch] = []
+    started = time.perf_counter()
+
+    def run() -> Scores:
+        spent, produced_at = 0.0, time.perf_counter()
+        for batch in scorer.score_batches(item.query_text, item.passages):
+            now = time.perf_counter()
+            if batch.compute_s is None:
+                batch.compute_s = np.full(len(batch.indices), (now - produced_at) / max(1, len(batch.indices)))
+            batches.append(batch)
+            if on_batch is not None:
+                on_batch(item, batch)
+            spent += float(np.sum(batch.compute_s))
+            if item.budget_s is not None and spent > item.budget_s:
+                raise DeadlineExceeded(f"{spent:.3f}s of compute with {len(item.passages) - sum(len(b.indices) for b in batches)}"
+                                       f" of {len(item.passages)} uncached pairs left (the scored ones are cached)")
+            produced_at = time.perf_counter()
+        return Scores(np.empty(0))
+
+    outcome = guarded(run)
+    failure = outcome if isinstance(outcome, ScoringFailure) else None
+    if failure is None and sorted(i for b in batches for i in b.indices.tolist()) != list(range(len(item.passages))):
+        failure = ScoringFailure("bad_response", "the scorer did not return exactly one score per passage")
+    if failure is None and any(not np.all(np.isfinite(b.scores)) for b in batches):
+        failure = ScoringFailure("bad_response", "the scorer returned NaN or infinite scores")
+    return WorkResult(item.query_id, batches, failure, time.perf_counter() - started)
+
+
+class LocalExecutor:
+    name = "local"
+
+    def run(self, scorer: PairScorer, items: Sequence[WorkItem],
+            on_batch: Callable[[WorkItem, PairBatch], None]) -> Iterator[WorkResult]:
+        for item in items:
+            yield score_item(scorer, item, on_batch)
+
+
+EXECUTORS: dict[str, Callable[[], Any]] = {"local": LocalExecutor}
+
+
+def build_executor(name: str):
+    return EXECUTORS[name]()
