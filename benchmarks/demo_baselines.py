@@ -25,13 +25,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rerankeval.demo import UNJUDGED_DOC_TYPES  # noqa: E402
 from rerankeval.text import tokenize  # noqa: E402
 
 CANDIDATE_DEPTH = 100
 RRF_K = 60
 CUTOFF = 10
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Page types the demo generator (datasets/demo-src/generate.py) never judges although they rank high lexically.
+UNJUDGED_DOC_TYPES = ("error_index", "release_note", "checklist")
 
 
 def load_beir(data_dir: Path, split: str) -> tuple[list[dict], list[dict], dict[str, dict[str, int]]]:

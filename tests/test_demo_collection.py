@@ -4,37 +4,42 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import yaml
 
-from rerankeval.demo import (
-    INTENTS,
-    QUERY_LANGUAGES,
-    SPLITS,
-    UNJUDGED_DOC_TYPES,
-    DemoCollection,
-    beir_files,
-    generate,
-    main_demo_data,
-    write_beir,
-)
-
-DEMO_DIR = Path(__file__).resolve().parents[1] / "datasets" / "demo"
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_DIR = ROOT / "datasets" / "demo"
+SOURCE_DIR = ROOT / "datasets" / "demo-src"
+GENERATOR = SOURCE_DIR / "generate.py"
 DOC_TYPES = {"error_code", "error_index", "release_note", "plan", "manual", "policy", "api", "guide", "faq",
              "announcement", "checklist"}
 DOC_LANGS = {"en", "ko", "ko_en"}
 
 
 @pytest.fixture(scope="module")
-def collection() -> DemoCollection:
-    return generate()
+def gen():
+    """The stand-alone generator script, imported by path (it is not part of the package)."""
+    spec = importlib.util.spec_from_file_location("demo_generate", GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+@pytest.fixture(scope="module")
+def collection(gen):
+    return gen.generate()
 
 
 @pytest.fixture(scope="module")
@@ -54,42 +59,70 @@ def _digest(files: dict[str, str]) -> str:
 # --- reproducibility ---------------------------------------------------------------------------------------------
 
 
-def test_regenerating_gives_the_committed_files_byte_for_byte(collection):
-    for relative, text in beir_files(collection).items():
-        committed = (DEMO_DIR / relative).read_bytes()
-        assert committed == text.encode("utf-8"), f"{relative} differs from generate(); regenerate datasets/demo"
+def test_regenerating_gives_the_committed_files_byte_for_byte(gen, collection):
+    files = gen.beir_files(collection)
+    committed = sorted(str(p.relative_to(DEMO_DIR)) for p in DEMO_DIR.rglob("*") if p.is_file())
+    assert committed == sorted([*files, "README.md"]), "datasets/demo holds exactly the generated files and its README"
+    for relative, text in files.items():
+        assert (DEMO_DIR / relative).read_bytes() == text.encode("utf-8"), (
+            f"{relative} differs from generate(); run datasets/demo-src/generate.py")
 
 
-def test_write_beir_writes_exactly_the_committed_files(tmp_path, collection):
-    write_beir(collection, tmp_path)
+def test_write_beir_writes_exactly_the_committed_files(gen, tmp_path, collection):
+    gen.write_beir(collection, tmp_path)
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["corpus.jsonl", "qrels/test.tsv", "qrels/train.tsv", "queries.jsonl"]  # no temp files left
     for relative in written:
         assert (tmp_path / relative).read_bytes() == (DEMO_DIR / relative).read_bytes()
-    write_beir(collection, tmp_path)  # overwriting in place is just as exact
+    gen.write_beir(collection, tmp_path)  # overwriting in place is just as exact
     assert (tmp_path / "corpus.jsonl").read_bytes() == (DEMO_DIR / "corpus.jsonl").read_bytes()
 
 
-def test_main_demo_data_writes_the_default_collection(tmp_path):
-    main_demo_data(str(tmp_path / "out"))
+def test_main_writes_the_default_collection(gen, tmp_path):
+    assert gen.main(["--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "queries.jsonl").read_bytes() == (DEMO_DIR / "queries.jsonl").read_bytes()
 
 
 @pytest.mark.parametrize("hash_seed", ["0", "4242"])
-def test_output_does_not_depend_on_hash_randomisation(collection, hash_seed):
-    script = ("import hashlib, json; from rerankeval.demo import generate, beir_files; "
-              "print(hashlib.sha256(json.dumps(beir_files(generate()), sort_keys=True).encode()).hexdigest())")
-    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": hash_seed},
-                            capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == _digest(beir_files(collection))
+def test_script_output_does_not_depend_on_hash_randomisation(tmp_path, hash_seed):
+    """Run stand-alone, as documented: no package on the path, another working directory, any hash seed."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    subprocess.run([sys.executable, str(GENERATOR), "--out", str(tmp_path / "out")], cwd=tmp_path, check=True,
+                   env={**env, "PYTHONHASHSEED": hash_seed})
+    for relative in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"):
+        assert (tmp_path / "out" / relative).read_bytes() == (DEMO_DIR / relative).read_bytes(), relative
 
 
-def test_another_seed_gives_another_but_valid_collection(collection):
-    other = generate(seed=7)
-    assert _digest(beir_files(other)) != _digest(beir_files(collection))
+def test_another_seed_gives_another_but_valid_collection(gen, collection):
+    other = gen.generate(seed=7)
+    assert _digest(gen.beir_files(other)) != _digest(gen.beir_files(collection))
     splits = {q["metadata"]["split"] for q in other.queries}
-    assert splits == set(SPLITS)
+    assert splits == set(gen.SPLITS)
     assert [r["_id"] for r in other.corpus] == [r["_id"] for r in collection.corpus]
+
+
+def test_further_question_fields_become_query_metadata(gen, tmp_path, collection):
+    """A question record can carry more metadata (e.g. gold answers) without touching the generator or the rest."""
+    source = tmp_path / "demo-src"
+    shutil.copytree(SOURCE_DIR, source, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    questions = gen.load_yaml(source / "questions.yaml")
+    record = questions["exact_id"][0]
+    record["answers"] = ["t=<unix time>,v1=<HMAC-SHA256>"]
+    (source / "questions.yaml").write_text(yaml.safe_dump(questions, allow_unicode=True, sort_keys=False), "utf-8")
+    extended = gen.generate(source_dir=source)
+    changed = [(before, after) for before, after in zip(collection.queries, extended.queries, strict=True)
+               if before != after]
+    assert len(changed) == 1 and changed[0][0]["text"] == record["text"]
+    assert changed[0][1]["metadata"] == {**changed[0][0]["metadata"], "answers": record["answers"]}
+    assert extended.corpus == collection.corpus and extended.qrels == collection.qrels
+
+
+def test_source_files_reject_a_repeated_key(gen, tmp_path):
+    """Plain YAML keeps the last of two equal keys, which would silently drop a judgment."""
+    path = tmp_path / "questions.yaml"
+    path.write_text("judgments:\n  PAY-1041: {fix: 3}\n  PAY-1041: {overview: 1}\n", "utf-8")
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'PAY-1041'"):
+        gen.load_yaml(path)
 
 
 def test_files_are_utf8_jsonl_with_sorted_keys_and_unix_line_ends():
@@ -123,15 +156,15 @@ def test_corpus_records(collection):
     assert all(count >= 40 for count in by_lang.values()), by_lang
 
 
-def test_queries_and_split_coverage(collection):
+def test_queries_and_split_coverage(gen, collection):
     queries = collection.queries
     assert len(queries) >= 120
     assert all(re.fullmatch(r"q\d{4}", q["_id"]) for q in queries)
     assert len({q["text"] for q in queries}) == len(queries), "duplicate question text"
     test = [q for q in queries if q["metadata"]["split"] == "test"]
     assert len(test) >= 80
-    for intent in INTENTS:
-        for language in QUERY_LANGUAGES:
+    for intent in gen.INTENTS:
+        for language in gen.QUERY_LANGUAGES:
             assert any(q["metadata"]["intent"] == intent and q["metadata"]["language"] == language for q in test), (
                 f"no test query for intent={intent} language={language}")
 
@@ -149,11 +182,11 @@ def test_split_metadata_matches_the_qrels_file(collection):
 # --- judgments ---------------------------------------------------------------------------------------------------
 
 
-def test_qrels_files_are_consistent_with_corpus_and_queries():
+def test_qrels_files_are_consistent_with_corpus_and_queries(gen):
     corpus_ids = {json.loads(line)["_id"] for line in (DEMO_DIR / "corpus.jsonl").read_text("utf-8").splitlines()}
     query_ids = {json.loads(line)["_id"] for line in (DEMO_DIR / "queries.jsonl").read_text("utf-8").splitlines()}
     pairs = set()
-    for split in SPLITS:
+    for split in gen.SPLITS:
         text = (DEMO_DIR / "qrels" / f"{split}.tsv").read_text("utf-8")
         assert text.startswith("query-id\tcorpus-id\tscore\n")
         for row in csv.DictReader(text.splitlines(), delimiter="\t"):
@@ -234,19 +267,19 @@ def test_outdated_pages_are_judged_on_topic_not_answering(collection, grades):
     assert outdated >= 5
 
 
-def test_lexical_distractors_are_never_judged(collection, grades):
-    never_judged = {r["_id"] for r in collection.corpus if r["metadata"]["doc_type"] in UNJUDGED_DOC_TYPES}
+def test_lexical_distractors_are_never_judged(gen, collection, grades):
+    never_judged = {r["_id"] for r in collection.corpus if r["metadata"]["doc_type"] in gen.UNJUDGED_DOC_TYPES}
     assert len(never_judged) >= 40
     judged = {p for g in grades.values() for p in g}
     assert not never_judged & judged, f"judged distractors: {sorted(never_judged & judged)[:5]}"
 
 
-def test_some_high_ranking_passages_are_left_unjudged(collection, grades):
+def test_some_high_ranking_passages_are_left_unjudged(gen, collection, grades):
     """BM25 puts a never-judged distractor into the top 10 for a good share of the test questions."""
     bm25s = pytest.importorskip("bm25s")
     from rerankeval.text import tokenize
 
-    never_judged = [r["metadata"]["doc_type"] in UNJUDGED_DOC_TYPES for r in collection.corpus]
+    never_judged = [r["metadata"]["doc_type"] in gen.UNJUDGED_DOC_TYPES for r in collection.corpus]
     retriever = bm25s.BM25()
     retriever.index([tokenize(f"{r['title']}\n{r['text']}") for r in collection.corpus], show_progress=False)
     test = [q for q in collection.queries if q["metadata"]["split"] == "test"]

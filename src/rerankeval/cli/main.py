@@ -138,18 +138,6 @@ def _diff(args: argparse.Namespace) -> int:
     return run_diff(args)
 
 
-@_subcommand(
-    "demo-data",
-    "regenerate the bundled demo collection (deterministic) in BEIR layout",
-    [_argument("--out", default="datasets/demo", metavar="DIR", help="output folder (default: datasets/demo)")],
-)
-def _demo_data(args: argparse.Namespace) -> int:
-    from rerankeval.demo import main_demo_data
-
-    main_demo_data(args.out)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankeval",
