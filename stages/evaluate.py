@@ -9,8 +9,8 @@ from rerankeval.evaluation import depth_curve, means, per_query_metrics
 from rerankeval.io import ContractError, read_table, sha256_file, table_metadata, write_json, write_table
 from rerankeval.layout import (CANDIDATES, EVAL_DIR, FIRST_STAGE, REPORTS_DIR, SNAPSHOT_DIR, load_params,
                                run_path)
-from rerankeval.measures import parse_measure
-from rerankeval.metrics import evaluate
+from rerankeval.eval.measures import parse_measure
+from rerankeval.eval import evaluate
 from rerankeval.rerank import RUN_SCHEMA
 from rerankeval.snapshot import Snapshot
 

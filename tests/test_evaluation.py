@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from rerankeval.evaluation import depth_curve, depth_run, means, per_query_metrics, system_depth
-from rerankeval.measures import parse_measure
+from rerankeval.eval.measures import parse_measure
 
 
 def run_frame(scores, query="q", doc_prefix="d"):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rerankeval.measures import describe_measures, parse_measure
+from rerankeval.eval.measures import describe_measures, parse_measure
 
 Argument = tuple[tuple[str, ...], dict]
 
@@ -73,7 +73,7 @@ def _measure(text: str):
     ],
 )
 def _evaluate(args: argparse.Namespace) -> int:
-    from rerankeval.metrics import evaluate
+    from rerankeval.eval import evaluate
     from rerankeval.trec import read_qrels, read_run
 
     qrels = read_qrels(args.qrels)

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .measures import Measure
-from .metrics import evaluate, oracle_values
+from .eval.measures import Measure
+from .eval import evaluate, oracle_values
 
 ORACLE_PREFIX, HEADROOM_PREFIX = "oracle:", "headroom:"
 

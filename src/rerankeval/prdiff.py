@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import EVAL_DIR, PARAMS, SNAPSHOT_DIR
-from .measures import parse_measure
+from .eval.measures import parse_measure
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -3,7 +3,7 @@
 - TREC run: one line per document, ``query_id Q0 doc_id rank score tag``, whitespace-separated.
   trec_eval orders documents by score and ignores the rank column, so ``read_trec_run``
   returns query_id, doc_id and score; ``write_trec_run`` writes the rank that
-  ``rerankeval.metrics.TIE_BREAK_RULE`` gives.
+  ``rerankeval.eval.TIE_BREAK_RULE`` gives.
 - TREC qrels: ``query_id iteration doc_id relevance``, the iteration ignored.
 - BEIR qrels: a TSV whose header is ``query-id<TAB>corpus-id<TAB>score``.
 
@@ -25,7 +25,7 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from rerankeval.metrics import assign_ranks
+from rerankeval.eval import assign_ranks
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
