@@ -146,11 +146,8 @@ class JudgedRun:
         _check_run(run, orderings)
         self.run = run
         self.relevance = _check_qrels(qrels)
-        run_queries, qrels_queries = _strings(run["query_id"]), _strings(qrels["query_id"])
-        pieces = [*run_queries.chunks, *qrels_queries.chunks, *([asked] if asked is not None else [])]
-        encoded = pc.dictionary_encode(pa.chunked_array(pieces, type=pa.large_string())).combine_chunks()
-        codes = encoded.indices.to_numpy().astype(np.int64)
-        self.query_dictionary = encoded.dictionary
+        pieces = [*_strings(run["query_id"]).chunks, *_strings(qrels["query_id"]).chunks]
+        codes, self.query_dictionary = _encode_queries(pieces + ([asked] if asked is not None else []))
         n_codes = len(self.query_dictionary)
         n_run, n_qrels = len(run), len(qrels)
         self.layout = _Layout(codes[:n_run], n_codes)
@@ -254,16 +251,17 @@ class _Layout:
         self.width = max(int(self.counts.max()) if len(codes) else 0, 1)  # one column at least, for the kernels
         starts = np.cumsum(self.counts) - self.counts
         in_code_order = bool(np.all(codes[1:] >= codes[:-1]))
+        slots = np.arange(self.n) - np.repeat(starts, self.counts)
         if in_code_order:
-            grouped = np.arange(self.n)
+            self.grouped, self.slots = np.arange(self.n), slots
         else:
             # A stable sort by code: one sort of code and row packed into one integer.
             row_bits = np.uint64(max(self.n - 1, 0).bit_length())
             packed = np.sort((codes.astype(_U64) << row_bits) | np.arange(self.n, dtype=_U64))
-            grouped = (packed & np.uint64(2**int(row_bits) - 1)).astype(np.int64)
-        self.grouped = grouped  # input rows grouped by code, input order within a code
-        self.slots = np.empty(self.n, dtype=np.int64)
-        self.slots[grouped] = np.arange(self.n) - np.repeat(starts, self.counts)
+            self.grouped = (packed & np.uint64(2**int(row_bits) - 1)).astype(np.int64)
+            self.slots = np.empty(self.n, dtype=np.int64)
+            self.slots[self.grouped] = slots
+        # self.grouped: input rows grouped by code, input order within a code
         self.starts = starts
         self.flat = codes * self.width + self.slots
         # Every query with as many rows, grouped in code order (a run as rankers write it): a reshape.
@@ -337,6 +335,12 @@ def _equal_keys_flat(run_keys, qrels_keys, layout: _Layout, qrels_layout: _Layou
     return {kind: (np.where(a[which] >= n_run, a[which] - n_run, a[which]),
                    np.where(b[which] >= n_run, b[which] - n_run, b[which]))
             for kind, which in (("run", b < n_run), ("mixed", (a < n_run) & (b >= n_run)), ("qrels", a >= n_run))}
+
+
+def _encode_queries(chunks: list[pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes (int64) of the query ids of all chunks together, and the ids they stand for."""
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.large_string())).combine_chunks()
+    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
 
 
 def _doc_hashes(docs: pa.ChunkedArray) -> np.ndarray:
