@@ -252,6 +252,7 @@ class _Layout:
         starts = np.cumsum(self.counts) - self.counts
         in_code_order = bool(np.all(codes[1:] >= codes[:-1]))
         slots = np.arange(self.n) - np.repeat(starts, self.counts)
+        # grouped: the input rows grouped by code, in input order within a code.
         if in_code_order:
             self.grouped, self.slots = np.arange(self.n), slots
         else:
@@ -261,7 +262,6 @@ class _Layout:
             self.grouped = (packed & np.uint64(2**int(row_bits) - 1)).astype(np.int64)
             self.slots = np.empty(self.n, dtype=np.int64)
             self.slots[self.grouped] = slots
-        # self.grouped: input rows grouped by code, input order within a code
         self.starts = starts
         self.flat = codes * self.width + self.slots
         # Every query with as many rows, grouped in code order (a run as rankers write it): a reshape.
