@@ -6,9 +6,18 @@ plus 2 relevant documents per query that no run retrieves. Scores are a random p
 0/D .. (D-1)/D per query: distinct even as 32-bit floats, which is how trec_eval stores them
 (random doubles collide there, and trec_eval then breaks the tie by docno descending).
 
-Every tool computes the same per-query values (checked and printed first) and is timed as the
-best of --repeats runs. What each row includes:
+Input scenarios (--scenarios, all by default), each the same collection in another form:
 
+- a: rows grouped by query, distinct scores, ids as Arrow-backed strings (pandas' default str);
+- b: run and qrels rows shuffled;
+- c: tied scores: each score rounded down to a multiple of 0.1, so every query has ties
+  (trec_eval, and rerankeval, then order by docno descending; ranx orders ties its own way,
+  so its values are not compared there);
+- d: ids as plain Python ``str`` objects (object dtype);
+- e: b, c and d together.
+
+Every tool computes the same per-query values (checked and printed first; ranx only where
+scores are distinct) and is timed as the best of --repeats runs. What each row includes:
 - rerankeval kernel: ``evaluate_matrix`` on a prebuilt GradeMatrix (numpy only).
 - rerankeval build: ``grade_matrix`` from the DataFrames (validation, query-id coding,
   doc-id hashing with the duplicate checks and the join with the qrels, ranking by score)
@@ -23,10 +32,12 @@ best of --repeats runs. What each row includes:
 - "input build" rows: turning the DataFrames into what ranx / pytrec_eval take; their
   end-to-end cost is input build + evaluate.
 
-Then rerankeval alone on --big-queries x D (end-to-end, build, kernel) in a child process,
-with its peak memory.
+The last table gives, per scenario and measure, rerankeval end-to-end against ranx's and
+pytrec_eval's evaluate step alone. Then rerankeval alone on --big-queries x D (end-to-end,
+build, kernel; scenario a) in a child process, with its peak memory.
 
     .venv/bin/python benchmarks/bench_metrics.py [--queries 100000 --depth 100 --big-queries 1000000 --repeats 3]
+                                                 [--scenarios abcde]
 """
 
 from __future__ import annotations
@@ -34,7 +45,8 @@ from __future__ import annotations
 import os
 
 # Single thread everywhere, set before numpy, pyarrow or numba load.
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                  "POLARS_MAX_THREADS"):
     os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
@@ -49,7 +61,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from rerankeval.metrics import evaluate, evaluate_matrix, grade_matrix  # noqa: E402
+from rerankeval.eval import evaluate, evaluate_matrix, grade_matrix  # noqa: E402
 
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
@@ -72,6 +84,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--depth", type=int, default=100, help="documents per query")
     parser.add_argument("--big-queries", type=int, default=1_000_000, help="queries for rerankeval alone; 0 skips it")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scenarios", default="abcde", help="input scenarios to run, e.g. ac (see above)")
     parser.add_argument("--skip-baselines", action="store_true", help="time rerankeval only")
     parser.add_argument("--big-child", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -186,60 +199,89 @@ class Table:
         return "\n".join(lines)
 
 
+SCENARIOS = {
+    "a": "grouped, distinct scores, Arrow str ids",
+    "b": "rows shuffled",
+    "c": "tied scores",
+    "d": "ids as Python str objects",
+    "e": "b + c + d",
+}
+
+
+def scenario(name: str, run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    shuffled, tied, objects = name in "be", name in "ce", name in "de"
+    if shuffled:
+        run = run.sample(frac=1, random_state=1).reset_index(drop=True)
+        qrels = qrels.sample(frac=1, random_state=2).reset_index(drop=True)
+    if tied:
+        run = run.assign(score=np.floor(run["score"].to_numpy() * 10) / 10)
+    if objects:
+        ids = {"query_id": object, "doc_id": object}
+        run, qrels = run.astype(ids), qrels.astype(ids)
+    return run, qrels
+
+
+class Scenarios:
+    """Per scenario and measure: rerankeval end-to-end and the baselines' evaluate step."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, str, float, float | None, float | None]] = []
+
+    def add(self, name: str, measure: str, ours: float, ranx_seconds: float | None, trec_seconds: float | None):
+        self.rows.append((name, measure, ours, ranx_seconds, trec_seconds))
+
+    def markdown(self) -> str:
+        lines = ["| scenario | measure | rerankeval end-to-end s | ranx evaluate s | pytrec_eval evaluate s "
+                 "| vs ranx | vs pytrec_eval |", "|---|---|---:|---:|---:|---:|---:|"]
+        for name, measure, ours, ranx_seconds, trec_seconds in self.rows:
+            cells = [f"{x:.3f}" if x is not None else "-" for x in (ranx_seconds, trec_seconds)]
+            ratios = [f"{x / ours:.1f}x" if x is not None else "-" for x in (ranx_seconds, trec_seconds)]
+            lines.append(f"| {name}: {SCENARIOS[name]} | {measure} | {ours:.3f} | {' | '.join(cells)} "
+                         f"| {' | '.join(ratios)} |")
+        return "\n".join(lines)
+
+
 def compare(args: argparse.Namespace) -> None:
     print(f"== {args.queries:,} queries x {args.depth} documents, best of {args.repeats}, single thread ==", flush=True)
     start = time.perf_counter()
-    run, qrels = synthetic(args.queries, args.depth)
-    print(f"synthetic data: {len(run):,} run rows, {len(qrels):,} qrels rows ({time.perf_counter() - start:.1f} s)")
+    base_run, base_qrels = synthetic(args.queries, args.depth)
+    print(f"synthetic data: {len(base_run):,} run rows, {len(base_qrels):,} qrels rows "
+          f"({time.perf_counter() - start:.1f} s)")
     measures = list(MEASURES)
-    table = Table()
-
-    build_seconds, matrix = best_of(args.repeats, lambda: grade_matrix(run, qrels, no_relevant="zero"))
-    table.add("rerankeval", "(all)", "build: grade_matrix from DataFrames", build_seconds)
-    ours = {}
-    for measure in measures:
-        seconds, values = best_of(args.repeats, lambda: evaluate_matrix(matrix, [measure]))
-        ours[measure] = values[measure].to_numpy()
-        table.add("rerankeval", measure, "kernel: evaluate_matrix on prebuilt matrix", seconds)
-    seconds, _ = best_of(args.repeats, lambda: evaluate_matrix(matrix, measures))
-    table.add("rerankeval", "all 3", "kernel: evaluate_matrix on prebuilt matrix", seconds)
-    for measure in measures:
-        seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, [measure], no_relevant="zero"))
-        table.add("rerankeval", measure, "end-to-end: evaluate from DataFrames", seconds)
-    seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, measures, no_relevant="zero"))
-    table.add("rerankeval", "all 3", "end-to-end: evaluate from DataFrames", seconds)
-    kernel_peak = traced_peak(lambda: evaluate_matrix(matrix, measures))
-    end_to_end_peak = traced_peak(lambda: evaluate(run, qrels, measures, no_relevant="zero"))
-    del matrix
-
-    if not args.skip_baselines:
-        baselines(args, run, qrels, measures, ours, table)
-
-    print("\n" + table.markdown())
-    if not args.skip_baselines:
-        print("\nSpeed-up of rerankeval (their seconds / ours):")
-        print("| measure | kernel vs ranx evaluate | kernel vs pytrec_eval evaluate "
-              "| end-to-end vs ranx evaluate | end-to-end vs pytrec_eval evaluate "
-              "| end-to-end vs ranx end-to-end | end-to-end vs pytrec_eval end-to-end |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        ranx_input = table.seconds("ranx", "(all)", "input build: Qrels/Run from dicts")
-        trec_input = table.seconds("pytrec_eval", "(all)", "input build: evaluator (qrels) + run dict")
-        dict_input = table.seconds("(both)", "(all)", "input build: DataFrames to nested dicts")
+    summary = Scenarios()
+    for name in args.scenarios:
+        print(f"\n-- scenario {name}: {SCENARIOS[name]} --", flush=True)
+        run, qrels = scenario(name, base_run, base_qrels)
+        table = Table()
+        build_seconds, matrix = best_of(args.repeats, lambda: grade_matrix(run, qrels, no_relevant="zero"))
+        table.add("rerankeval", "(all)", "build: grade_matrix from DataFrames", build_seconds)
+        ours = {}
         for measure in measures:
-            kernel = table.seconds("rerankeval", measure, "kernel: evaluate_matrix on prebuilt matrix")
-            ours_e2e = table.seconds("rerankeval", measure, "end-to-end: evaluate from DataFrames")
-            ranx_eval = table.seconds("ranx", measure, "evaluate on prebuilt Qrels/Run")
-            trec_eval = table.seconds("pytrec_eval", measure, "evaluate on prebuilt run dict")
-            ranx_e2e = dict_input + ranx_input + ranx_eval
-            trec_e2e = dict_input + trec_input + trec_eval
-            print(f"| {measure} | {ranx_eval / kernel:.1f}x | {trec_eval / kernel:.1f}x | {ranx_eval / ours_e2e:.1f}x "
-                  f"| {trec_eval / ours_e2e:.1f}x | {ranx_e2e / ours_e2e:.1f}x | {trec_e2e / ours_e2e:.1f}x |")
-    print(f"\nrerankeval peak traced memory (numpy + Python heap, tracemalloc; Arrow's pool not included): "
-          f"kernel, all 3 measures {gib(kernel_peak)}; end-to-end {gib(end_to_end_peak)}")
+            seconds, values = best_of(args.repeats, lambda: evaluate_matrix(matrix, [measure]))
+            ours[measure] = values[measure].to_numpy()
+            table.add("rerankeval", measure, "kernel: evaluate_matrix on prebuilt matrix", seconds)
+        del matrix
+        for measure in measures:
+            seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, [measure], no_relevant="zero"))
+            table.add("rerankeval", measure, "end-to-end: evaluate from DataFrames", seconds)
+        seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, measures, no_relevant="zero"))
+        table.add("rerankeval", "all 3", "end-to-end: evaluate from DataFrames", seconds)
+        if not args.skip_baselines:
+            baselines(args, run, qrels, measures, ours, table, compare_ranx=name in "abd")
+        for measure in measures:
+            baseline = [table.seconds(tool, measure, includes) if not args.skip_baselines else None
+                        for tool, includes in (("ranx", "evaluate on prebuilt Qrels/Run"),
+                                               ("pytrec_eval", "evaluate on prebuilt run dict"))]
+            summary.add(name, measure, table.seconds("rerankeval", measure, "end-to-end: evaluate from DataFrames"),
+                        *baseline)
+        print("\n" + table.markdown())
+    print("\nrerankeval end-to-end from DataFrames against the baselines' evaluate step alone "
+          "(their seconds / ours):")
+    print(summary.markdown())
     print(f"process peak RSS so far: {gib(max_rss())}")
 
 
-def baselines(args, run, qrels, measures, ours, table) -> None:
+def baselines(args, run, qrels, measures, ours, table, compare_ranx: bool) -> None:
     import warnings
 
     import pytrec_eval
@@ -269,8 +311,9 @@ def baselines(args, run, qrels, measures, ours, table) -> None:
         seconds, _ = best_of(args.repeats, lambda: ranx.evaluate(
             ranx_qrels, ranx_run, name, threads=1, save_results_in_run=False))
         table.add("ranx", measure, "evaluate on prebuilt Qrels/Run", seconds)
-        ranx.evaluate(ranx_qrels, ranx_run, name, threads=1, save_results_in_run=True)
-        check_agreement("ranx", measure, ours[measure], np.array([ranx_run.scores[name][q] for q in query_order]))
+        if compare_ranx:
+            ranx.evaluate(ranx_qrels, ranx_run, name, threads=1, save_results_in_run=True)
+            check_agreement("ranx", measure, ours[measure], np.array([ranx_run.scores[name][q] for q in query_order]))
 
     seconds, evaluators = best_of(1, lambda: {
         m: pytrec_eval.RelevanceEvaluator(qrels_dict, {MEASURES[m][1]}) for m in measures})

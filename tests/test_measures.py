@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rerankeval.measures import Measure, as_measure, parse_measure
+from rerankeval.eval.measures import Measure, as_measure, parse_measure
 
 PARAMS = {
     "Success": ("rel", "judged_only"),

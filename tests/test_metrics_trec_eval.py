@@ -1,8 +1,10 @@
-"""Every measure trec_eval also computes must agree with pytrec_eval (and Judged with ir_measures).
+"""Every measure named as trec_eval's equals trec_eval (through pytrec_eval) on any TREC run:
+tied scores, graded qrels with negative grades, unjudged documents, queries missing from the run.
 
-trec_eval orders equal scores by docno descending, we by TIE_BREAK_RULE; so the oracle gets
-an explicit, tie-free order: score = -rank, the rank derived here independently of
-rerankeval with a plain pandas sort that spells out the rule.
+pytrec_eval gets the raw scores, ties and all, and orders them itself (score as a 32-bit float
+descending, then docno descending); the measures checked are every registered family's
+declared trec_eval equivalent, at several cutoffs, with -l (rel) and -J (judged_only).
+Judged, which trec_eval lacks, is checked against ir_measures on an explicit order.
 """
 
 import ir_measures
@@ -13,27 +15,31 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankeval.metrics import evaluate
+from rerankeval.eval import Measure, evaluate, families
 
 QUERIES = ["q0", "q1", "q2", "q3"]
-JUDGEABLE_DOCS = [f"d{i}" for i in range(7)]
-UNJUDGED_DOCS = ["u0", "u1", "u2"]
+# Prefixes of one another, mixed case and lengths: docno order is byte order.
+JUDGEABLE_DOCS = ["d0", "d1", "d10", "d2", "d2a", "D3", "e"]
+UNJUDGED_DOCS = ["u0", "u1", "d11"]
+# Few distinct scores, so ties are common; 1.0 + 1e-9 ties with 1.0 as a 32-bit float, -0.0 with 0.0.
+SCORES = [0.0, -0.0, 0.5, 1.0, 1.0 + 1e-9, 2.0, -1.5]
 TOLERANCE = 1e-9
 
 
 @st.composite
 def collections(draw):
-    """Graded qrels (0-4) and a run with tied scores, unjudged documents, queries missing from
-    the run or from the qrels, and sometimes no rows at all."""
+    """Graded qrels (-2 to 4, at least one grade >= 0 per query) and a run with tied scores, unjudged
+    documents, queries missing from the run or from the qrels, and sometimes no rows at all."""
     qrels_rows = []
     for query in draw(st.lists(st.sampled_from(QUERIES), unique=True)):
         judged = draw(st.lists(st.sampled_from(JUDGEABLE_DOCS), unique=True, min_size=1))
-        qrels_rows += [(query, doc, draw(st.integers(0, 4))) for doc in judged]
+        grades = [draw(st.integers(-2, 4)) for _ in judged]
+        grades[0] = max(grades[0], 0)  # trec_eval reads uninitialised levels for a query judged only below 0
+        qrels_rows += [(query, doc, grade) for doc, grade in zip(judged, grades)]
     run_rows = []
     for query in draw(st.lists(st.sampled_from([*QUERIES, "q_unjudged"]), unique=True)):
         docs = draw(st.lists(st.sampled_from(JUDGEABLE_DOCS + UNJUDGED_DOCS), unique=True, min_size=1))
-        # Few distinct scores, so ties are common.
-        run_rows += [(query, doc, float(draw(st.integers(0, 3)))) for doc in docs]
+        run_rows += [(query, doc, draw(st.sampled_from(SCORES))) for doc in docs]
     qrels = pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"])
     run = pd.DataFrame(run_rows, columns=["query_id", "doc_id", "score"])
     return (
@@ -42,17 +48,18 @@ def collections(draw):
     )
 
 
-def tie_broken_ranks(run):
-    """score descending, then doc_id ascending: the rule rerankeval documents, spelled out."""
-    ordered = run.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, True])
+def trec_eval_ranks(run):
+    """trec_eval's order spelled out with pandas: score as float32 descending, then doc_id descending."""
+    ordered = run.assign(score32=run["score"].astype(np.float32) + np.float32(0.0)).sort_values(
+        ["query_id", "score32", "doc_id"], ascending=[True, False, False])
     return ordered.assign(rank=ordered.groupby("query_id").cumcount() + 1)
 
 
-def as_run_dict(ranked):
-    run = {}
-    for query, doc, rank in zip(ranked["query_id"], ranked["doc_id"], ranked["rank"]):
-        run.setdefault(query, {})[doc] = -float(rank)
-    return run
+def as_run_dict(run, value="score"):
+    out = {}
+    for query, doc, number in zip(run["query_id"], run["doc_id"], run[value]):
+        out.setdefault(query, {})[doc] = float(number)
+    return out
 
 
 def as_qrels_dict(qrels):
@@ -62,20 +69,36 @@ def as_qrels_dict(qrels):
     return out
 
 
-def trec_eval(qrels, run_dict, measures, rel, judged_only):
+def trec_eval(qrels, run_dict, names, rel, judged_only):
     """Per-query values of trec_eval measures for every qrels query; 0 where the run lacks the query."""
     evaluator = pytrec_eval.RelevanceEvaluator(
-        as_qrels_dict(qrels), set(measures), relevance_level=rel, judged_docs_only_flag=int(judged_only)
+        as_qrels_dict(qrels), set(names), relevance_level=rel, judged_docs_only_flag=int(judged_only)
     )
     result = evaluator.evaluate(run_dict)
-    return {m: {q: result.get(q, {}).get(m, 0.0) for q in qrels["query_id"].unique()} for m in measures}
+    return {name: {q: result.get(q, {}).get(name, 0.0) for q in qrels["query_id"].unique()} for name in names}
+
+
+def trec_eval_named(cutoffs, rel, judged_only):
+    """Every measure with a trec_eval equivalent under these options, from the registry."""
+    measures = []
+    for family in families():
+        if judged_only and "judged_only" not in family.parameters:
+            continue
+        params = {"rel": rel} if "rel" in family.parameters else {}
+        if judged_only:
+            params["judged_only"] = True
+        for cutoff in ([None, *cutoffs] if family.takes_cutoff else [None]):
+            measure = Measure(family.name, cutoff, **params)
+            if measure.trec_eval is not None:
+                measures.append(measure)
+    return measures
 
 
 def top_k_run(ranked, qrels, k, judged_only):
-    """The run cut to its top k, after removing unjudged documents when judged_only (trec_eval -J
-    condenses the list first; cutting first would give another list)."""
+    """The run cut to its top k, after removing unjudged documents (and, as trec_eval -J does,
+    negative grades) when judged_only: -J condenses the list first."""
     if judged_only:
-        judged = set(zip(qrels["query_id"], qrels["doc_id"]))
+        judged = set(zip(qrels.loc[qrels["relevance"] >= 0, "query_id"], qrels.loc[qrels["relevance"] >= 0, "doc_id"]))
         keep = np.array([pair in judged for pair in zip(ranked["query_id"], ranked["doc_id"])], dtype=bool)
         ranked = ranked[keep]
         ranked = ranked.assign(rank=ranked.groupby("query_id").cumcount() + 1)
@@ -87,38 +110,35 @@ def assert_matches(ours, expected, measure):
         assert ours.loc[query, measure] == pytest.approx(value, abs=TOLERANCE), (measure, query)
 
 
-@settings(max_examples=150, deadline=None)
-@given(collections(), st.integers(1, 9), st.integers(1, 3), st.booleans())
-def test_agrees_with_trec_eval(data, k, rel, judged_only):
-    run, qrels = data
-    flags = [f"rel={rel}"] if rel != 1 else []
-    flags += ["judged_only=true"] if judged_only else []
-    binary = f"[{','.join(flags)}]" if flags else ""
-    graded = "[judged_only=true]" if judged_only else ""
-    pairs = {
-        f"P@{k}{binary}": f"P_{k}",
-        f"R@{k}{binary}": f"recall_{k}",
-        f"Success@{k}{binary}": f"success_{k}",
-        f"Rprec{binary}": "Rprec",
-        f"RR{binary}": "recip_rank",
-        f"AP{binary}": "map",
-        f"AP@{k}{binary}": f"map_cut_{k}",
-        f"nDCG{graded}": "ndcg",
-        f"nDCG@{k}{graded}": f"ndcg_cut_{k}",
+def test_every_family_declares_its_trec_eval_equivalent():
+    declared = {f.name: (f.trec_eval, f.trec_eval_uncut) for f in families() if f.trec_eval or f.trec_eval_uncut}
+    assert declared == {
+        "Success": ("success", None), "P": ("P", "set_P"), "R": ("recall", "set_recall"), "Rprec": ("Rprec", None),
+        "RR": (None, "recip_rank"), "AP": ("map_cut", "map"), "nDCG": ("ndcg_cut", "ndcg"), "Bpref": ("bpref", None),
     }
-    if not judged_only:
-        pairs[f"Bpref{binary}"] = "bpref"
-    rr_at_k = f"RR@{k}{binary}"
-    ours = evaluate(run, qrels, [*pairs, rr_at_k], no_relevant="zero")
-    assert list(ours.index) == sorted(qrels["query_id"].unique())
+    assert Measure("nDCG", 10).trec_eval == "ndcg_cut_10"
+    assert Measure("nDCG", 10, gain="exp").trec_eval is None
 
-    ranked = tie_broken_ranks(run)
-    expected = trec_eval(qrels, as_run_dict(ranked), pairs.values(), rel, judged_only)
-    for measure, trec_name in pairs.items():
-        assert_matches(ours, expected[trec_name], measure)
-    # trec_eval's recip_rank has no cutoff: RR@k is RR of the list cut at k.
-    cut = as_run_dict(top_k_run(ranked, qrels, k, judged_only))
-    assert_matches(ours, trec_eval(qrels, cut, ["recip_rank"], rel, False)["recip_rank"], rr_at_k)
+
+@settings(max_examples=200, deadline=None)
+@given(collections(), st.lists(st.integers(1, 9), min_size=1, max_size=3, unique=True), st.integers(1, 3),
+       st.booleans())
+def test_agrees_with_trec_eval(data, cutoffs, rel, judged_only):
+    run, qrels = data
+    measures = trec_eval_named(cutoffs, rel, judged_only)
+    ours = evaluate(run, qrels, measures, no_relevant="zero")
+    assert list(ours.index) == sorted(qrels["query_id"].unique())
+    # nDCG takes no rel: trec_eval's ndcg ignores -l, so one evaluator with -l rel serves all.
+    expected = trec_eval(qrels, as_run_dict(run), [m.trec_eval for m in measures], rel, judged_only)
+    for measure in measures:
+        assert_matches(ours, expected[measure.trec_eval], str(measure))
+    # trec_eval's recip_rank has no cutoff: RR@k is recip_rank of the list cut at k.
+    ranked = trec_eval_ranks(run)
+    for k in cutoffs:
+        rr_at_k = Measure("RR", k, rel=rel, judged_only=judged_only)
+        cut = as_run_dict(top_k_run(ranked, qrels, k, judged_only).assign(inverse=lambda f: -f["rank"]), "inverse")
+        got = evaluate(run, qrels, [rr_at_k], no_relevant="zero")
+        assert_matches(got, trec_eval(qrels, cut, ["recip_rank"], rel, False)["recip_rank"], str(rr_at_k))
 
 
 @settings(max_examples=80, deadline=None)
@@ -127,7 +147,7 @@ def test_judged_agrees_with_ir_measures(data, k):
     """Judged is not in trec_eval; ir_measures' judged provider defines it."""
     run, qrels = data
     ours = evaluate(run, qrels, [f"Judged@{k}"])
-    ranked = tie_broken_ranks(run)
+    ranked = trec_eval_ranks(run)
     provider = ir_measures.providers.registry["judged"]
     expected = {
         m.query_id: m.value

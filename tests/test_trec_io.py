@@ -70,7 +70,7 @@ def test_run_round_trip_is_exact(tmp_path):
 def test_written_ranks_follow_the_tie_break_rule_and_rank_only_runs_get_scores(tmp_path):
     tied = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["c", "a", "b"], "score": [1.0, 1.0, 2.0]})
     write_trec_run(tied.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tied.trec", tag="t")
-    assert (tmp_path / "tied.trec").read_text() == "q Q0 b 1 2.0 t\nq Q0 a 2 1.0 t\nq Q0 c 3 1.0 t\n"
+    assert (tmp_path / "tied.trec").read_text() == "q Q0 b 1 2.0 t\nq Q0 c 2 1.0 t\nq Q0 a 3 1.0 t\n"
     ranked = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["y", "x"], "rank": [2, 1]})
     write_trec_run(ranked.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "ranked.trec", tag="t")
     assert (tmp_path / "ranked.trec").read_text() == "q Q0 x 1 -1 t\nq Q0 y 2 -2 t\n"

@@ -1,11 +1,11 @@
-"""Measures as immutable values: a name, a cutoff and the conventions that change the number.
+"""Measures as immutable values, and the open registry of measure families.
 
 A measure prints as its canonical string, which names its column in every output. The
 trec_eval convention is the default and prints bare (``nDCG@10`` is trec_eval's
 ``ndcg_cut_10``); any other convention is listed in brackets, only the parameters that
 differ from their default, always in the order gain, idcg, rel, judged_only:
 ``nDCG@10[gain=exp,idcg=candidates]``. ``parse_measure`` reads such a string back and
-accepts the usual aliases (MRR, MAP, Hit, any letter case).
+accepts each family's aliases (MRR, MAP, Hit), in any letter case.
 
 Parameters:
 
@@ -13,71 +13,132 @@ Parameters:
 - ``gain``: ``linear`` (gain = grade, as trec_eval) or ``exp`` (gain = 2^grade - 1).
 - ``idcg``: ``qrels`` normalises by the ideal ordering of every judged document, as
   trec_eval's ndcg_cut; ``candidates`` by the ideal ordering of the ranked documents only.
-- ``rel``: binary measures count a document as relevant when its grade >= rel.
-- ``judged_only``: remove unjudged documents before scoring (trec_eval -J, "condensed lists").
+- ``rel``: binary measures count a document as relevant when its grade >= rel (trec_eval -l).
+- ``judged_only``: remove unjudged documents before scoring (trec_eval -J, "condensed lists");
+  as in trec_eval, a negative grade counts as unjudged there.
+
+A family is declared once, on its kernel, with ``register_measure``. The kernel receives the
+Measure and the per-query input its family ``needs``, built once per evaluation by the builder
+registered for that input kind with ``register_input``, and returns one float64 per query.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 GAINS = ("linear", "exp")
 IDCGS = ("qrels", "candidates")
 PARAMETERS = ("gain", "idcg", "rel", "judged_only")
 
+Kernel = Callable[["Measure", object], np.ndarray]
+
 
 @dataclass(frozen=True)
-class _Kind:
+class Family:
+    """One measure family: its name, what it takes, what it equals in trec_eval, and its kernel.
+
+    ``trec_eval`` names the trec_eval measure a cutoff k turns into ``{trec_eval}_{k}`` (for a
+    family without cutoff: the measure itself); ``trec_eval_uncut`` the one without cutoff.
+    ``needs`` is the input kind the kernel reads (see ``register_input``).
+    """
+
+    name: str
+    aliases: tuple[str, ...]
     takes_cutoff: bool
     parameters: tuple[str, ...]
     summary: str
+    trec_eval: str | None
+    trec_eval_uncut: str | None
+    needs: str
+    kernel: Kernel
 
 
-_KINDS: dict[str, _Kind] = {
-    "Success": _Kind(True, ("rel", "judged_only"), "1 if a relevant document is in the top k, else 0"),
-    "P": _Kind(True, ("rel", "judged_only"), "relevant documents in the top k / k"),
-    "R": _Kind(True, ("rel", "judged_only"), "relevant documents in the top k / relevant documents"),
-    "Rprec": _Kind(False, ("rel", "judged_only"), "precision at rank R, R = number of relevant documents"),
-    "RR": _Kind(True, ("rel", "judged_only"), "1 / rank of the first relevant document in the top k"),
-    "AP": _Kind(True, ("rel", "judged_only"), "sum of precision at each relevant rank <= k / relevant documents"),
-    "DCG": _Kind(True, ("gain", "judged_only"), "sum of gain / log2(rank + 1) over the top k"),
-    "nDCG": _Kind(True, ("gain", "idcg", "judged_only"), "DCG@k / ideal DCG@k"),
-    "Bpref": _Kind(False, ("rel",), "trec_eval bpref: sum over relevant of 1 - min(nonrel above, R) / min(N, R), / R"),
-    "Judged": _Kind(True, (), "judged documents in the top k / documents in the top k (1 - unjudged rate)"),
-    "CandidateRecall": _Kind(True, ("rel",), "Success@k over the candidates in their original (fused_rank) order"),
-    "Coverage": _Kind(True, ("rel",), "relevant documents in the candidates' top k (fused_rank order) / relevant ones"),
-}
+_FAMILIES: dict[str, Family] = {}
+_LOOKUP: dict[str, str] = {}  # lower-case name or alias -> family name
+_INPUTS: dict[str, Callable] = {}
 
-_ALIASES = {"Hit": "Success", "MRR": "RR", "MAP": "AP"}
 
-# Names are matched case-insensitively: NDCG, ndcg and nDCG are one measure.
-_LOOKUP = {name.lower(): name for name in _KINDS} | {alias.lower(): name for alias, name in _ALIASES.items()}
+def register_measure(
+    name: str,
+    *,
+    cutoff: bool,
+    parameters: tuple[str, ...] = (),
+    summary: str,
+    aliases: tuple[str, ...] = (),
+    trec_eval: str | None = None,
+    trec_eval_uncut: str | None = None,
+    needs: str = "ranking",
+) -> Callable[[Kernel], Kernel]:
+    """Decorator declaring a measure family on its kernel ``kernel(measure, input) -> per-query values``."""
+    unknown = [p for p in parameters if p not in PARAMETERS]
+    if unknown:
+        raise ValueError(f"measure {name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
 
-_SYNTAX = re.compile(r"(?P<name>[A-Za-z]+)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
+    def register(kernel: Kernel) -> Kernel:
+        for key in (name, *aliases):
+            if key.lower() in _LOOKUP:
+                raise ValueError(f"measure name {key!r} is already registered (by {_LOOKUP[key.lower()]})")
+        _FAMILIES[name] = Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval,
+                                 trec_eval_uncut, needs, kernel)
+        _LOOKUP.update({key.lower(): name for key in (name, *aliases)})
+        return kernel
+
+    return register
+
+
+def register_input(kind: str) -> Callable[[Callable], Callable]:
+    """Decorator declaring how the input kind ``kind`` is built from a GradeMatrix, once per evaluation."""
+
+    def register(build: Callable) -> Callable:
+        if kind in _INPUTS:
+            raise ValueError(f"input kind {kind!r} is already registered")
+        _INPUTS[kind] = build
+        return build
+
+    return register
+
+
+def family(name: str) -> Family:
+    """The family registered under a name or alias, any letter case."""
+    try:
+        return _FAMILIES[_LOOKUP[name.lower()]]
+    except KeyError:
+        raise ValueError(f"unknown measure {name!r}; valid names: {measure_names()}") from None
+
+
+def families() -> tuple[Family, ...]:
+    return tuple(_FAMILIES.values())
+
+
+def build_input(kind: str, matrix) -> object:
+    try:
+        return _INPUTS[kind](matrix)
+    except KeyError:
+        raise ValueError(f"no input builder is registered for input kind {kind!r}") from None
 
 
 def measure_names() -> str:
     """Every valid measure name with its aliases, for error messages and help texts."""
-    aliases = {name: alias for alias, name in _ALIASES.items()}
-    return ", ".join(f"{name} (alias {aliases[name]})" if name in aliases else name for name in _KINDS)
+    return ", ".join(
+        f"{f.name} (alias {', '.join(f.aliases)})" if f.aliases else f.name for f in _FAMILIES.values()
+    )
 
 
 def describe_measures() -> str:
-    """One line per measure: its name, what it computes and which parameters it takes."""
+    """One line per measure: its name, what it computes, its parameters and its trec_eval name."""
     lines = []
-    for name, kind in _KINDS.items():
-        usage = f"{name}@k" if kind.takes_cutoff else name
-        params = f" [{', '.join(kind.parameters)}]" if kind.parameters else ""
-        lines.append(f"{usage}{params}: {kind.summary}")
+    for f in _FAMILIES.values():
+        usage = f"{f.name}@k" if f.takes_cutoff else f.name
+        params = f" [{', '.join(f.parameters)}]" if f.parameters else ""
+        trec = [f"{f.trec_eval}_k" if f.takes_cutoff and f.trec_eval else f.trec_eval, f.trec_eval_uncut]
+        trec = [name for name in trec if name]
+        same = f" (trec_eval {' / '.join(trec)})" if trec else ""
+        lines.append(f"{usage}{params}: {f.summary}{same}")
     return "\n".join(lines)
-
-
-def _canonical_name(name: str) -> str:
-    try:
-        return _LOOKUP[name.lower()]
-    except KeyError:
-        raise ValueError(f"unknown measure {name!r}; valid names: {measure_names()}") from None
 
 
 @dataclass(frozen=True)
@@ -92,8 +153,8 @@ class Measure:
     judged_only: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "name", _canonical_name(self.name))
-        kind = _KINDS[self.name]
+        kind = family(self.name)
+        object.__setattr__(self, "name", kind.name)
         if self.cutoff is not None:
             if not kind.takes_cutoff:
                 raise ValueError(f"{self.name} takes no cutoff (got @{self.cutoff})")
@@ -121,16 +182,27 @@ class Measure:
         return f"{text}[{','.join(changed)}]" if changed else text
 
     @property
-    def needs_candidate_order(self) -> bool:
-        """Whether the measure reads the run's original candidate order (its fused_rank column)."""
-        return self.name in ("CandidateRecall", "Coverage")
+    def family(self) -> Family:
+        return family(self.name)
+
+    @property
+    def trec_eval(self) -> str | None:
+        """The trec_eval measure this one equals (run with ``-l rel``, and ``-J`` when judged_only), if any."""
+        kind = self.family
+        if self.gain != "linear" or self.idcg != "qrels":
+            return None
+        if not kind.takes_cutoff:
+            return kind.trec_eval
+        if self.cutoff is None:
+            return kind.trec_eval_uncut
+        return f"{kind.trec_eval}_{self.cutoff}" if kind.trec_eval else None
 
 
 _DEFAULTS = {f.name: f.default for f in fields(Measure) if f.name in PARAMETERS}
 
 
 def _not_a_parameter(param: str, name: str) -> str:
-    takes = ", ".join(_KINDS[name].parameters) or "no parameters"
+    takes = ", ".join(family(name).parameters) or "no parameters"
     return f"parameter {param!r} does not apply to {name}; {name} takes: {takes}"
 
 
@@ -150,6 +222,9 @@ def _parse_value(param: str, token: str, text: str) -> object:
     return token
 
 
+_SYNTAX = re.compile(r"(?P<name>[A-Za-z]+)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
+
+
 def as_measure(measure: Measure | str) -> Measure:
     """A Measure as it is, a string parsed with ``parse_measure``."""
     return measure if isinstance(measure, Measure) else parse_measure(measure)
@@ -167,7 +242,7 @@ def parse_measure(text: str) -> Measure:
             f"e.g. nDCG@10[gain=exp]; valid names: {measure_names()}"
         )
     try:
-        name = _canonical_name(match["name"])
+        kind = family(match["name"])
     except ValueError as exc:
         raise ValueError(f"{exc} (in {text!r})") from None
     cutoff = None
@@ -187,12 +262,12 @@ def parse_measure(text: str) -> Measure:
                 raise ValueError(
                     f"unknown parameter {key!r} in {text!r}; valid parameters: {', '.join(PARAMETERS)}"
                 )
-            if key not in _KINDS[name].parameters:
-                raise ValueError(f"{_not_a_parameter(key, name)} (in {text!r})")
+            if key not in kind.parameters:
+                raise ValueError(f"{_not_a_parameter(key, kind.name)} (in {text!r})")
             if key in params:
                 raise ValueError(f"parameter {key!r} given twice in {text!r}")
             params[key] = _parse_value(key, token, text)
     try:
-        return Measure(name, cutoff, **params)
+        return Measure(kind.name, cutoff, **params)
     except ValueError as exc:
         raise ValueError(f"{exc} (in {text!r})") from None

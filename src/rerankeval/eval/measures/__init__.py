@@ -1,0 +1,28 @@
+"""Measure values, their parsing, and the registry of measure families.
+
+Importing this package registers the built-in families: ``ranking`` (trec_eval's families,
+DCG and Judged) and ``candidates`` (CandidateRecall, Coverage).
+"""
+
+from . import candidates, ranking  # noqa: F401  (registers the built-in families)
+from .base import (
+    GAINS,
+    IDCGS,
+    PARAMETERS,
+    Family,
+    Measure,
+    as_measure,
+    build_input,
+    describe_measures,
+    families,
+    family,
+    measure_names,
+    parse_measure,
+    register_input,
+    register_measure,
+)
+
+__all__ = [
+    "GAINS", "IDCGS", "PARAMETERS", "Family", "Measure", "as_measure", "build_input", "describe_measures",
+    "families", "family", "measure_names", "parse_measure", "register_input", "register_measure",
+]
