@@ -277,7 +277,7 @@ def test_lexical_distractors_are_never_judged(gen, collection, grades):
 def test_some_high_ranking_passages_are_left_unjudged(gen, collection, grades):
     """BM25 puts a never-judged distractor into the top 10 for a good share of the test questions."""
     bm25s = pytest.importorskip("bm25s")
-    from rerankeval.text import tokenize
+    from rerankeval.retrieval.text import tokenize
 
     never_judged = [r["metadata"]["doc_type"] in gen.UNJUDGED_DOC_TYPES for r in collection.corpus]
     retriever = bm25s.BM25()

@@ -16,7 +16,7 @@ def test_tokenize_korean_bigrams_and_latin_words():
 
 def full_ranks(scores: np.ndarray) -> np.ndarray:
     """Reference: 1-based ranks of every column, score descending, ties by column."""
-    order = np.lexsort((np.arange(scores.shape[1]), -scores))
+    order = np.lexsort((np.arange(len(scores)), -scores))
     ranks = np.empty(len(order), dtype=int)
     ranks[order] = np.arange(1, len(order) + 1)
     return ranks

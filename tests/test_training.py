@@ -101,6 +101,7 @@ def stage_inputs(tiny_beir, tmp_path):
             for rank, (doc_id, passage) in enumerate(zip(corpus["doc_id"], passages), 1)]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "passage", "fused_rank"])
     frame["passage_sha256"] = frame["passage"].map(sha256_text)
+    frame["parent_id"] = frame["doc_id"]
     for column in ("bm25_score", "dense_score", "fused_score"):
         frame[column] = 0.0
     for column in ("bm25_rank", "dense_rank", "fused_rank"):

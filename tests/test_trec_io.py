@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from rerankeval.data import trec
+from rerankeval.data.beir import read_qrels_tsv
 from rerankeval.data.trec import (
-    read_beir_qrels,
     read_qrels,
     read_run,
     read_trec_qrels,
@@ -39,7 +39,7 @@ def test_read_trec_qrels_and_beir_qrels(tmp_path):
                                      "relevance": [2, 0, -1]}
     assert qrels["relevance"].dtype == np.int64
     beir_path = write(tmp_path / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td1\t-1\n")
-    pd.testing.assert_frame_equal(read_beir_qrels(beir_path), qrels)
+    pd.testing.assert_frame_equal(read_qrels_tsv(beir_path).drop(columns="line"), qrels)
     pd.testing.assert_frame_equal(read_qrels(beir_path), qrels)
     pd.testing.assert_frame_equal(read_qrels(trec_path), qrels)
 
@@ -70,7 +70,16 @@ def test_run_round_trip_is_exact(tmp_path):
 def test_written_ranks_follow_the_tie_break_rule_and_rank_only_runs_get_scores(tmp_path):
     tied = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["c", "a", "b"], "score": [1.0, 1.0, 2.0]})
     write_trec_run(tied.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tied.trec", tag="t")
+    # Ranks from scores follow trec_eval (ties: doc id descending), so the tied scores themselves keep the order.
     assert (tmp_path / "tied.trec").read_text() == "q Q0 b 1 2.0 t\nq Q0 c 2 1.0 t\nq Q0 a 3 1.0 t\n"
+    # An explicit rank that trec_eval's tie rule would not reproduce from the scores gets -rank scores.
+    against = tied.assign(rank=[1, 2, 3])
+    write_trec_run(against.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "against.trec", tag="t")
+    assert (tmp_path / "against.trec").read_text() == "q Q0 c 1 -1 t\nq Q0 a 2 -2 t\nq Q0 b 3 -3 t\n"
+    beyond_depth = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "score": [0.9, np.nan, np.nan],
+                                 "rank": [1, 2, 3]})
+    write_trec_run(beyond_depth.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tail.trec", tag="t")
+    assert (tmp_path / "tail.trec").read_text() == "q Q0 a 1 -1 t\nq Q0 b 2 -2 t\nq Q0 c 3 -3 t\n"
     ranked = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["y", "x"], "rank": [2, 1]})
     write_trec_run(ranked.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "ranked.trec", tag="t")
     assert (tmp_path / "ranked.trec").read_text() == "q Q0 x 1 -1 t\nq Q0 y 2 -2 t\n"
@@ -119,23 +128,24 @@ def test_malformed_run_lines_name_file_line_and_fix(tmp_path, text, message):
         ("qrels.txt", "q1 0 d1 1\nq1 0 d2 relevant\n", "line 2: relevance 'relevant' is not an integer"),
         ("qrels.txt", "q1 0 d1 1\nq1 d2 1\n", "line 2: expected 4 fields, found 3"),
         ("qrels.txt", "q1 0 d1 1.5\n", "line 1: relevance '1.5' is not an integer"),
-        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\n", "line 2: expected 3 fields, found 2"),
-        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\t\t1\n", "line 2: empty corpus-id"),
-        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\tx\n", "line 2: score 'x' is not an integer"),
+        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\n", ":2: expected 3 tab-separated fields"),
+        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\t\t1\n", ":2: empty corpus-id"),
+        ("qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\tx\n", ":2: grade 'x' is not an integer"),
     ],
 )
 def test_malformed_qrels_lines_name_file_and_line(tmp_path, name, text, message):
     path = write(tmp_path / name, text)
     with pytest.raises(ValueError) as raised:
         read_qrels(path)
-    assert f"{path}, {message}" in str(raised.value)
-    assert "Fix: each line of a" in str(raised.value)
+    separator = "" if message.startswith(":") else ", "
+    assert f"{path}{separator}{message}" in str(raised.value)
+    assert "Fix: " in str(raised.value)
 
 
 def test_beir_reader_insists_on_the_header(tmp_path):
     path = write(tmp_path / "qrels.tsv", "q1\td1\t1\n")
-    with pytest.raises(ValueError, match="line 1: expected the header 'query-id<TAB>corpus-id<TAB>score'"):
-        read_beir_qrels(path)
+    with pytest.raises(ValueError, match="qrels.tsv:1: expected the header 'query-id<TAB>corpus-id<TAB>score'"):
+        read_qrels_tsv(path, require_header=True)
 
 
 def test_writing_rejects_what_would_corrupt_the_file(tmp_path):

@@ -101,7 +101,7 @@ def test_reject_when_primary_is_significantly_worse():
     verdict = decide(RULE, worse)
     assert verdict.decision is Decision.REJECT
     assert verdict.reasons == (
-        "primary ndcg@10 is significantly worse: mean delta -0.0400, "
+        "primary nDCG@10 is significantly worse: mean delta -0.0400, "
         "95% CI [-0.0600, -0.0200] lies below 0",
     )
 
@@ -186,7 +186,7 @@ def test_inconclusive_when_the_ci_includes_zero():
     unsure = replace(GOOD, primary=DeltaEvidence("nDCG@10", 0.035, -0.005, 0.075))
     verdict = decide(RULE, unsure)
     assert verdict.decision is Decision.INCONCLUSIVE
-    assert verdict.reasons == ("primary ndcg@10: 95% CI [-0.0050, +0.0750] includes 0",)
+    assert verdict.reasons == ("primary nDCG@10: 95% CI [-0.0050, +0.0750] includes 0",)
 
 
 def test_inconclusive_when_the_improvement_is_real_but_small():
@@ -194,7 +194,7 @@ def test_inconclusive_when_the_improvement_is_real_but_small():
     verdict = decide(RULE, small)
     assert verdict.decision is Decision.INCONCLUSIVE
     assert verdict.reasons == (
-        "primary ndcg@10: mean delta +0.0120 is below min_delta +0.0300",
+        "primary nDCG@10: mean delta +0.0120 is below min_delta +0.0300",
     )
 
 

@@ -115,7 +115,7 @@ def read_corpus(path: Path) -> pa.Table:
     return pa.table(rows, schema=CORPUS_SCHEMA)
 
 
-def read_qrels_tsv(path: str | Path) -> pd.DataFrame:
+def read_qrels_tsv(path: str | Path, *, require_header: bool = False) -> pd.DataFrame:
     """A BEIR qrels TSV as qrels: query_id, doc_id, relevance (int64) and the line each judgment is on."""
     path = Path(path)
     rows = []
@@ -123,12 +123,19 @@ def read_qrels_tsv(path: str | Path) -> pd.DataFrame:
         parts = line.rstrip("\n").rstrip("\r").split("\t")
         if line_no == 1 and tuple(part.strip().lower() for part in parts[:2]) == QRELS_HEADER[:2]:
             continue
+        if line_no == 1 and require_header:
+            raise CollectionError(f"{path}:1: expected the header 'query-id<TAB>corpus-id<TAB>score', got "
+                                  f"{line.rstrip()!r}. Fix: add that header line (BEIR qrels layout).")
         if not line.strip():
             continue
         if len(parts) != 3:
             raise CollectionError(f"{path}:{line_no}: expected 3 tab-separated fields (query-id, corpus-id, "
                                   f"score), got {len(parts)}. Fix: one judgment per line, e.g. 'q1<TAB>doc7<TAB>2'.")
         query_id, doc_id, grade_text = parts
+        for name, value in (("query-id", query_id), ("corpus-id", doc_id)):
+            if not value.strip():
+                raise CollectionError(f"{path}:{line_no}: empty {name}. Fix: every judgment names a query and a "
+                                      "document.")
         try:
             grade = int(grade_text)
         except ValueError:
@@ -139,7 +146,7 @@ def read_qrels_tsv(path: str | Path) -> pd.DataFrame:
                                   "(e.g. 0-3; 0 = judged non-relevant).")
         rows.append((query_id, doc_id, grade, line_no))
     return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance", "line"]).astype(
-        {"query_id": object, "doc_id": object, "relevance": "int64", "line": "int64"})
+        {"query_id": "str", "doc_id": "str", "relevance": "int64", "line": "int64"})
 
 
 def _query_text(record: dict, query_id: str, path: Path, line_no: int) -> str:

@@ -100,14 +100,18 @@ def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None
 
 
 def _scores_give_the_order(ranked: pd.DataFrame) -> bool:
-    """Whether the scores are finite and strictly decreasing within each query (``ranked`` is in rank order)."""
+    """Whether trec_eval would rebuild the rank order from the scores (``ranked`` is in rank order): finite scores,
+    decreasing within each query, equal scores in doc id descending order (trec_eval's tie-break)."""
     if "score" not in ranked.columns:
         return False
     scores = ranked["score"].to_numpy(dtype=np.float64)
     if not np.isfinite(scores).all():
         return False
+    doc_ids = ranked["doc_id"].to_numpy(dtype=object)
     same_query = ranked["query_id"].to_numpy()[1:] == ranked["query_id"].to_numpy()[:-1]
-    return bool(np.all(np.diff(scores)[same_query] < 0))
+    decreasing = scores[1:] < scores[:-1]
+    tie_in_order = (scores[1:] == scores[:-1]) & (doc_ids[1:] < doc_ids[:-1])
+    return bool(np.all((decreasing | tie_in_order)[same_query]))
 
 
 def write_trec_qrels(qrels: pd.DataFrame, path: str | os.PathLike) -> None:

@@ -249,7 +249,7 @@ def _scores(revision: Revision, systems: Sequence[str], query_ids: Sequence, met
 
 def markdown_comment(result: Mapping[str, Any]) -> str:
     """The diff as a GitHub pull-request comment."""
-    from .report import fmt, p_value, table
+    from .markdown import fmt, p_value, table
 
     method, primary = result["method"], result["primary_metric"]
     systems = result["systems"]
@@ -311,7 +311,7 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
 
 
 def _delta(entry: Mapping[str, Any]) -> str:
-    from .report import fmt
+    from .markdown import fmt
 
     arrow = "▲ " if (entry["low"] or 0) > 0 else "▼ " if (entry["high"] or 0) < 0 else ""
     return arrow + fmt(entry["delta"], signed=True)
