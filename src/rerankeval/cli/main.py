@@ -138,6 +138,23 @@ def _diff(args: argparse.Namespace) -> int:
     return run_diff(args)
 
 
+@_subcommand(
+    "export-ir-datasets",
+    "write ir_datasets datasets (one per split) as a BEIR folder the pipeline reads (dataset.path)",
+    [
+        _argument("datasets", nargs="+", metavar="[SPLIT=]ID",
+                  help="e.g. test=beir/scifact/test train=beir/scifact/train (a bare id's split is its last part)"),
+        _argument("--out", required=True, metavar="DIR", help="output BEIR folder"),
+    ],
+)
+def _export_ir_datasets(args: argparse.Namespace) -> int:
+    from ..data.ir_datasets_export import export
+
+    counts = export(args.datasets, args.out)
+    print(f"{args.out}: " + ", ".join(f"{name} {count}" for name, count in counts.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankeval",
