@@ -84,35 +84,42 @@ def _resolve(config: LearnedConfig) -> ResolvedModel:
     return resolved
 
 
-@register_pair_scorer("cross_encoder", LearnedConfig)
-def _cross_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
-    import torch
-    from sentence_transformers import CrossEncoder
-
+def _classifier(config: LearnedConfig, load) -> LearnedModel:
+    """A sequence-classification reranker: resolved, its head checked, loaded by ``load(directory)``."""
     resolved = _resolve(config)
     check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
-    # Identity: keep raw logits (sentence-transformers applies a sigmoid by default when num_labels == 1).
-    model = CrossEncoder(str(resolved.directory), device="cpu", local_files_only=True,
-                         trust_remote_code=config.trust_remote_code, max_length=config.max_length,
-                         activation_fn=torch.nn.Identity(), model_kwargs={"use_safetensors": config.use_safetensors})
-    scorer = CrossEncoderScorer(model.model.to(_torch_dtype(config.dtype)), model.tokenizer,
-                                max_length=config.max_length, truncation=config.truncation,
-                                batch_size=config.batch_size)
+    network, tokenizer = load(str(resolved.directory))
+    scorer = CrossEncoderScorer(network.to(_torch_dtype(config.dtype)), tokenizer, max_length=config.max_length,
+                                truncation=config.truncation, batch_size=config.batch_size)
     return LearnedModel(scorer, config, resolved)
+
+
+@register_pair_scorer("cross_encoder", LearnedConfig)
+def _cross_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
+    def load(directory: str):
+        import torch
+        from sentence_transformers import CrossEncoder
+
+        # Identity: keep raw logits (sentence-transformers applies a sigmoid by default when num_labels == 1).
+        model = CrossEncoder(directory, device="cpu", local_files_only=True,
+                             trust_remote_code=config.trust_remote_code, max_length=config.max_length,
+                             activation_fn=torch.nn.Identity(),
+                             model_kwargs={"use_safetensors": config.use_safetensors})
+        return model.model, model.tokenizer
+
+    return _classifier(config, load)
 
 
 @register_pair_scorer("flag_reranker", LearnedConfig)
 def _flag_reranker(config: LearnedConfig, context: BuildContext) -> LearnedModel:
-    from FlagEmbedding import FlagReranker
+    def load(directory: str):
+        from FlagEmbedding import FlagReranker
 
-    resolved = _resolve(config)
-    check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
-    model = FlagReranker(str(resolved.directory), use_fp16=False, devices="cpu", normalize=False,
-                         trust_remote_code=config.trust_remote_code, max_length=config.max_length)
-    scorer = CrossEncoderScorer(model.model.to(_torch_dtype(config.dtype)), model.tokenizer,
-                                max_length=config.max_length, truncation=config.truncation,
-                                batch_size=config.batch_size)
-    return LearnedModel(scorer, config, resolved)
+        model = FlagReranker(directory, use_fp16=False, devices="cpu", normalize=False,
+                             trust_remote_code=config.trust_remote_code, max_length=config.max_length)
+        return model.model, model.tokenizer
+
+    return _classifier(config, load)
 
 
 @register_pair_scorer("bi_encoder", LearnedConfig)
