@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -155,6 +155,14 @@ class BuildContext:
     qrels: pd.DataFrame
     systems: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Every configured system by name, for kinds composed of other systems."""
+    candidates_of: Callable[[str], tuple[pd.DataFrame, Mapping[str, Query]]] | None = None
+    """A split's candidates (all of them, fused order) and its queries, for kinds that fit a setting on another split
+    than the evaluated one (a blend's weight on the train split)."""
+    name: str = ""
+    """The name (under ``systems``) of the system being built; ``build_system`` sets it."""
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Systems built for composites in this process, by name, so that every composite shares one instance (one model
+    load, one scoring of each pair)."""
 
 
 @dataclass(frozen=True)
@@ -185,4 +193,4 @@ def parse_system_config(name: str, mapping: Mapping[str, Any]) -> SystemConfig:
 
 def build_system(name: str, mapping: Mapping[str, Any], context: BuildContext) -> System:
     config = parse_system_config(name, mapping)
-    return SYSTEM_KINDS.get(config.kind).build(config, context)
+    return SYSTEM_KINDS.get(config.kind).build(config, replace(context, name=name))

@@ -19,6 +19,7 @@ from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
 from ..baselines import require_watched
 from ..base import BuildContext
 from ..pairs import PairScorerConfig, register_pair_scorer
+from .precision import Precision, apply_precision, describe_precision, precision_key
 from .scorers import SCORER_VERSION, BiEncoderScorer, CrossEncoderScorer
 
 
@@ -33,7 +34,9 @@ class LearnedConfig(PairScorerConfig):
     truncation: Literal["head", "query_window"] = "head"
     trust_remote_code: bool = False
     use_safetensors: bool = True
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Precision = "float32"
+    """``int8``: dynamic quantization of the Linear layers; ``bfloat16`` is fast only on CPUs with bf16 instructions
+    (``precision.py``)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LearnedConfig":
@@ -54,7 +57,7 @@ class LearnedModel:
     def fingerprint(self) -> dict[str, Any]:
         return {"model": self.resolved.identity, "scorer": f"{self.scorer.family}/{SCORER_VERSION}",
                 "passage_template": PASSAGE_TEMPLATE_VERSION, "max_length": self.config.max_length,
-                "truncation": self.config.truncation, "dtype": self.config.dtype}
+                "truncation": self.config.truncation, **precision_key(self.config.dtype)}
 
     def score_batches(self, query: str, passages: list[str]):
         return self.scorer.score_batches(query, passages)
@@ -64,18 +67,13 @@ class LearnedModel:
         return {
             "kind": config.kind, "model": config.model, "revision": self.resolved.revision,
             "weights_sha256": self.resolved.weights_sha256, "model_dir": str(self.resolved.directory),
-            "dtype": config.dtype, "max_length": config.max_length, "truncation": config.truncation,
+            "dtype": config.dtype, "precision": describe_precision(config.dtype), "max_length": config.max_length,
+            "truncation": config.truncation,
             "raw_scores": "cosine" if self.scorer.family == "bi" else "logits",
             "batch_size": config.batch_size, "trust_remote_code": config.trust_remote_code,
             "use_safetensors": config.use_safetensors, "scorer_version": SCORER_VERSION,
             "environment": self.environment,
         }
-
-
-def _torch_dtype(name: str):
-    import torch
-
-    return getattr(torch, name)
 
 
 def _resolve(config: LearnedConfig) -> ResolvedModel:
@@ -89,7 +87,7 @@ def _classifier(config: LearnedConfig, load) -> LearnedModel:
     resolved = _resolve(config)
     check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
     network, tokenizer = load(str(resolved.directory))
-    scorer = CrossEncoderScorer(network.to(_torch_dtype(config.dtype)), tokenizer, max_length=config.max_length,
+    scorer = CrossEncoderScorer(apply_precision(network, config.dtype), tokenizer, max_length=config.max_length,
                                 truncation=config.truncation, batch_size=config.batch_size)
     return LearnedModel(scorer, config, resolved)
 
@@ -130,6 +128,6 @@ def _bi_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
     model = SentenceTransformer(str(resolved.directory), device="cpu", local_files_only=True,
                                 trust_remote_code=config.trust_remote_code,
                                 model_kwargs={"use_safetensors": config.use_safetensors})
-    scorer = BiEncoderScorer(model.to(_torch_dtype(config.dtype)), max_length=config.max_length,
+    scorer = BiEncoderScorer(apply_precision(model, config.dtype), max_length=config.max_length,
                              batch_size=config.batch_size)
     return LearnedModel(scorer, config, resolved)

@@ -1,0 +1,58 @@
+"""A sweep's settings as points of the quality-cost frontier: mean quality, its paired bootstrap CI against the
+baseline, p95 latency, cost per 1k queries, skip and fallback rates, and the pairs the sweep needed.
+
+Latency is cold (measured wall time plus the replayed compute time of cache hits, ``rerank.latency``), so a point
+served from the cache costs what its model calls cost. Quality is evaluated on the same queries as the baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..eval.evaluate import evaluate
+from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
+from ..stats.resampling import bootstrap_ci
+from ..systems.base import FUSION_FALLBACK, SKIPPED
+from .sweep import PolicyRuns
+
+POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p95_ms",
+                 "cost_per_1k_queries", "skip_rate", "fallback_rate", "queries", "pairs_scored", "pairs_from_cache",
+                 "pairs_reused"]
+SECONDS_PER_HOUR = 3600.0
+
+
+def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequence[str], measure: str,
+                      no_relevant: str) -> pd.Series:
+    return evaluate(run[["query_id", "doc_id", "rank", "fused_rank"]], qrels, [measure], queries=query_ids,
+                    no_relevant=no_relevant)[measure]
+
+
+def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, *, no_relevant: str,
+                  warmup_queries: int, hourly_price: float, samples: int, seed: int, confidence: float,
+                  method: str) -> pd.DataFrame:
+    """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id."""
+    rows = []
+    for position, setting in enumerate(policy.settings):
+        values = per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
+        deltas = (values - baseline.reindex(values.index)).to_numpy(dtype=np.float64)
+        interval = bootstrap_ci(deltas, n_samples=samples, seed=seed, confidence=confidence, method=method)
+        latency = setting.latency
+        seconds = cold_seconds(timed_queries(latency, warmup_queries))
+        rows.append({
+            "policy": policy.label, "system": policy.sweep.system, "parameter": policy.sweep.parameter,
+            "value": _label(setting.value), "position": position, "quality": float(values.mean()),
+            "delta": float(interval.mean[0]), "low": float(interval.low[0]), "high": float(interval.high[0]),
+            "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
+            "cost_per_1k_queries": float(seconds.mean() * hourly_price / SECONDS_PER_HOUR * 1000) if len(seconds)
+            else float("nan"),
+            "skip_rate": float((latency["mode"] == SKIPPED).mean()),
+            "fallback_rate": float((latency["mode"] == FUSION_FALLBACK).mean()),
+            "queries": int(len(values)), **{f"pairs_{key}": value for key, value in policy.pairs.to_dict().items()}})
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def _label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,93 @@
+"""Policy sweeps in one pass over stored scores: every setting of one parameter of a configured system, each a
+complete run with its latency table, the components scored once.
+
+A sweep varies ``depth`` of any system, or any setting of a composite (a blend's ``weight``, a routed system's rule
+threshold such as ``rules.0.when.margin.at_least``, a cascade's ``second_depth``). Components are built once per
+process and memoised (``systems.composite.components``): each (query, candidate list) is scored once, every
+setting reuses it, and pair scorers read what their own rerank stage already put in the pair-score cache. A sweep
+therefore makes no model call when the cache holds its pairs, and says how many pairs were scored, read from the
+cache and reused (``PairCounts``). Settings that change a model's own scores (``max_length``, ``dtype``...) are not
+a sweep over stored scores and are refused: run them as experiments (``dvc exp run --queue``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import ConfigError
+from ..rerank.driver import RerankSettings, rerank
+from ..systems import BuildContext, Query, build_system, parse_system_config
+from ..systems.composite.components import PairCounts, component, pair_counts
+from .config import COMPOSITE_KINDS, SweepConfig
+
+
+@dataclass
+class SettingRun:
+    value: Any
+    run: pd.DataFrame
+    latency: pd.DataFrame
+
+
+@dataclass
+class PolicyRuns:
+    sweep: SweepConfig
+    settings: list[SettingRun]
+    pairs: PairCounts
+
+    @property
+    def label(self) -> str:
+        return self.sweep.label or f"{self.sweep.system}: {self.sweep.parameter}"
+
+
+def override(mapping: Mapping[str, Any], parameter: str, value: Any, where: str) -> dict[str, Any]:
+    """A copy of ``mapping`` with the dotted ``parameter`` (list items by index) set to ``value``."""
+    updated = copy.deepcopy(dict(mapping))
+    node: Any = updated
+    keys = parameter.split(".")
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            key = int(key)
+        elif not isinstance(node, dict) or (key not in node and not last):
+            raise ConfigError(f"{where}: {parameter!r} is not a setting of this system ({'.'.join(keys[:depth + 1])} "
+                              "not found).")
+        if last:
+            node[key] = value
+        else:
+            if node[key] is None:
+                node[key] = {}
+            node = node[key]
+    return updated
+
+
+def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[str, Query], context: BuildContext,
+               where: str) -> PolicyRuns:
+    """Every setting of ``sweep`` over ``candidates``: runs, latency tables and the pairs it needed."""
+    mapping = context.systems.get(sweep.system)
+    if mapping is None:
+        raise ConfigError(f"{where}.system: no system {sweep.system!r} under `systems` "
+                          f"(configured: {', '.join(context.systems)}).")
+    config = parse_system_config(sweep.system, mapping)
+    composite = config.kind in COMPOSITE_KINDS
+    if not composite and sweep.parameter != "depth":
+        raise ConfigError(f"{where}.parameter: {sweep.parameter!r} of a {config.kind} system changes the scores its "
+                          "model computes, so it is not a sweep over stored scores. Sweep `depth`, or a setting of a "
+                          "blend, routed or cascade system; run other settings as experiments (dvc exp run --queue).")
+    before = pair_counts(context)
+    settings = []
+    for number, value in enumerate(sweep.values):
+        varied = override(mapping, sweep.parameter, value, f"{where}.values[{number}]")
+        try:
+            setting = parse_system_config(sweep.system, varied)
+        except ConfigError as err:
+            raise ConfigError(f"{where}.values[{number}] = {value!r}: {err}") from None
+        system = build_system(sweep.system, varied, context) if composite else \
+            component(context, sweep.system, where)
+        run, latency = rerank(candidates, queries, system, RerankSettings(setting.depth, setting.deadline_s))
+        settings.append(SettingRun(value, run, latency))
+    return PolicyRuns(sweep, settings, pair_counts(context) - before)

@@ -1,0 +1,156 @@
+"""``blend``: a weighted sum of two components' per-query normalised scores.
+
+``score = weight * norm(first) + (1 - weight) * norm(second)`` over the top ``depth`` candidates, where ``norm`` is
+the declared per-query normalisation (``minmax`` or ``zscore``, ``components.normalise``). Typical use: a
+cross-encoder blended with the fused score (``fusion``) or BM25's (``column:bm25_score``).
+
+The weight is a number, or ``fit``: then it is chosen when the system is built, on the ``fit.split`` queries (the
+train split by default), as the value of ``weight_grid`` with the best mean ``fit.measure`` (ties: the first in the
+grid), never on the evaluated split. The fit scores its components once on those queries (pairs already in the
+pair-score cache are read, not recomputed) and tries every weight on those scores in memory; the run's metadata
+records the curve, the chosen weight and how many pairs were scored or read. A fine-tuned model's training split is
+in-sample for it: the fit then favours the model, and the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, model_validator
+
+from ...core.config import StrictConfig
+from ...core.errors import ConfigError
+from ...eval.config import MeasureName
+from ..base import BuildContext, Outcome, QueryCandidates, Query, Scores, register_system
+from .components import (NORMALIZATIONS, Component, ComponentName, CompositeConfig, CompositeSystem,
+                         check_composition, component, failed, normalise, ranked, summed)
+
+MODEL_CARD = "model_card.json"
+DEFAULT_GRID = [round(step / 20, 2) for step in range(21)]
+
+
+class FitConfig(StrictConfig):
+    split: str = "train"
+    measure: MeasureName = "nDCG@10"
+    max_queries: int | None = Field(None, ge=2)
+    """Fit on a seeded sample of this many queries of the split (the cost of scoring them); None: all."""
+    seed: int = 0
+
+
+class BlendConfig(CompositeConfig):
+    components: list[ComponentName]
+    """Exactly two: the first is weighted by ``weight``, the second by ``1 - weight``."""
+    normalization: Literal["minmax", "zscore"] = "minmax"
+    weight: float | Literal["fit"] = "fit"
+    weight_grid: list[float] = DEFAULT_GRID
+    fit: FitConfig = FitConfig()
+
+    @model_validator(mode="after")
+    def _two_components_and_weights_in_range(self) -> "BlendConfig":
+        if len(self.components) != 2 or self.components[0] == self.components[1]:
+            raise ValueError(f"components: name exactly two different systems, got {self.components}")
+        weights = self.weight_grid + ([] if self.weight == "fit" else [self.weight])
+        if not self.weight_grid or any(not 0.0 <= w <= 1.0 for w in weights):
+            raise ValueError(f"weights must lie in [0, 1] (weight {self.weight}, weight_grid {self.weight_grid})")
+        return self
+
+    def component_names(self) -> list[str]:
+        return list(self.components)
+
+
+class BlendSystem(CompositeSystem):
+    def __init__(self, parts: Sequence[Component], weight: float, normalization: str, fit: dict | None = None):
+        self.parts, self.weight, self.normalization, self.fit = list(parts), weight, normalization, fit
+
+    def blended(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        return (self.weight * normalise(first, self.normalization)
+                + (1.0 - self.weight) * normalise(second, self.normalization))
+
+    def combine(self, queries: Sequence[QueryCandidates]) -> dict[str, Outcome]:
+        outcomes = {part.name: part.score_all(queries) for part in self.parts}
+        results: dict[str, Outcome] = {}
+        for query in queries:
+            started = time.perf_counter()
+            parts = {name: outcome[query.query_id] for name, outcome in outcomes.items()}
+            failure = failed(parts, 0.0)
+            if failure is not None:
+                results[query.query_id] = failure
+                continue
+            first, second = (parts[part.name].values for part in self.parts)
+            values = self.blended(first, second)
+            results[query.query_id] = summed(parts, values, own_s=time.perf_counter() - started)
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {"blend": f"{self.weight:g} * {self.normalization}({self.parts[0].name}) + "
+                         f"{1 - self.weight:g} * {self.normalization}({self.parts[1].name})",
+                "weight": self.weight, "normalization": self.normalization, "fit": self.fit,
+                "components": {part.name: part.describe() for part in self.parts}}
+
+
+def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], context: BuildContext) -> tuple[float, dict]:
+    """The grid weight with the best mean ``fit.measure`` on the fit split, and the record of the fit."""
+    from ...eval.evaluate import evaluate
+
+    fit = config.fit
+    if context.candidates_of is None:
+        raise ConfigError(f"systems.{name}.weight: 'fit' needs the {fit.split!r} split's candidates, which this "
+                          "caller does not provide. Fix: set a number.")
+    frame, queries = context.candidates_of(fit.split)
+    query_ids = sorted(frame["query_id"].unique())
+    if fit.max_queries is not None and fit.max_queries < len(query_ids):
+        rng = np.random.default_rng(fit.seed)
+        query_ids = sorted(rng.choice(np.array(query_ids, dtype=object), fit.max_queries, replace=False).tolist())
+    frames = {qid: group.sort_values("fused_rank").reset_index(drop=True)
+              for qid, group in frame[frame["query_id"].isin(query_ids)].groupby("query_id", sort=True)}
+    heads = [QueryCandidates(queries.get(qid, Query(qid, "")), group.iloc[:config.depth]) for qid, group in
+             frames.items()]
+    outcomes = {part.name: part.score_all(heads) for part in parts}
+    usable = [qid for qid in frames if all(isinstance(outcomes[part.name][qid], Scores) for part in parts)]
+    if not usable:
+        raise ConfigError(f"systems.{name}: no {fit.split!r} query could be scored by every component to fit the "
+                          "weight. Fix: set a number.")
+    normalised = {qid: [normalise(outcomes[part.name][qid].values, config.normalization) for part in parts]
+                  for qid in usable}
+    qrels = context.qrels[context.qrels["query_id"].isin(usable)]
+    curve = []
+    for weight in config.weight_grid:
+        run = pd.concat([ranked(frames[qid], weight * first + (1.0 - weight) * second)
+                         for qid, (first, second) in normalised.items()], ignore_index=True)
+        values = evaluate(run, qrels, [fit.measure], queries=usable, no_relevant="drop")[fit.measure]
+        curve.append({"weight": weight, "mean": round(float(values.mean()), 6), "queries": int(len(values))})
+    best = max(curve, key=lambda point: point["mean"])  # max keeps the first of equal means
+    return best["weight"], {"split": fit.split, "measure": fit.measure, "queries": len(usable),
+                            "failed_queries": len(frames) - len(usable), "weight": best["weight"], "curve": curve,
+                            "in_sample": trained_on(parts, fit.split)}
+
+
+def trained_on(parts: Sequence[Component], split: str) -> list[str]:
+    """Components whose model was fine-tuned on ``split`` (its model card says so): in-sample there."""
+    found = []
+    for part in parts:
+        model_dir = part.describe().get("model_dir")
+        card = Path(model_dir) / MODEL_CARD if model_dir else None
+        if card is not None and card.is_file() and json.loads(card.read_text(encoding="utf-8")).get("split") == split:
+            found.append(part.name)
+    return found
+
+
+@register_system("blend", BlendConfig)
+def _blend(config: BlendConfig, context: BuildContext) -> BlendSystem:
+    name = context.name
+    check_composition(name, config, context.systems)
+    parts = [component(context, part, f"systems.{name}.components") for part in config.components]
+    if config.weight != "fit":
+        return BlendSystem(parts, float(config.weight), config.normalization)
+    weight, record = fit_weight(name, config, parts, context)
+    return BlendSystem(parts, weight, config.normalization, record)
+
+
+__all__ = ["BlendConfig", "BlendSystem", "NORMALIZATIONS", "fit_weight"]

@@ -1,0 +1,265 @@
+"""What composite systems are made of: other configured systems, built once per process, whose scores and costs
+combine.
+
+A composite (``blend``, ``routed``, ``cascade``) names its components by their names under ``systems``, or as
+``column:<name>`` for a first-stage score column of the candidates (``bm25_score``, ``dense_score``,
+``fused_score``). Each component is built once per process (``BuildContext.shared``), so composites that share a
+model load it once, and wrapped in a ``Component`` that scores each (query, candidate list) once and counts the pairs
+its model scored and those read from the pair-score cache. A pair scorer inside a composite therefore reads what the
+pair's own system already scored: a blend of a cached cross-encoder does no inference.
+
+Costs add up: a composite's compute time, replayed compute time, cache hits and wall time are the sums of its
+components' (plus its own combination time), so its latency and cost are those of the model calls it makes. A
+component failing on a query fails the composite on that query (fused order, with the component named).
+Deadlines: a composite judges its own ``deadline_s`` on the summed cold compute; its components' deadlines are not
+applied inside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Annotated, Any
+
+import numpy as np
+import pandas as pd
+from pydantic import AfterValidator
+
+from ...core.errors import ConfigError, ScoringFailure
+from ..baselines import ColumnSystem
+from ..base import (RERANKED, BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, build_system,
+                    check_deadline, parse_system_config)
+from ..pairs import PairSystem
+
+COLUMN_PREFIX = "column:"
+SCORE_COLUMNS = ("bm25_score", "dense_score", "fused_score")
+CODE_DIR = "src/rerankeval/systems"
+"""Every rerank stage depends on this code, so a component watched only through it needs no dependency of its own."""
+
+
+@dataclass
+class PairCounts:
+    """Pairs a composite's model components needed: scored by a model now, read from the pair-score cache, or
+    served again from this process's memory (a component shared by several settings or composites)."""
+
+    scored: int = 0
+    from_cache: int = 0
+    reused: int = 0
+
+    def __add__(self, other: "PairCounts") -> "PairCounts":
+        return PairCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def __sub__(self, other: "PairCounts") -> "PairCounts":
+        return PairCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class Component(System):
+    """A configured system used inside composites: each (query, candidate list) is scored once per process."""
+
+    def __init__(self, name: str, system: System):
+        self.name, self.system = name, system
+        self.counts_pairs = isinstance(system, PairSystem)
+        self.counts = PairCounts()
+        self._memo: dict[tuple, Outcome] = {}
+
+    def score_all(self, queries: Sequence[QueryCandidates], deadline_s: float | None = None) -> dict[str, Outcome]:
+        keys = {query.query_id: (query.query_id, query.query_text, tuple(query.frame["doc_id"])) for query in queries}
+        todo = [query for query in queries if keys[query.query_id] not in self._memo]
+        fresh = self.system.score_all(todo, None) if todo else {}
+        for query in queries:
+            key = keys[query.query_id]
+            if query.query_id in fresh:
+                outcome = self._memo[key] = fresh[query.query_id]
+                if self.counts_pairs and isinstance(outcome, Scores):
+                    self.counts.scored += len(query.frame) - outcome.cache_hits
+                    self.counts.from_cache += outcome.cache_hits
+            elif self.counts_pairs:
+                self.counts.reused += len(query.frame)
+        return {query.query_id: check_deadline(self._memo[keys[query.query_id]], deadline_s) for query in queries}
+
+    def describe(self) -> dict[str, Any]:
+        return self.system.describe()
+
+
+def component(context: BuildContext, name: str, where: str) -> Component:
+    """The component ``name`` (a system under ``systems`` or ``column:<name>``), built once per process."""
+    built = context.shared.setdefault("components", {})
+    if name in built:
+        return built[name]
+    if name.startswith(COLUMN_PREFIX):
+        column = name[len(COLUMN_PREFIX):]
+        built[name] = Component(name, ColumnSystem(column))
+        return built[name]
+    mapping = context.systems.get(name)
+    if mapping is None:
+        raise ConfigError(f"{where}: no system {name!r} under `systems` (configured: {', '.join(context.systems)}).")
+    building = context.shared.setdefault("building", [])
+    if name in building:
+        raise ConfigError(f"{where}: {' -> '.join([*building, name])} is a cycle: a system cannot contain itself.")
+    building.append(name)
+    try:
+        built[name] = Component(name, build_system(name, mapping, context))
+    finally:
+        building.remove(name)
+    return built[name]
+
+
+def pair_counts(context: BuildContext) -> PairCounts:
+    """Pairs scored, read from the cache and reused by every component built in this process so far."""
+    total = PairCounts()
+    for built in context.shared.get("components", {}).values():
+        total = total + built.counts
+    return total
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration shared by the composite kinds
+
+
+def column_name(value: str) -> str:
+    if value.startswith(COLUMN_PREFIX) and value[len(COLUMN_PREFIX):] not in SCORE_COLUMNS:
+        raise ValueError(f"{value!r}: a score column is one of {', '.join(COLUMN_PREFIX + c for c in SCORE_COLUMNS)}")
+    return value
+
+
+ComponentName = Annotated[str, AfterValidator(column_name)]
+"""A system under ``systems``, or ``column:<name>`` for a first-stage score column of the candidates."""
+
+
+class CompositeConfig(SystemConfig):
+    """Settings of a system composed of others.
+
+    DVC gives each system one dependency (``depends_on``) besides the candidates and the code, and tracks only the
+    system's own settings. So a composite may contain at most one system with inputs of its own (a model or a run
+    file; reference systems and score columns have none), and its ``depends_on`` is that system's run file
+    (``data/runs/run_<name>.parquet``): DVC runs that system first, so its pairs are in the pair-score cache, and
+    re-runs the composite whenever that system's model or settings change its run."""
+
+    def component_names(self) -> list[str]:
+        raise NotImplementedError
+
+
+def check_composition(name: str, config: CompositeConfig, systems: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse a composite whose single DVC dependency does not cover its components (see ``CompositeConfig``)."""
+    if config.depends_on is None:  # not run by DVC
+        return
+    where = f"systems.{name}.depends_on"
+    names = [c for c in dict.fromkeys(config.component_names()) if not c.startswith(COLUMN_PREFIX)]
+    with_inputs = [c for c in names if not _code_only(c, systems)]
+    if len(with_inputs) > 1:
+        raise ConfigError(f"{where}: {', '.join(map(repr, with_inputs))} each depend on a model or run file, but DVC "
+                          f"watches one dependency per system and only the system's own settings, so a change to the "
+                          f"others would leave this run stale. Fix: compose at most one such system (the others "
+                          f"reference systems or column:<score>).")
+    if with_inputs and not config.depends_on.replace("\\", "/").endswith(f"run_{with_inputs[0]}.parquet"):
+        raise ConfigError(f"{where} is {config.depends_on!r}; set it to the run file of {with_inputs[0]!r} "
+                          f"(data/runs/run_{with_inputs[0]}.parquet), so DVC runs that system first and re-runs this "
+                          f"one when its model or settings change.")
+
+
+def _code_only(name: str, systems: Mapping[str, Mapping[str, Any]]) -> bool:
+    mapping = systems.get(name) or {}
+    depends_on = str(mapping.get("depends_on") or "")
+    return depends_on.startswith(CODE_DIR) or not depends_on
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scores: normalisation, ordering and the sum of costs
+
+NORMALIZATIONS = ("minmax", "zscore")
+
+
+def normalise(values: np.ndarray, how: str) -> np.ndarray:
+    """Per-query normalisation of one component's scores: ``minmax`` to [0, 1], ``zscore`` to mean 0 and standard
+    deviation 1; a query whose scores are all equal gets 0 for every candidate (it carries no preference)."""
+    values = np.asarray(values, dtype=np.float64)
+    if how == "minmax":
+        spread = values.max() - values.min() if len(values) else 0.0
+        return (values - values.min()) / spread if spread > 0 else np.zeros_like(values)
+    if how == "zscore":
+        deviation = values.std() if len(values) else 0.0
+        return (values - values.mean()) / deviation if deviation > 0 else np.zeros_like(values)
+    raise ValueError(f"unknown normalisation {how!r}; use one of {NORMALIZATIONS}")
+
+
+def system_order(values: np.ndarray, frame) -> np.ndarray:
+    """Positions of ``frame``'s rows in the order the rerank driver would give these scores (ties: fused rank, then
+    doc id)."""
+    return np.lexsort((frame["doc_id"].to_numpy(), frame["fused_rank"].to_numpy(), -np.asarray(values, float)))
+
+
+def ranked(frame: pd.DataFrame, values: np.ndarray) -> pd.DataFrame:
+    """One query's run as the rerank driver assembles it: the first ``len(values)`` rows of ``frame`` (all its
+    candidates, fused order) by these scores, the rest in fused order. Columns query_id, doc_id, fused_rank, rank."""
+    head = len(values)
+    order = np.concatenate([system_order(values, frame.iloc[:head]), np.arange(head, len(frame))])
+    out = frame.iloc[order][["query_id", "doc_id", "fused_rank"]].reset_index(drop=True)
+    out["rank"] = np.arange(1, len(out) + 1, dtype=np.int64)
+    return out
+
+
+def below(scored: np.ndarray, count: int) -> np.ndarray:
+    """``count`` scores strictly below every score in ``scored``, decreasing: the rows a stage did not score keep
+    the order they are given in, after every row it scored."""
+    floor = float(np.min(scored)) if len(scored) else 0.0
+    return floor - 1.0 - np.arange(count, dtype=np.float64)
+
+
+def summed(parts: Mapping[str, Scores], values: np.ndarray, *, own_s: float, mode: str = RERANKED) -> Scores:
+    """A composite's scores for one query: its values and the sum of its components' costs."""
+    timings: dict[str, float] = {}
+    for name, part in parts.items():
+        for key, seconds in part.timings.items():
+            timings[f"{name}.{key}"] = timings.get(f"{name}.{key}", 0.0) + seconds
+    stats = next((part.pair_stats for part in parts.values() if part.pair_stats), {})
+    return Scores(np.asarray(values, dtype=np.float64), mode=mode,
+                  compute_s=sum(part.compute_s for part in parts.values()),
+                  replayed_s=sum(part.replayed_s for part in parts.values()),
+                  cache_hits=sum(part.cache_hits for part in parts.values()),
+                  wall_s=sum(part.wall_s for part in parts.values()) + own_s, timings=timings,
+                  pair_stats=stats if all(len(v) == len(values) for v in stats.values()) else {})
+
+
+def failed(parts: Mapping[str, Outcome], own_s: float) -> ScoringFailure | None:
+    """The first component failure of a query, renamed to say which component failed, with the time spent."""
+    for name, part in parts.items():
+        if isinstance(part, ScoringFailure):
+            failure = ScoringFailure(part.reason, f"component {name}: {part.detail}")
+            failure.wall_s = sum(p.wall_s for p in parts.values()) + own_s
+            failure.compute_s = sum(p.compute_s for p in parts.values())
+            failure.replayed_s = sum(p.replayed_s for p in parts.values())
+            return failure
+    return None
+
+
+class CompositeSystem(System):
+    """Base of composites: ``score_all`` times the composite's own work and judges its deadline on cold compute."""
+
+    def combine(self, queries: Sequence[QueryCandidates]) -> dict[str, Outcome]:
+        raise NotImplementedError
+
+    def score(self, query: QueryCandidates) -> Scores:
+        outcome = self.combine([query])[query.query_id]
+        if isinstance(outcome, ScoringFailure):
+            raise outcome
+        return outcome
+
+    def score_all(self, queries: Sequence[QueryCandidates], deadline_s: float | None) -> dict[str, Outcome]:
+        return {query_id: check_deadline(outcome, deadline_s) for query_id, outcome in self.combine(queries).items()}
+
+
+def timed(started: float) -> float:
+    return time.perf_counter() - started
+
+
+def component_depth(context: BuildContext, name: str) -> int | None:
+    """A configured component's own depth (None for a score column)."""
+    if name.startswith(COLUMN_PREFIX):
+        return None
+    return parse_system_config(name, context.systems[name]).depth
+
+

@@ -1,0 +1,81 @@
+"""Policy sweeps over stored scores: one pass, zero new model calls when the cache holds the pairs, and points with
+paired CIs, p95 and cost."""
+
+import pandas as pd
+import pytest
+
+from rerankeval.core.errors import ConfigError
+from rerankeval.policies.config import SweepConfig
+from rerankeval.policies.points import per_query_quality, policy_points
+from rerankeval.policies.sweep import override, run_policy
+from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.systems import build_system
+from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def composed(systems):  # noqa: F811
+    systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"], "weight": 0.5}
+    systems["cascade"] = {"kind": "cascade", "depth": 4, "first": "column:bm25_score", "second": "length",
+                          "second_depth": 2}
+    systems["routed"] = {"kind": "routed", "depth": 4, "default": "length", "rules": [
+        {"when": {"margin": {"column": "bm25_score", "at_least": 3.0}}, "then": "skip"}]}
+    return systems
+
+
+SWEEPS = [SweepConfig(system="blend", parameter="weight", values=[0.0, 0.5, 1.0]),
+          SweepConfig(system="cascade", parameter="second_depth", values=[1, 2, 4]),
+          SweepConfig(system="routed", parameter="rules.0.when.margin.at_least", values=[3.0, 5.0]),
+          SweepConfig(system="length", parameter="depth", values=[2, 4], label="word count depth")]
+
+
+def test_a_sweep_over_cached_scores_makes_no_model_call(composed):
+    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
+    calls = len(SCORED)
+    shared = context(composed)
+    results = [run_policy(sweep, candidates(), QUERIES, shared, f"policies.sweeps[{i}]")
+               for i, sweep in enumerate(SWEEPS)]
+    assert len(SCORED) == calls, "a sweep over stored scores called the model"
+    assert all(result.pairs.scored == 0 for result in results)
+    blend = results[0].pairs
+    assert (blend.from_cache, blend.reused) == (8, 16)  # read once, then every other weight reuses the same scores
+    assert [len(result.settings) for result in results] == [3, 3, 2, 2]
+    # Routed: a BM25 margin of 4 skips both queries at threshold 3, none at 5.
+    skipped = [(setting.latency["mode"] == "SKIPPED").sum() for setting in results[2].settings]
+    assert skipped == [2, 0]
+
+
+def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
+    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
+    fused, _ = rerank(candidates(), QUERIES, build_system("fusion", composed["fusion"], context(composed)),
+                      RerankSettings(4))
+    baseline = per_query_quality(fused, QRELS, ["q1", "q2"], "RR@10", "drop")
+    assert baseline.tolist() == [0.5, 1.0]  # q1's relevant d1 is fused 2nd, q2's d0 is 1st
+    policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
+    points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0, hourly_price=3.6,
+                           samples=200, seed=1, confidence=0.95, method="percentile")
+    # q1's d1 comes first at every weight (RR 1). q2's d0: BM25 (weight 0) puts it 3rd, word count (weight 1) 3rd
+    # (tied with d2 at 2 words, fused rank first), the half blend (.125, 1, .25, .25) last: RR 1/3, 1/4, 1/3.
+    assert points["quality"].tolist() == pytest.approx([2 / 3, 0.625, 2 / 3])
+    assert points["delta"].tolist() == pytest.approx([-1 / 12, -0.125, -1 / 12])
+    assert points["value"].tolist() == ["0", "0.5", "1"] and (points["pairs_scored"] == 0).all()
+    assert (points["p95_ms"] > 0).all() and (points["cost_per_1k_queries"] > 0).all()
+    assert (points["low"] <= points["delta"]).all() and (points["delta"] <= points["high"]).all()
+
+
+def test_override_reaches_nested_settings_and_refuses_unknown_ones():
+    mapping = {"kind": "routed", "rules": [{"when": {"margin": {"at_least": 1.0}}, "then": "skip"}]}
+    assert override(mapping, "rules.0.when.margin.at_least", 2.0, "w")["rules"][0]["when"]["margin"] == {
+        "at_least": 2.0}
+    assert mapping["rules"][0]["when"]["margin"]["at_least"] == 1.0  # the original is untouched
+    with pytest.raises(ConfigError, match="rules.3 not found"):
+        override(mapping, "rules.3.then", "x", "w")
+
+
+def test_settings_that_change_a_models_scores_are_not_a_sweep_over_stored_scores(composed):
+    with pytest.raises(ConfigError, match="not a sweep over stored scores"):
+        run_policy(SweepConfig(system="length", parameter="max_length", values=[64]), candidates(), QUERIES,
+                   context(composed), "policies.sweeps[0]")
+    with pytest.raises(ConfigError, match=r"(?s)policies.sweeps\[0\].values\[0\] = 7: .*weights must lie in \[0, 1\]"):
+        run_policy(SweepConfig(system="blend", parameter="weight", values=[7]), candidates(), QUERIES,
+                   context(composed), "policies.sweeps[0]")
