@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import CollectionError
 from ..core.hashing import canonical_json, sha256_text
+from .traffic import WEIGHT_KEY, query_weights
 
 CORPUS_SCHEMA = pa.schema(
     [
@@ -208,7 +209,8 @@ def load_beir(folder: str | Path, splits: list[str] | None = None) -> Collection
     if not query_ids:
         raise CollectionError(f"{folder / 'qrels'}: the qrels judge no query. Fix: check the query ids in the qrels "
                               "files against queries.jsonl.")
-    return Collection(corpus=corpus, queries=_queries_table(query_ids, query_records, query_split),
+    weights = query_weights(folder, query_ids, query_records)
+    return Collection(corpus=corpus, queries=_queries_table(query_ids, query_records, query_split, weights),
                       qrels=_qrels_table(judgments), slice_columns=_slice_columns(
                           {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}), notes=notes)
 
@@ -248,22 +250,27 @@ def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: se
     return judgments, query_split, notes
 
 
-def _queries_table(query_ids: list[str], query_records: dict, query_split: dict) -> pa.Table:
+def _queries_table(query_ids: list[str], query_records: dict, query_split: dict,
+                   weights: list[float] | None = None) -> pa.Table:
     metadata = {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}
     slice_columns = _slice_columns(metadata)
     columns: dict[str, list] = {"query_id": query_ids, "text": [], "split": [], "row_sha256": []}
     for column in slice_columns:
         columns[column] = []
-    for query_id in query_ids:
+    for position, query_id in enumerate(query_ids):
         text = query_records[query_id][2]["text"]
         split = query_split[query_id][0]
         slices = {column: _slice_value(metadata[query_id].get(column)) for column in slice_columns}
         columns["text"].append(text)
         columns["split"].append(split)
-        columns["row_sha256"].append(sha256_text(canonical_json([query_id, text, split, slices])))
+        row = [query_id, text, split, slices] + ([] if weights is None else [weights[position]])
+        columns["row_sha256"].append(sha256_text(canonical_json(row)))
         for column in slice_columns:
             columns[column].append(slices[column])
     schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns])
+    if weights is not None:  # traffic weights (data.traffic), hashed with the row
+        columns[WEIGHT_KEY] = weights
+        schema = schema.append(pa.field(WEIGHT_KEY, pa.float64()))
     return pa.table(columns, schema=schema)
 
 
@@ -284,7 +291,7 @@ def _slice_columns(metadata: dict[str, dict]) -> list[str]:
         for key, value in record.items():
             if isinstance(value, (str, int, bool)):
                 values.setdefault(key, set()).add(str(value))
-    reserved = set(QUERIES_BASE_SCHEMA.names)
+    reserved = set(QUERIES_BASE_SCHEMA.names) | {WEIGHT_KEY}
     return sorted(
         key for key, seen in values.items()
         if key not in reserved and 1 < len(seen) <= MAX_SLICE_VALUES and len(seen) < len(metadata)

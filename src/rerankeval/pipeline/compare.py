@@ -8,6 +8,7 @@ from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
 from ..rerank.latency import summarise_latency
 from ..stats.comparison import compare, regression_details, relevant_doc_type
+from ..stats.weighted import weighted_comparison
 from .params import load_params
 from .paths import PER_QUERY_FILE
 from .runs import load_latencies, load_runs
@@ -35,6 +36,11 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)
     result["split"] = split
+    if "weight" in queries.columns:  # traffic weights (data.traffic): weighted means beside the macro average
+        result["weighted"] = weighted_comparison(
+            per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
+                                                                                  rule.primary_metric])),
+            settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
     write_json(compare_path, result)
     write_json(verdicts_path, verdicts)
     for system, verdict in verdicts["verdicts"].items():
