@@ -14,12 +14,15 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from rerankeval.core.io import table_metadata
 from rerankeval.rerank.assemble import check_permutation
 
 REPO = Path(__file__).resolve().parents[1]
 CHEAP_SYSTEMS = ["fusion", "bm25", "dense", "oracle", "random"]
 # The fine-tuned cross-encoder, trained for a few steps here, and a cross-encoder from a folder outside the project.
 SYSTEMS = [*CHEAP_SYSTEMS, "ce_minilm_ft", "external"]
+# Composed from the cross-encoder's cached scores, and its int8 variant.
+CONFIGURATIONS = ["ce_minilm_ft_int8", "blend_ce_fusion", "routed_blend", "cascade_bm25_ce"]
 
 pytestmark = pytest.mark.slow
 
@@ -57,9 +60,13 @@ def project(tmp_path, tiny_beir):
                              "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
-                             "systems.external.depth=5", "systems.external.max_length=64"])
-    params["systems"] = {name: params["systems"][name] for name in SYSTEMS}
-    params["system_names"] = SYSTEMS
+                             "systems.external.depth=5", "systems.external.max_length=64",
+                             "systems.ce_minilm_ft_int8.depth=5", "systems.ce_minilm_ft_int8.max_length=64",
+                             "systems.blend_ce_fusion.depth=5", "systems.routed_blend.depth=5",
+                             "systems.cascade_bm25_ce.depth=10", "systems.cascade_bm25_ce.second_depth=3",
+                             "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]"])
+    params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
+    params["system_names"] = [*SYSTEMS, *CONFIGURATIONS]
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
     return workdir
@@ -68,7 +75,7 @@ def project(tmp_path, tiny_beir):
 def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     """One flow, since every `dvc repro` here costs seconds: build, no-op, force, change qrels, change one system."""
     dvc(project, "repro")
-    for name in SYSTEMS:
+    for name in [*SYSTEMS, *CONFIGURATIONS]:
         run = pd.read_parquet(project / "data" / "runs" / f"run_{name}.parquet")
         candidates = pd.read_parquet(project / "data" / "candidates.parquet")
         check_permutation(candidates[candidates["query_id"].isin(run["query_id"])], run)
@@ -80,6 +87,14 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
         assert (project / "reports" / "plots" / f"{plot}.png").stat().st_size > 1000, plot
     report = (project / "reports" / "report.md").read_text()
     assert "`ce_minilm_ft@5`" in report and "peak_rss_mib" in report  # Pareto point and environment block
+    for section in ("## What the rerankers moved", "## Configurations (composed systems)", "### Policy sweeps",
+                    "## Precision variants against float32"):
+        assert section in report, section
+    # The composites and the sweep read the cross-encoder's pairs from the cache: no model call of their own.
+    sweep = table_metadata(project / "data" / "sweeps" / "points.parquet")
+    assert len(sweep["pairs"]) == 4 and all(counts["scored"] == 0 for counts in sweep["pairs"].values())
+    routed = table_metadata(project / "data" / "runs" / "latency_routed_blend.parquet")
+    assert routed["composite_pairs"]["scored"] == 0 and routed["composite_pairs"]["from_cache"] > 0
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
 
@@ -117,18 +132,20 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    assert reran == {"rerank@random", "evaluate", "compare", "report"}
+    assert reran == {"rerank@random", "evaluate", "compare", "sweep", "report"}
 
     params["train"]["steps"] = 4
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    # A retrain re-runs only the system that uses the model (the reference systems depend on no model).
-    assert reran == {"train", "rerank@ce_minilm_ft", "evaluate", "compare", "report"}
+    # A retrain re-runs only the systems that use the model (the reference systems depend on no model), and the
+    # configurations composed from it, through their dependency on its run.
+    assert reran == {"train", "rerank@ce_minilm_ft", "evaluate", "compare", "sweep", "report",
+                     *(f"rerank@{name}" for name in CONFIGURATIONS)}
 
     # Replacing an external model's weights in place is a change of that system's stage, and of no other.
     weights = Path(params["systems"]["external"]["model"]) / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-1] + b"\x00")
     status = dvc(project, "status")
     assert "rerank@external" in status and "modified:" in status and str(weights.parent) in status
-    assert not any(f"rerank@{name}:" in status for name in [*CHEAP_SYSTEMS, "ce_minilm_ft"])
+    assert not any(f"rerank@{name}:" in status for name in [*CHEAP_SYSTEMS, "ce_minilm_ft", *CONFIGURATIONS])

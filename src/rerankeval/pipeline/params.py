@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..eval.config import MeasureName
+from ..policies.config import PoliciesConfig
 from ..retrieval.freeze import RetrievalConfig
 from ..stats.comparison import CompareConfig
 from ..stats.verdict import CriticalSlice
@@ -49,6 +50,7 @@ class Params(StrictConfig):
     train: TrainConfig
     evaluation: EvaluationConfig
     compare: CompareConfig
+    policies: PoliciesConfig = PoliciesConfig()
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
 

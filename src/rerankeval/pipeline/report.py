@@ -16,18 +16,23 @@ from .runs import load_latencies, load_runs, system_file
 
 def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
         latency_pattern: str, metrics_path: str | Path, compare_path: str | Path, verdicts_path: str | Path,
-        report_path: str | Path, record_path: str | Path, plots_dir: str | Path) -> None:
+        report_path: str | Path, record_path: str | Path, plots_dir: str | Path,
+        sweeps_path: str | Path | None = None) -> None:
     params = load_params(params_path)
     systems = params.system_names
     eval_dir = Path(eval_dir)
+    snapshot = Snapshot(snapshot_dir)
     inputs = ReportInputs(
-        params=params, manifest=Snapshot(snapshot_dir).manifest,
+        params=params, manifest=snapshot.manifest,
         metrics=read_json(metrics_path), compare=read_json(compare_path), verdicts=read_json(verdicts_path),
         per_query=read_table(eval_dir / PER_QUERY_FILE).to_pandas(),
         depth_curve=read_table(eval_dir / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
         run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
-        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems})
+        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems},
+        qrels=snapshot.table("qrels").to_pandas(), queries=snapshot.queries_of(params.dataset.eval_split),
+        sweeps=read_table(sweeps_path).to_pandas() if sweeps_path else None,
+        sweep_pairs=table_metadata(sweeps_path).get("pairs", {}) if sweeps_path else {})
     markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
         Path(report_path).parent).as_posix())
     write_text(report_path, markdown)

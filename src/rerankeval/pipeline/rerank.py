@@ -6,6 +6,7 @@ import resource
 import time
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.compute as pc
 
 from ..core.errors import ConfigError
@@ -18,7 +19,25 @@ from ..rerank.latency import latency_table
 from ..retrieval.freeze import CANDIDATES_SCHEMA, verify_passages
 from ..systems import BuildContext, Query, build_system, parse_system_config
 from ..systems.base import FUSION_FALLBACK
+from ..systems.composite.components import pair_counts
 from .params import load_params
+
+
+def split_candidates(snapshot: Snapshot, candidates_path: str | Path):
+    """``candidates_of(split)``: that split's candidates (verified against their hashes) and query views, read from
+    the frozen candidates once."""
+    table = read_table(candidates_path, CANDIDATES_SCHEMA)
+
+    def candidates_of(split: str) -> tuple[pd.DataFrame, dict[str, Query]]:
+        queries = snapshot.queries_of(split)
+        candidates = table.filter(pc.is_in(table.column("query_id"),
+                                           value_set=pc.cast(queries["query_id"].tolist(), "string"))).to_pandas()
+        verify_passages(candidates, candidates_path)
+        labels = [column for column in snapshot.slice_columns if column in queries.columns]
+        return candidates, {row["query_id"]: Query(row["query_id"], row["text"], {c: row[c] for c in labels})
+                            for row in queries.to_dict("records")}
+
+    return candidates_of
 
 
 def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
@@ -33,19 +52,14 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     snapshot = Snapshot(snapshot_dir)
     check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
 
-    queries = snapshot.queries_of(split)
-    candidates = read_table(candidates_path, CANDIDATES_SCHEMA)
-    candidates = candidates.filter(pc.is_in(candidates.column("query_id"),
-                                            value_set=pc.cast(queries["query_id"].tolist(), "string"))).to_pandas()
-    verify_passages(candidates, candidates_path)
+    candidates_of = split_candidates(snapshot, candidates_path)
+    candidates, query_views = candidates_of(split)
 
     started = time.perf_counter()
-    system = build_system(system_name, mapping, BuildContext(qrels=snapshot.table("qrels").to_pandas(),
-                                                             systems=params.systems))
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,
+                           candidates_of=candidates_of)
+    system = build_system(system_name, mapping, context)
     load_s = time.perf_counter() - started
-    labels = [column for column in snapshot.slice_columns if column in queries.columns]
-    query_views = {row["query_id"]: Query(row["query_id"], row["text"], {column: row[column] for column in labels})
-                   for row in queries.to_dict("records")}
     run_frame, latency = rerank(candidates, query_views, system, RerankSettings(config.depth, config.deadline_s))
     metadata = {"system": system_name, "config": mapping, "split": split,
                 "candidates_sha256": sha256_file(candidates_path), "snapshot": snapshot.hashes,
@@ -53,7 +67,7 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     write_table(run_path, run_table(run_frame), metadata)
     # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
     write_table(latency_path, latency_table(latency), {
-        "system": system_name, "load_s": round(load_s, 3),
+        "system": system_name, "load_s": round(load_s, 3), "composite_pairs": pair_counts(context).to_dict(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     fallbacks = int((latency["mode"] == FUSION_FALLBACK).sum())
     print(f"rerank[{system_name}]: {len(latency)} queries, depth {config.depth}, {fallbacks} fallbacks, "

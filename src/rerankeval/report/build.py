@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,10 @@ from ..eval.funnel import measure_rows, pool_measures, system_depth
 from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
+from . import configurations, frontier, moved, precision, weighted
 from . import markdown as md
 from . import plots
-from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+from .cost import cost_per_query, depth_cost_table, latency_at_depth, token_summary, tokens_per_second
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class ReportInputs:
     latencies: Mapping[str, pd.DataFrame]
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
+    qrels: pd.DataFrame | None = None
+    queries: pd.DataFrame | None = None
+    """The evaluated split's queries (query_id, text, slice columns)."""
+    sweeps: pd.DataFrame | None = None
+    """The sweep stage's points (``policies.points``), with the pairs each sweep needed in ``sweep_pairs``."""
+    sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -83,13 +90,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
                                    inputs.latencies, hourly_price, warmup)
     plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, plots_dir / "depth_cost.png")
-    # The oracle is a ceiling, not a configuration one can deploy; depths that change nothing are one point.
-    deployable = [system for system in systems if params.systems[system]["kind"] != "oracle"]
-    points = depth_costs[depth_costs["system"].isin(deployable) & depth_costs["p95_ms"].notna()]
-    points = points.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
-    points = points.assign(label=points["system"] + "@" + points["depth"].astype(str)).reset_index(drop=True)
-    points["frontier"] = pareto_front(points)
-    plots.pareto(points, quality_measure, plots_dir / "pareto.png")
+    sweeps = inputs.sweeps
+    points = frontier.frontier_points(depth_costs, params.systems,
+                                      frontier.own_points(systems, per_query, quality_measure, costs), sweeps)
+    frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png")
 
     environments = {}
     for system in systems:
@@ -99,6 +103,11 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                 **described["environment"], "model": described["model"], "revision": described["revision"],
                 "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
                 "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
+    boot = {"n_samples": params.compare.samples, "seed": params.compare.seed, "confidence": params.compare.confidence,
+            "method": params.compare.ci_method}
+    precision_rows = precision.precision_rows(precision.twins({s: params.systems[s] for s in systems}), per_query,
+                                              inputs.latencies, primary, warmup, boot,
+                                              {s: m.get("describe", {}) for s, m in inputs.run_metadata.items()})
     tables = inputs.manifest["tables"]
     context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
                "no_relevant": evaluation.no_relevant,
@@ -107,16 +116,23 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     text = md.render([
         md.header_section(context),
         md.verdict_section(inputs.verdicts),
+        moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
+                            compare["baseline"], systems) if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),
+        weighted.weighted_section(compare.get("weighted"), primary),
+        configurations.configurations_section(
+            systems, params.systems, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
+            compare, inputs.queries, primary, warmup, hourly_price, boot, params.compare.worst_n),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
-        md.pareto_section(points, quality_measure, plots_link),
+        frontier.frontier_section(points, sweeps, inputs.sweep_pairs, quality_measure, plots_link),
+        precision.precision_section(precision_rows, primary, params.compare.confidence),
         md.environment_section(environments),
         md.all_metrics_section(inputs.metrics),
     ])

@@ -224,13 +224,6 @@ def depth_cost_section(table_rows: pd.DataFrame, measure: str, plots: str) -> st
             + f"\n\n![depth vs cost]({plots}/depth_cost.png)")
 
 
-def pareto_section(points: pd.DataFrame, measure: str, plots: str) -> str:
-    rows = [[f"`{r.label}`", fmt(r.quality), fmt(r.p95_ms, 2), "frontier" if r.frontier else "dominated"]
-            for r in points.sort_values("p95_ms").itertuples()]
-    return (f"## Pareto frontier: {measure} vs p95 latency (every system x depth)\n\n"
-            + table(["configuration", measure, "p95 ms", ""], rows) + f"\n\n![pareto]({plots}/pareto.png)")
-
-
 def environment_section(environments: Mapping[str, Mapping[str, Any]]) -> str:
     if not environments:
         return ""

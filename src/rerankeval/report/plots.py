@@ -114,22 +114,3 @@ def depth_cost(rows: pd.DataFrame, measure: str, path: Path) -> None:
     left.legend(fontsize=8)
     fig.tight_layout()
     _save(fig, path)
-
-
-def pareto(points: pd.DataFrame, measure: str, path: Path) -> None:
-    """``points``: label, quality, p95_ms, frontier. Quality vs p95 latency; the frontier is joined by a line."""
-    plt = _figure()
-    fig, axis = plt.subplots(figsize=(7, 4.5))
-    floor = max(points["p95_ms"].min(), 1e-3)
-    x = points["p95_ms"].clip(lower=floor)
-    dominated = ~points["frontier"]
-    axis.scatter(x[dominated], points.loc[dominated, "quality"], color="#bbbbbb", label="dominated")
-    front = points[points["frontier"]].assign(x=x[points["frontier"]]).sort_values("x")
-    axis.plot(front["x"], front["quality"], marker="o", color="#d62728", label="Pareto frontier")
-    for row in points.assign(x=x).itertuples():
-        axis.annotate(row.label, (row.x, row.quality), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    axis.set(xscale="log", xlabel="p95 latency per query (ms, log)", ylabel=measure,
-             title=f"Quality vs latency: {measure}")
-    axis.legend(fontsize=8)
-    fig.tight_layout()
-    _save(fig, path)

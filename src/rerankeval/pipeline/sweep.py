@@ -1,0 +1,49 @@
+"""Stage `sweep`: the declared policy sweeps (``policies`` in params.yaml) over stored scores, as frontier points.
+
+Runs after every rerank stage (it depends on their runs), so the pairs it needs are in the pair-score cache; it
+prints and records how many pairs it scored, read from the cache and reused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from ..core.io import write_table
+from ..data.snapshot import Snapshot
+from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
+from ..policies.sweep import run_policy
+from ..systems import BuildContext
+from .params import load_params
+from .rerank import split_candidates
+from .runs import load_runs
+
+
+def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
+        points_path: str | Path) -> None:
+    params = load_params(params_path)
+    policies, split = params.policies, params.dataset.eval_split
+    measure = policies.measure or (params.evaluation.depth_measures or [params.compare.release.primary_metric])[0]
+    baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
+    snapshot = Snapshot(snapshot_dir)
+    qrels = snapshot.table("qrels").to_pandas()
+    candidates_of = split_candidates(snapshot, candidates_path)
+    candidates, queries = candidates_of(split)
+    baseline_run = load_runs(run_pattern, [baseline_name], str(candidates_path))[baseline_name]
+    baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
+    context = BuildContext(qrels=qrels, systems=params.systems, candidates_of=candidates_of)
+    frames, pairs = [], {}
+    for number, sweep in enumerate(policies.sweeps):
+        policy = run_policy(sweep, candidates, queries, context, f"policies.sweeps[{number}]")
+        pairs[policy.label] = policy.pairs.to_dict()
+        frames.append(policy_points(policy, baseline, qrels, measure, no_relevant=evaluation.no_relevant,
+                                    warmup_queries=evaluation.warmup_queries,
+                                    hourly_price=evaluation.hourly_price_usd, samples=settings.samples,
+                                    seed=settings.seed, confidence=settings.confidence, method=settings.ci_method))
+        print(f"sweep[{policy.label}]: {len(sweep.values)} settings, pairs scored {policy.pairs.scored}, "
+              f"read from the cache {policy.pairs.from_cache}, reused {policy.pairs.reused}")
+    points = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=POINT_COLUMNS)
+    write_table(points_path, pa.Table.from_pandas(points, preserve_index=False),
+                {"measure": measure, "baseline": baseline_name, "split": split, "pairs": pairs})

@@ -1,0 +1,107 @@
+"""The composed configurations (blend, routed, cascade): what each does, its quality against the baseline with the
+paired CI, p95 and cost with CIs, the pairs it scored or read from the cache, the blend's train-split fit, the routed
+system's skip rate and the worst regressions among its skipped queries (what skipping lost against the system the
+query would otherwise have gone to)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..policies.config import COMPOSITE_KINDS
+from ..rerank.latency import cold_seconds, timed_queries
+from ..stats.resampling import bootstrap_ci
+from ..systems.base import SKIPPED
+from .cost import SECONDS_PER_HOUR
+from .markdown import fmt, table
+
+
+def _interval(values: np.ndarray, boot: Mapping[str, Any], scale: float = 1.0, digits: int = 4,
+              percent: bool = False) -> str:
+    result = bootstrap_ci(values, **boot)
+    mean, low, high = (float(x[0]) * scale for x in (result.mean, result.low, result.high))
+    if percent:
+        return f"{mean:.0%} [{low:.0%}, {high:.0%}]"
+    return f"{fmt(mean, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def _comparison(compare: Mapping[str, Any], system: str, metric: str) -> Mapping[str, Any] | None:
+    return next((c for c in compare["comparisons"] if c["challenger"] == system and c["metric"] == metric), None)
+
+
+def _what(kind: str, described: Mapping[str, Any]) -> str:
+    if kind == "blend":
+        fit = described.get("fit")
+        text = described["blend"]
+        if fit:
+            text += (f"; weight fitted on the {fit['split']} split ({fit['queries']} queries, best mean "
+                     f"{fit['measure']} {max(p['mean'] for p in fit['curve']):.4f} over {len(fit['curve'])} weights)")
+            if fit.get("in_sample"):
+                text += (f"; {', '.join(fit['in_sample'])} was fine-tuned on that split, so the fit is in-sample for "
+                         "it and favours it")
+        return text
+    if kind == "routed":
+        rules = "; ".join(f"if {', '.join(f'{k}={v}' for k, v in rule['when'].items() if v is not None)} then "
+                          f"{rule['then']}" for rule in described["rules"])
+        return f"{rules}; else {described['default']}"
+    return described.get("cascade", kind)
+
+
+def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping[str, Any]],
+                           run_metadata: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
+                           latency_metadata: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame,
+                           compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str, warmup: int,
+                           hourly_price: float, boot: Mapping[str, Any], worst_n: int) -> str:
+    composites = [s for s in systems if configs[s].get("kind") in COMPOSITE_KINDS]
+    if not composites:
+        return ""
+    baseline = compare["baseline"]
+    rows, notes, beats = [], [], []
+    for system in composites:
+        kind, latency = configs[system]["kind"], latencies[system]
+        described = run_metadata[system].get("describe", {})
+        item = _comparison(compare, system, metric)
+        delta = "n/a" if item is None else \
+            f"{fmt(item['delta'], signed=True)} [{fmt(item['low'], signed=True)}, {fmt(item['high'], signed=True)}]"
+        if item is not None and item["low"] is not None and item["low"] > 0:
+            beats.append(f"`{system}` ({delta})")
+        cost = cold_seconds(timed_queries(latency, warmup)).to_numpy() * hourly_price / SECONDS_PER_HOUR
+        skipped = (latency["mode"] == SKIPPED).to_numpy(dtype=np.float64)
+        pairs = latency_metadata[system].get("composite_pairs", {})
+        rows.append([f"`{system}`", kind, _what(kind, described),
+                     fmt(float(per_query.loc[per_query["system"] == system, metric].mean())), delta,
+                     fmt(float(np.percentile(cold_seconds(timed_queries(latency, warmup)), 95) * 1000), 1),
+                     _interval(cost, boot, scale=1000, digits=5),
+                     _interval(skipped, boot, percent=True) if kind == "routed" else "",
+                     f"{pairs.get('scored', 'n/a')} / {pairs.get('from_cache', 'n/a')}"])
+        if kind == "routed":
+            notes.append(_skipped_regressions(system, configs[system], latency, per_query, queries, metric,
+                                              worst_n))
+    header = ["system", "kind", "what it does", metric, f"Δ vs `{baseline}` [CI]", "p95 ms",
+              "cost / 1k queries [CI]", "skipped [CI]", "pairs scored / from cache"]
+    verdict = (f"Beating `{baseline}` with a CI above 0: {', '.join(beats)}." if beats else
+               f"No configuration beats `{baseline}` with a CI above 0 on {metric}.")
+    return "\n\n".join(["## Configurations (composed systems)", table(header, rows), verdict, *notes])
+
+
+def _skipped_regressions(system: str, config: Mapping[str, Any], latency: pd.DataFrame, per_query: pd.DataFrame,
+                         queries: pd.DataFrame | None, metric: str, worst_n: int) -> str:
+    target = config.get("default")
+    skipped = latency.loc[latency["mode"] == SKIPPED, "query_id"]
+    title = f"### `{system}`: the skipped queries ({len(skipped)})"
+    if target not in set(per_query["system"]) or skipped.empty:
+        return f"{title}\n\nNo evaluated system to compare the skipped queries with (default: `{target}`)."
+    values = per_query.pivot(index="query_id", columns="system", values=metric)
+    lost = (values[system] - values[target]).reindex(skipped).dropna().sort_values(kind="stable")
+    texts = queries.set_index("query_id")["text"] if queries is not None else pd.Series(dtype=object)
+    rows = [[query_id, str(texts.get(query_id, ""))[:90], fmt(delta, signed=True)]
+            for query_id, delta in lost.head(worst_n).items() if delta < 0]
+    summary = (f"On the skipped queries the fused order scores {fmt(float(values[system].reindex(skipped).mean()))} "
+               f"{metric} against {fmt(float(values[target].reindex(skipped).mean()))} for `{target}` (what they would "
+               f"have been sent to); {int((lost < 0).sum())} of them lose, {int((lost > 0).sum())} gain.")
+    if not rows:
+        return f"{title}\n\n{summary}"
+    return f"{title}\n\n{summary} Worst:\n\n" + table(["query", "text", f"Δ {metric} skipping vs `{target}`"], rows)

@@ -1,0 +1,111 @@
+"""The quality-cost frontier of every configuration: each system at its depths, each composite as configured, and each
+policy sweep (sweep stage) as a curve; the Pareto frontier is marked across all of them.
+
+A point is (quality mean, p95 latency per query); the frontier holds the points no other point beats on both axes.
+The oracle is a ceiling, not a deployable configuration, and is left out. Composite systems are drawn at their
+configured setting (their depth curve from one scoring pass would not be the composite's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..policies.config import COMPOSITE_KINDS
+from . import plots
+from .cost import pareto_front
+from .markdown import fmt, table
+
+POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
+
+
+def frontier_points(depth_costs: pd.DataFrame, systems: Mapping[str, Mapping[str, Any]], own: pd.DataFrame,
+                    sweeps: pd.DataFrame | None) -> pd.DataFrame:
+    """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
+    row per system as configured (system, quality, p95_ms, cost_per_1k_queries); ``sweeps``: the sweep stage's
+    points. Returns ``POINT_COLUMNS`` plus ``frontier``."""
+    deployable = [name for name, config in systems.items() if config.get("kind") != "oracle"]
+    composite = {name for name in deployable if systems[name].get("kind") in COMPOSITE_KINDS}
+    parts = []
+    depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
+    depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
+    parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "label": depths["system"] + "@" +
+                               depths["depth"].astype(str), "quality": depths["quality"], "p95_ms": depths["p95_ms"],
+                               "cost_per_1k_queries": depths["cost_per_1k_queries"], "position": depths["depth"]}))
+    configured = own[own["system"].isin(composite) & own["p95_ms"].notna()]
+    parts.append(pd.DataFrame({"policy": configured["system"], "label": configured["system"],
+                               "quality": configured["quality"], "p95_ms": configured["p95_ms"],
+                               "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
+    if sweeps is not None and len(sweeps):
+        swept = sweeps[sweeps["p95_ms"].notna()]
+        parts.append(pd.DataFrame({"policy": swept["policy"], "label": swept["system"] + " " + swept["parameter"]
+                                   + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
+                                   "cost_per_1k_queries": swept["cost_per_1k_queries"],
+                                   "position": swept["position"]}))
+    points = pd.concat([part for part in parts if len(part)], ignore_index=True)[POINT_COLUMNS]
+    points["frontier"] = pareto_front(points)
+    return points
+
+
+def plot_frontier(points: pd.DataFrame, measure: str, path: Path) -> None:
+    """Every policy a curve (its settings in sweep order), the Pareto frontier joined in red."""
+    plt = plots._figure()
+    fig, axis = plt.subplots(figsize=(9, 5.5))
+    floor = max(points["p95_ms"].min(), 1e-3)
+    points = points.assign(x=points["p95_ms"].clip(lower=floor))
+    for policy, frame in points.groupby("policy", sort=True):
+        frame = frame.sort_values("position")
+        line, = axis.plot(frame["x"], frame["quality"], marker="o", markersize=4, linewidth=1,
+                          linestyle="-" if len(frame) > 1 else "none", label=policy)
+        for row in frame.itertuples():
+            tag = row.label.rsplit("=", 1)[-1] if "=" in row.label else row.label.rsplit("@", 1)[-1]
+            axis.annotate(tag if len(frame) > 1 else row.label, (row.x, row.quality), fontsize=6, xytext=(3, 3),
+                          textcoords="offset points", color=line.get_color())
+    front = points[points["frontier"]].sort_values("x")
+    axis.plot(front["x"], front["quality"], color="#d62728", linewidth=2.2, alpha=0.5, zorder=0,
+              label="Pareto frontier")
+    axis.scatter(front["x"], front["quality"], s=90, facecolors="none", edgecolors="#d62728", zorder=3)
+    axis.set(xscale="log", xlabel="p95 latency per query (ms, log; cold: cache hits cost their model time)",
+             ylabel=measure, title=f"Quality vs latency: {measure} (curves: policies; red: frontier)")
+    axis.legend(fontsize=6, loc="best", ncol=2)
+    fig.tight_layout()
+    plots._save(fig, path)
+
+
+def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: Mapping[str, Mapping[str, int]],
+                     measure: str, plots_link: str) -> str:
+    rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
+             "**frontier**" if r.frontier else ""] for r in points.sort_values("p95_ms").itertuples()]
+    text = (f"## Quality-cost frontier: {measure} vs p95 latency (systems x depth, configurations, policy sweeps)\n\n"
+            + table(["configuration", "policy", measure, "p95 ms", "cost / 1k queries", ""], rows)
+            + f"\n\n![frontier]({plots_link}/pareto.png)")
+    return text + ("\n\n" + sweeps_section(sweeps, pairs, measure) if sweeps is not None and len(sweeps) else "")
+
+
+def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]], measure: str) -> str:
+    parts = ["### Policy sweeps (one pass over stored scores)",
+             "Each setting is a full run of the configuration on the evaluated queries; Δ is against the baseline "
+             "with a paired bootstrap CI. A sweep's curve describes the settings on this split: a setting picked "
+             "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead)."]
+    summary = [[policy, len(frame), *(pairs.get(policy, {}).get(key, "n/a") for key in ("scored", "from_cache",
+                                                                                        "reused"))]
+               for policy, frame in sweeps.groupby("policy", sort=False)]
+    parts.append(table(["policy", "settings", "pairs scored (model calls)", "pairs read from the cache",
+                        "pairs reused in memory"], summary))
+    rows = [[r.policy, r.value, fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
+             f"{fmt(r.high, signed=True)}]", fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
+             f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"] for r in sweeps.itertuples()]
+    parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p95 ms", "cost / 1k",
+                        "skipped", "fallbacks"], rows))
+    return "\n\n".join(parts)
+
+
+def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
+               costs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Each system as configured: its mean ``measure``, p95 and cost per 1k queries."""
+    means = per_query.groupby("system")[measure].mean()
+    return pd.DataFrame([{"system": s, "quality": float(means[s]), "p95_ms": costs[s]["p95_ms"],
+                          "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])

@@ -1,0 +1,110 @@
+"""What the reranker moved: per query, where the final top document was in the fused order and how far the relevant
+documents moved; per slice, how often a judged document that the fused order put above the best one is pushed
+below it.
+
+Definitions (from the run's ``rank`` and ``fused_rank`` and the qrels):
+
+* the best document of a query: its highest-graded document among the candidates (ties: the higher fused rank);
+* a hard negative: a document judged 0 that the fused order ranked above the best document;
+* a decoy: a document judged relevant but below the best grade that the fused order ranked above the best document
+  (the twin error code, the outdated manual, last year's price list);
+* pushed below: after reranking it ranks below the best document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .markdown import fmt, table
+
+QUERY_COLUMNS = ["system", "query_id", "top_fused_rank", "best_fused_rank", "best_rank", "relevant_moved",
+                 "hard_negatives", "hard_negatives_pushed", "decoys", "decoys_pushed"]
+
+
+def moved_per_query(run: pd.DataFrame, qrels: pd.DataFrame, system: str) -> pd.DataFrame:
+    """One row per query that has a relevant candidate (``QUERY_COLUMNS``)."""
+    judged = run[["query_id", "doc_id", "rank", "fused_rank"]].merge(
+        qrels[["query_id", "doc_id", "relevance"]], on=["query_id", "doc_id"], how="left")
+    top = run.loc[run["rank"] == 1].set_index("query_id")["fused_rank"]
+    rows = []
+    for query_id, frame in judged.groupby("query_id", sort=True):
+        relevant = frame[frame["relevance"] > 0]
+        if relevant.empty:
+            continue
+        best = relevant.sort_values(["relevance", "fused_rank"], ascending=[False, True]).iloc[0]
+        above = frame[frame["relevance"].notna() & (frame["fused_rank"] < best["fused_rank"])]
+        negatives, decoys = above[above["relevance"] <= 0], above[above["relevance"] > 0]
+        rows.append({"system": system, "query_id": query_id, "top_fused_rank": int(top[query_id]),
+                     "best_fused_rank": int(best["fused_rank"]), "best_rank": int(best["rank"]),
+                     "relevant_moved": float((relevant["fused_rank"] - relevant["rank"]).mean()),
+                     "hard_negatives": len(negatives),
+                     "hard_negatives_pushed": int((negatives["rank"] > best["rank"]).sum()),
+                     "decoys": len(decoys), "decoys_pushed": int((decoys["rank"] > best["rank"]).sum())})
+    return pd.DataFrame(rows, columns=QUERY_COLUMNS)
+
+
+def slice_summary(moved: pd.DataFrame, slices: pd.DataFrame) -> pd.DataFrame:
+    """Per system and slice (``all`` first, then ``column=value``): queries, pushed-below rates, where the top
+    document came from and how the best document moved."""
+    rows = []
+    labelled = moved.merge(slices, left_on="query_id", right_index=True, how="left")
+    groups = [("all", labelled)] + [(f"{column}={value}", frame) for column in slices.columns
+                                    for value, frame in labelled.groupby(labelled[column].fillna("(none)"), sort=True)]
+    for name, frame in groups:
+        for system, part in frame.groupby("system", sort=False):
+            rows.append({"system": system, "slice": name, "queries": len(part),
+                         "hard_negatives": int(part["hard_negatives"].sum()),
+                         "hard_negatives_pushed": int(part["hard_negatives_pushed"].sum()),
+                         "decoys": int(part["decoys"].sum()), "decoys_pushed": int(part["decoys_pushed"].sum()),
+                         "top_from_fused_1": float((part["top_fused_rank"] == 1).mean()),
+                         "top_from_beyond_10": float((part["top_fused_rank"] > 10).mean()),
+                         "best_up": float((part["best_rank"] < part["best_fused_rank"]).mean()),
+                         "best_down": float((part["best_rank"] > part["best_fused_rank"]).mean()),
+                         "relevant_moved": float(part["relevant_moved"].mean())})
+    return pd.DataFrame(rows)
+
+
+def _share(pushed: int, total: int) -> str:
+    return f"{pushed}/{total} ({pushed / total:.0%})" if total else "0/0"
+
+
+def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: pd.DataFrame,
+                  slice_columns: Sequence[str], baseline: str, systems: Sequence[str]) -> str:
+    shown = [system for system in systems if system != baseline]
+    if not shown:
+        return ""
+    moved = pd.concat([moved_per_query(runs[system], qrels, system) for system in shown], ignore_index=True)
+    slices = queries.set_index("query_id")[[c for c in slice_columns if c in queries.columns]]
+    summary = slice_summary(moved, slices)
+    head = summary[summary["slice"] == "all"]
+    rows = [[f"`{r.system}`", r.queries, _share(r.hard_negatives_pushed, r.hard_negatives),
+             _share(r.decoys_pushed, r.decoys), f"{r.top_from_fused_1:.0%}", f"{r.top_from_beyond_10:.0%}",
+             f"{r.best_up:.0%} / {r.best_down:.0%}", fmt(r.relevant_moved, 2, signed=True)]
+            for r in head.itertuples()]
+    header = ["system", "queries", "hard negatives pushed below the best doc", "decoys pushed below",
+              "top doc was fused #1", "top doc from beyond fused #10", "best doc up / down", "relevant docs moved (ranks)"]
+    parts = [f"## What the rerankers moved (against the `{baseline}` order)",
+             "A hard negative is judged 0, a decoy judged relevant but below the query's best grade (a near-twin code, "
+             "an outdated manual); both counted when the fused order put them above the best document, and pushed "
+             "when the system ranks them below it. Relevant docs moved: mean of fused rank minus final rank "
+             "(positive: up).", table(header, rows)]
+    by_slice = summary[summary["slice"] != "all"]
+    if len(by_slice):
+        slice_rows = [[f"`{r.system}`", r.slice, r.queries, _share(r.hard_negatives_pushed, r.hard_negatives),
+                       _share(r.decoys_pushed, r.decoys), f"{r.best_up:.0%} / {r.best_down:.0%}"]
+                      for r in by_slice.itertuples()]
+        parts.append("<details><summary>Per slice</summary>\n\n" + table(
+            ["system", "slice", "queries", "hard negatives pushed", "decoys pushed", "best doc up / down"],
+            slice_rows) + "\n\n</details>")
+    query_rows = [[f"`{r.system}`", r.query_id, r.top_fused_rank, f"{r.best_fused_rank} → {r.best_rank}",
+                   fmt(r.relevant_moved, 1, signed=True), _share(r.hard_negatives_pushed, r.hard_negatives),
+                   _share(r.decoys_pushed, r.decoys)] for r in moved.itertuples()
+                  if r.hard_negatives or r.decoys or r.best_rank != r.best_fused_rank]
+    if query_rows:
+        parts.append("<details><summary>Per query (queries where something moved or a decoy stood above the best "
+                     "document)</summary>\n\n" + table(
+                         ["system", "query", "top doc's fused rank", "best doc fused → final", "relevant moved",
+                          "hard negatives pushed", "decoys pushed"], query_rows) + "\n\n</details>")
+    return "\n\n".join(parts)
