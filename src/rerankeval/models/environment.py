@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,10 @@ def cpu_model() -> str:
 
 
 def describe_environment() -> dict[str, Any]:
-    import sentence_transformers
     import torch
-    import transformers
 
-    return {"cpu_model": cpu_model(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "sentence_transformers": sentence_transformers.__version__,
+    # Versions from the installed distributions: importing sentence_transformers only to read its version costs
+    # seconds, and a run served from the cache never imports it.
+    return {"cpu_model": cpu_model(), "torch_threads": torch.get_num_threads(), "torch": version("torch"),
+            "transformers": version("transformers"), "sentence_transformers": version("sentence-transformers"),
             "python": platform.python_version()}

@@ -88,6 +88,9 @@ class PairSystem(System):
             self.cache.store(query_sha, fresh)
             known.update(fresh)
 
+        prepare = getattr(self.scorer, "prepare", None)
+        if items and prepare is not None:  # e.g. load the model, now that a pair needs it (outside per-query guards)
+            prepare()
         results = {result.query_id: result for result in self.executor.run(self.scorer, items, store)}
         for query in queries:
             if query.query_id in outcomes:

@@ -8,6 +8,7 @@ FlagEmbedding are imported only when such a system is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -48,14 +49,28 @@ class LearnedConfig(PairScorerConfig):
 
 
 class LearnedModel:
-    """A loaded model as a ``PairScorer``: its batched scorer, and the identity of its exact weights."""
+    """A model as a ``PairScorer``: the identity of its exact weights, and its batched scorer, loaded when a pair
+    first needs scoring (``prepare``): a run served from the pair-score cache never loads the network, which is what
+    keeps composites of cached models and sweeps cheap."""
 
-    def __init__(self, scorer: CrossEncoderScorer | BiEncoderScorer, config: LearnedConfig, resolved: ResolvedModel):
-        self.scorer, self.config, self.resolved = scorer, config, resolved
-        self.environment = describe_environment()
+    def __init__(self, load: Callable[[], CrossEncoderScorer | BiEncoderScorer], family: str, config: LearnedConfig,
+                 resolved: ResolvedModel):
+        self._load, self.family, self.config, self.resolved = load, family, config, resolved
+        self._scorer: CrossEncoderScorer | BiEncoderScorer | None = None
+
+    @property
+    def scorer(self) -> CrossEncoderScorer | BiEncoderScorer:
+        if self._scorer is None:
+            self._scorer = self._load()
+        return self._scorer
+
+    def prepare(self) -> None:
+        """Load the network now (``PairSystem`` calls it before scoring): a model that cannot load fails the stage,
+        not each query."""
+        self.scorer  # noqa: B018  (the property loads it)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"model": self.resolved.identity, "scorer": f"{self.scorer.family}/{SCORER_VERSION}",
+        return {"model": self.resolved.identity, "scorer": f"{self.family}/{SCORER_VERSION}",
                 "passage_template": PASSAGE_TEMPLATE_VERSION, "max_length": self.config.max_length,
                 "truncation": self.config.truncation, **precision_key(self.config.dtype)}
 
@@ -69,10 +84,10 @@ class LearnedModel:
             "weights_sha256": self.resolved.weights_sha256, "model_dir": str(self.resolved.directory),
             "dtype": config.dtype, "precision": describe_precision(config.dtype), "max_length": config.max_length,
             "truncation": config.truncation,
-            "raw_scores": "cosine" if self.scorer.family == "bi" else "logits",
+            "raw_scores": "cosine" if self.family == "bi" else "logits",
             "batch_size": config.batch_size, "trust_remote_code": config.trust_remote_code,
             "use_safetensors": config.use_safetensors, "scorer_version": SCORER_VERSION,
-            "environment": self.environment,
+            "environment": describe_environment(),
         }
 
 
@@ -86,10 +101,13 @@ def _classifier(config: LearnedConfig, load) -> LearnedModel:
     """A sequence-classification reranker: resolved, its head checked, loaded by ``load(directory)``."""
     resolved = _resolve(config)
     check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
-    network, tokenizer = load(str(resolved.directory))
-    scorer = CrossEncoderScorer(apply_precision(network, config.dtype), tokenizer, max_length=config.max_length,
-                                truncation=config.truncation, batch_size=config.batch_size)
-    return LearnedModel(scorer, config, resolved)
+
+    def scorer() -> CrossEncoderScorer:
+        network, tokenizer = load(str(resolved.directory))
+        return CrossEncoderScorer(apply_precision(network, config.dtype), tokenizer, max_length=config.max_length,
+                                  truncation=config.truncation, batch_size=config.batch_size)
+
+    return LearnedModel(scorer, CrossEncoderScorer.family, config, resolved)
 
 
 @register_pair_scorer("cross_encoder", LearnedConfig)
@@ -122,12 +140,15 @@ def _flag_reranker(config: LearnedConfig, context: BuildContext) -> LearnedModel
 
 @register_pair_scorer("bi_encoder", LearnedConfig)
 def _bi_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
-    from sentence_transformers import SentenceTransformer
-
     resolved = _resolve(config)
-    model = SentenceTransformer(str(resolved.directory), device="cpu", local_files_only=True,
-                                trust_remote_code=config.trust_remote_code,
-                                model_kwargs={"use_safetensors": config.use_safetensors})
-    scorer = BiEncoderScorer(apply_precision(model, config.dtype), max_length=config.max_length,
-                             batch_size=config.batch_size)
-    return LearnedModel(scorer, config, resolved)
+
+    def scorer() -> BiEncoderScorer:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(resolved.directory), device="cpu", local_files_only=True,
+                                    trust_remote_code=config.trust_remote_code,
+                                    model_kwargs={"use_safetensors": config.use_safetensors})
+        return BiEncoderScorer(apply_precision(model, config.dtype), max_length=config.max_length,
+                               batch_size=config.batch_size)
+
+    return LearnedModel(scorer, BiEncoderScorer.family, config, resolved)
