@@ -1,0 +1,58 @@
+"""Precision variants: int8 quantizes the Linear layers and scores close to float32 under its own cache key; a run
+served from the cache never loads the network; the report pairs each variant with its float32 twin."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.report.precision import precision_rows, twins
+from tests.test_models import PASSAGES, build, candidates, config, query, tiny_ce  # noqa: F401  (fixture)
+
+
+def test_int8_quantizes_the_linear_layers_and_stays_close_to_float32(tiny_ce, tmp_path):  # noqa: F811
+    full = build("cross_encoder", config(tiny_ce, tmp_path))
+    quantized = build("cross_encoder", config(tiny_ce, tmp_path, dtype="int8"))
+    assert full.cache.fingerprint != quantized.cache.fingerprint
+    assert quantized.describe()["precision"]["dtype"] == "int8" and "quantization" in quantized.cache.parts
+    reference = full.score(query("q", "payment retry", PASSAGES)).values
+    values = quantized.score(query("q", "payment retry", PASSAGES)).values
+    import torch
+
+    layers = [type(module) for module in quantized.scorer.scorer.model.modules()]
+    assert torch.ao.nn.quantized.dynamic.Linear in layers and torch.nn.Linear not in layers
+    spread = reference.max() - reference.min()
+    assert not np.array_equal(values, reference) and np.abs(values - reference).max() < 0.1 * spread
+
+
+def test_bfloat16_records_whether_the_cpu_runs_it_natively(tiny_ce, tmp_path):  # noqa: F811
+    described = build("cross_encoder", config(tiny_ce, tmp_path, dtype="bfloat16")).describe()["precision"]
+    assert described["dtype"] == "bfloat16" and isinstance(described["native_bf16"], bool)
+
+
+def test_a_run_served_from_the_cache_never_loads_the_network(tiny_ce, tmp_path):  # noqa: F811
+    settings = config(tiny_ce, tmp_path)
+    queries = {"q": query("q", "payment retry", PASSAGES).query}
+    rerank(candidates("q", PASSAGES), queries, build("cross_encoder", settings), RerankSettings(6))
+    warm = build("cross_encoder", settings)
+    _, latency = rerank(candidates("q", PASSAGES), queries, warm, RerankSettings(6))
+    assert latency["cache_hits"].tolist() == [6] and warm.scorer._scorer is None
+    assert "environment" in warm.describe()
+
+
+def test_each_variant_is_paired_with_its_float32_twin_and_timed_against_it():
+    systems = {"ce": {"kind": "cross_encoder", "model": "m", "max_length": 96, "depth": 30, "dtype": "float32"},
+               "ce_int8": {"kind": "cross_encoder", "model": "m", "max_length": 96, "depth": 30, "dtype": "int8",
+                           "batch_size": 8},
+               "ce_short_int8": {"kind": "cross_encoder", "model": "m", "max_length": 64, "depth": 30,
+                                 "dtype": "int8"},
+               "fusion": {"kind": "fusion", "depth": 100}}
+    assert twins(systems) == [("ce_int8", "ce")]  # batch size does not matter; max_length does
+    per_query = pd.DataFrame({"system": ["ce"] * 4 + ["ce_int8"] * 4, "query_id": list("abcd") * 2,
+                              "nDCG@10": [0.5, 0.6, 0.7, 0.8, 0.5, 0.6, 0.6, 0.8]})
+    latency = {name: pd.DataFrame({"query_id": list("abcd"), "position": range(4), "compute_s": seconds,
+                                   "replayed_s": 0.0}) for name, seconds in (("ce", [0.4] * 4), ("ce_int8", [0.2] * 4))}
+    row, = precision_rows([("ce_int8", "ce")], per_query, latency, "nDCG@10", 0,
+                          {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}, {})
+    assert row["delta"] == pytest.approx(-0.025) and row["speed_ratio"] == pytest.approx(2.0)
+    assert row["ratio_low"] == pytest.approx(2.0) and row["timing"] == "this run / this run"

@@ -1,0 +1,79 @@
+"""Report sections of issue 14 on hand-made inputs: what the rerankers moved, the frontier with policies as curves, and
+the composed configurations (skip rate, what skipping lost)."""
+
+import pandas as pd
+import pytest
+
+from rerankeval.report.configurations import configurations_section
+from rerankeval.report.frontier import frontier_points, plot_frontier
+from rerankeval.report.moved import moved_per_query, moved_section
+
+BOOT = {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}
+
+
+def run_of(order: list[str], query_id: str = "q1") -> pd.DataFrame:
+    return pd.DataFrame({"query_id": query_id, "doc_id": order, "rank": range(1, len(order) + 1),
+                         "fused_rank": [int(doc[1:]) + 1 for doc in order]})
+
+
+QRELS = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"], "doc_id": ["d3", "d1", "d2", "d4", "d0"],
+                      "relevance": [3, 0, 1, 2, 0]})
+
+
+def test_what_moved_by_hand():
+    run = pd.concat([run_of(["d3", "d2", "d0", "d1", "d4"]), run_of(["d1", "d0"], "q2")], ignore_index=True)
+    moved = moved_per_query(run, QRELS, "ce")
+    assert moved["query_id"].tolist() == ["q1"]  # q2 has no relevant document
+    row = moved.iloc[0]
+    # Best: d3 (grade 3, fused 4th) now first. Above it in fused order: d1 (judged 0) and d2 (grade 1), both pushed.
+    assert (row["top_fused_rank"], row["best_fused_rank"], row["best_rank"]) == (4, 4, 1)
+    assert (row["hard_negatives"], row["hard_negatives_pushed"], row["decoys"], row["decoys_pushed"]) == (1, 1, 1, 1)
+    assert row["relevant_moved"] == pytest.approx((3 + 1 + 0) / 3)  # d3 +3, d2 +1, d4 0
+    unchanged = moved_per_query(run_of(["d0", "d1", "d2", "d3", "d4"]), QRELS, "fusion").iloc[0]
+    assert (unchanged["hard_negatives_pushed"], unchanged["decoys_pushed"], unchanged["best_rank"]) == (0, 0, 4)
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["a", "b"], "intent": ["exact_id", "other"]})
+    text = moved_section({"ce": run, "fusion": run_of(["d0"])}, QRELS, queries, ["intent"], "fusion",
+                         ["fusion", "ce"])
+    assert "| `ce` | 1 | 1/1 (100%) | 1/1 (100%) | 0% | 0% | 100% / 0% | +1.33 |" in text
+    assert "intent=exact_id" in text
+
+
+def test_frontier_draws_policies_as_curves_and_marks_the_frontier(tmp_path):
+    depth_costs = pd.DataFrame({"system": ["fusion", "ce", "ce", "oracle"], "depth": [100, 10, 30, 100],
+                                "quality": [0.6, 0.62, 0.55, 0.9], "p95_ms": [0.1, 200.0, 500.0, 0.1],
+                                "cost_per_1k_queries": [0.0, 0.01, 0.02, 0.0]})
+    systems = {"fusion": {"kind": "fusion"}, "ce": {"kind": "cross_encoder"}, "oracle": {"kind": "oracle"},
+               "blend": {"kind": "blend"}}
+    own = pd.DataFrame({"system": ["fusion", "ce", "oracle", "blend"], "quality": [0.6, 0.55, 0.9, 0.66],
+                        "p95_ms": [0.1, 500.0, 0.1, 510.0], "cost_per_1k_queries": [0.0, 0.02, 0.0, 0.02]})
+    sweeps = pd.DataFrame({"policy": "blend weight", "system": "blend", "parameter": "weight",
+                           "value": ["0", "0.5", "1"], "position": [0, 1, 2], "quality": [0.6, 0.67, 0.55],
+                           "p95_ms": [505.0, 505.0, 505.0], "cost_per_1k_queries": 0.02})
+    points = frontier_points(depth_costs, systems, own, sweeps)
+    assert "oracle" not in " ".join(points["label"])  # a ceiling, not a configuration
+    assert points.set_index("label")["frontier"].to_dict() == {
+        "fusion@100": True, "ce@10": True, "ce@30": False, "blend": False, "blend weight=0": False,
+        "blend weight=0.5": True, "blend weight=1": False}
+    plot_frontier(points, "nDCG@10", tmp_path / "pareto.png")
+    assert (tmp_path / "pareto.png").stat().st_size > 1000
+
+
+def test_configurations_report_skip_rate_and_what_skipping_lost():
+    latency = pd.DataFrame({"query_id": ["a", "b", "c", "d"], "position": range(4),
+                            "mode": ["SKIPPED", "RERANKED", "SKIPPED", "RERANKED"], "wall_s": [0.001, 0.2, 0.001, 0.2],
+                            "compute_s": [0.0, 0.2, 0.0, 0.2], "replayed_s": 0.0})
+    per_query = pd.DataFrame({"system": ["routed"] * 4 + ["blend"] * 4, "query_id": list("abcd") * 2,
+                              "nDCG@10": [0.2, 0.9, 0.5, 0.8, 0.7, 0.9, 0.5, 0.8]})
+    compare = {"baseline": "fusion", "comparisons": [{"challenger": "routed", "metric": "nDCG@10", "delta": 0.01,
+                                                      "low": -0.02, "high": 0.04}]}
+    configs = {"routed": {"kind": "routed", "default": "blend"}, "blend": {"kind": "blend"}}
+    described = {"routed": {"describe": {"rules": [{"when": {"identifier_in_query": True, "margin": None},
+                                                    "then": "skip"}], "default": "blend"}}}
+    queries = pd.DataFrame({"query_id": list("abcd"), "text": ["PAY-1042 retry?", "b", "c", "d"]})
+    text = configurations_section(["routed"], configs, described, {"routed": latency},
+                                  {"routed": {"composite_pairs": {"scored": 0, "from_cache": 60}}}, per_query,
+                                  compare, queries, "nDCG@10", 0, 3.6, BOOT, 5)
+    assert "if identifier_in_query=True then skip; else blend" in text
+    assert "| 50% [" in text and "| 0 / 60 |" in text  # skip rate with its CI; pairs scored / from the cache
+    assert "No configuration beats `fusion` with a CI above 0" in text
+    assert "1 of them lose, 0 gain" in text and "| a | PAY-1042 retry? | -0.5000 |" in text
