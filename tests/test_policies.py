@@ -1,7 +1,6 @@
 """Policy sweeps over stored scores: one pass, zero new model calls when the cache holds the pairs, and points with
 paired CIs, p95 and cost."""
 
-import pandas as pd
 import pytest
 
 from rerankeval.core.errors import ConfigError
@@ -10,7 +9,7 @@ from rerankeval.policies.points import per_query_quality, policy_points
 from rerankeval.policies.sweep import override, run_policy
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems import build_system
-from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401  (fixture)
+from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401, F811  (fixture)
 
 
 @pytest.fixture

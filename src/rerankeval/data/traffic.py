@@ -43,7 +43,8 @@ def query_weights(folder: Path, query_ids: list[str], records: dict[str, tuple[P
         if missing:
             source, line, _ = records[missing[0]]
             raise CollectionError(f"{source}:{line}: query {missing[0]!r} has no metadata.weight while others do "
-                                  f"({len(missing)} queries lack one). Fix: give every query a weight (0: never asked).")
+                                  f"({len(missing)} queries lack one). Fix: give every query a weight "
+                                  "(0: never asked).")
         return [_number(records[qid][2]["metadata"][WEIGHT_KEY], f"{records[qid][0]}:{records[qid][1]}")
                 for qid in query_ids]
     if not path.exists():

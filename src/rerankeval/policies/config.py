@@ -16,7 +16,7 @@ class SweepConfig(StrictConfig):
     system: str
     """A system under ``systems``."""
     parameter: str
-    """``depth`` of any system, or a setting of a composite; dotted for a nested one (``rules.0.when.margin.at_least``)."""
+    """``depth`` of any system, or a setting of a composite; dotted when nested (``rules.0.when.margin.at_least``)."""
     values: list[Any] = Field(min_length=1)
     label: str | None = None
     """The policy's name on the plot; default ``<system>: <parameter>``."""

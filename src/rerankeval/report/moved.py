@@ -84,7 +84,8 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
              f"{r.best_up:.0%} / {r.best_down:.0%}", fmt(r.relevant_moved, 2, signed=True)]
             for r in head.itertuples()]
     header = ["system", "queries", "hard negatives pushed below the best doc", "decoys pushed below",
-              "top doc was fused #1", "top doc from beyond fused #10", "best doc up / down", "relevant docs moved (ranks)"]
+              "top doc was fused #1", "top doc from beyond fused #10", "best doc up / down",
+              "relevant docs moved (ranks)"]
     parts = [f"## What the rerankers moved (against the `{baseline}` order)",
              "A hard negative is judged 0, a decoy judged relevant but below the query's best grade (a near-twin code, "
              "an outdated manual); both counted when the fused order put them above the best document, and pushed "
