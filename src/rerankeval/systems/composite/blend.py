@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 from ...core.config import StrictConfig
 from ...core.errors import ConfigError
 from ...eval.config import MeasureName
-from ..base import BuildContext, Outcome, QueryCandidates, Query, Scores, register_system
+from ..base import BuildContext, Outcome, QueryCandidates, Scores, register_system
 from .components import (NORMALIZATIONS, Component, ComponentName, CompositeConfig, CompositeSystem,
                          check_composition, component, failed, normalise, ranked, summed)
 
@@ -109,8 +109,7 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
         query_ids = sorted(rng.choice(np.array(query_ids, dtype=object), fit.max_queries, replace=False).tolist())
     frames = {qid: group.sort_values("fused_rank").reset_index(drop=True)
               for qid, group in frame[frame["query_id"].isin(query_ids)].groupby("query_id", sort=True)}
-    heads = [QueryCandidates(queries.get(qid, Query(qid, "")), group.iloc[:config.depth]) for qid, group in
-             frames.items()]
+    heads = [QueryCandidates(queries[qid], group.iloc[:config.depth]) for qid, group in frames.items()]
     outcomes = {part.name: part.score_all(heads) for part in parts}
     usable = [qid for qid in frames if all(isinstance(outcomes[part.name][qid], Scores) for part in parts)]
     if not usable:
