@@ -77,11 +77,16 @@ def plot_frontier(points: pd.DataFrame, measure: str, path: Path) -> None:
 
 def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: Mapping[str, Mapping[str, int]],
                      measure: str, plots_link: str) -> str:
-    rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
-             "**frontier**" if r.frontier else ""] for r in points.sort_values("p95_ms").itertuples()]
+    header = ["configuration", "policy", measure, "p95 ms", "cost / 1k queries"]
+    ordered = points.sort_values(["p95_ms", "quality"], ascending=[True, False])
+    rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5)]
+            for r in ordered.itertuples() if r.frontier]
+    every = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
+              "frontier" if r.frontier else ""] for r in ordered.itertuples()]
     text = (f"## Quality-cost frontier: {measure} vs p95 latency (systems x depth, configurations, policy sweeps)\n\n"
-            + table(["configuration", "policy", measure, "p95 ms", "cost / 1k queries", ""], rows)
-            + f"\n\n![frontier]({plots_link}/pareto.png)")
+            f"The configurations no other beats on both axes ({len(rows)} of {len(points)} points):\n\n"
+            + table(header, rows) + f"\n\n![frontier]({plots_link}/pareto.png)\n\n<details><summary>Every point"
+            "</summary>\n\n" + table([*header, ""], every) + "\n\n</details>")
     return text + ("\n\n" + sweeps_section(sweeps, pairs, measure) if sweeps is not None and len(sweeps) else "")
 
 
