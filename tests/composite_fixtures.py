@@ -15,7 +15,8 @@ SCORED: list[tuple[str, str]] = []
 
 
 class LengthConfig(PairScorerConfig):
-    pass
+    model_dir: str | None = None
+    """Where a model card would be (the blend's fit reads it)."""
 
 
 class LengthScorer:
@@ -29,11 +30,14 @@ class LengthScorer:
         yield PairBatch(np.arange(len(passages)), np.array([len(p.split()) for p in passages], dtype=float),
                         np.full(len(passages), 0.01))
 
+    def __init__(self, model_dir: str | None = None):
+        self.model_dir = model_dir
+
     def describe(self) -> dict:
-        return {"scorer": "word count"}
+        return {"scorer": "word count", **({"model_dir": self.model_dir} if self.model_dir else {})}
 
 
-register_pair_scorer("test_length", LengthConfig)(lambda config, context: LengthScorer())
+register_pair_scorer("test_length", LengthConfig)(lambda config, context: LengthScorer(config.model_dir))
 
 # Four candidates per query in fused order; word counts 1, 4, 2, 3; BM25 scores 2, 8, 4, 0.
 PASSAGES = ["PAY-1041 retry", "PAY-1042 never retry charges", "orion manual", "plan tiers table"]

@@ -1,6 +1,7 @@
 """Composite systems on small hand-computed cases: blend (and its train-split fit), routed (skips keep the fused order
 and their latency), cascade, the components' shared cache, and the DVC rule for their single dependency."""
 
+import json
 import re
 
 import numpy as np
@@ -63,6 +64,20 @@ def test_blend_weight_is_fit_on_the_train_split_not_the_evaluated_one(systems):
     assert pair_counts(shared).to_dict() == {"scored": 8, "from_cache": 0, "reused": 0} and system.fit["queries"] == 2
     with pytest.raises(ConfigError, match="'fit' needs the 'train' split"):
         build_system("blend", systems["blend"], context(systems))
+
+
+@pytest.mark.parametrize("held_out, queries, in_sample", [(["t2"], 1, []), ([], 2, ["length"])])
+def test_blend_fit_uses_the_queries_held_out_of_the_models_training(systems, tmp_path, held_out, queries, in_sample):
+    card = {"split": "train", "data": {"held_out_queries": held_out} if held_out else {}}
+    (tmp_path / "model_card.json").write_text(json.dumps(card))
+    systems["length"]["model_dir"] = str(tmp_path)
+    systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"],
+                        "weight": "fit", "weight_grid": [0.0, 1.0], "fit": {"split": "train"}}
+    train_queries = {"t1": Query("t1", "first"), "t2": Query("t2", "second")}
+    system = build_system("blend", systems["blend"], context(systems, candidates_of=lambda split: (
+        candidates(("t1", "t2")), train_queries)))
+    assert system.fit["queries"] == queries and system.fit["in_sample"] == in_sample
+    assert system.fit["held_out_of_training"] == bool(held_out)
 
 
 def test_routed_skips_keep_the_fused_order_zero_model_cost_and_their_latency(systems):

@@ -57,13 +57,13 @@ def project(tmp_path, tiny_beir):
     shutil.rmtree(workdir / ".dvc" / "tmp", ignore_errors=True)
     params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
                              "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
-                             "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4",
+                             "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4", "train.holdout=1",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
                              "systems.external.depth=5", "systems.external.max_length=64",
                              "systems.ce_minilm_ft_int8.depth=5", "systems.ce_minilm_ft_int8.max_length=64",
                              "systems.blend_ce_fusion.depth=5", "systems.routed_blend.depth=5",
-                             "systems.cascade_bm25_ce.depth=10", "systems.cascade_bm25_ce.second_depth=3",
+                             "systems.cascade_bm25_ce.depth=5", "systems.cascade_bm25_ce.second_depth=3",
                              "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]"])
     params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
     params["system_names"] = [*SYSTEMS, *CONFIGURATIONS]

@@ -45,6 +45,19 @@ def synthetic_split_tables():
     return queries, qrels, candidates
 
 
+def test_held_out_queries_are_left_out_of_training_and_listed():
+    queries, qrels, candidates = synthetic_split_tables()
+    plain = mine_examples(queries, qrels, candidates, CONFIG)
+    held = mine_examples(queries, qrels, candidates, CONFIG.model_copy(update={"holdout": 1}))
+    kept_out = held.stats["held_out_queries"]
+    assert len(kept_out) == 1 and kept_out[0] in {"t1", "t2", "t3"}
+    assert kept_out[0] not in set(held.examples["query_id"]) and held.stats["split_queries"] == 2
+    assert "held_out_queries" not in plain.stats  # holdout 0: the same examples as before the option existed
+    assert mine_examples(queries, qrels, candidates, CONFIG.model_copy(update={"holdout": 1})).stats == held.stats
+    with pytest.raises(ValueError, match="leaves none of the 3 'train' queries"):
+        mine_examples(queries, qrels, candidates, CONFIG.model_copy(update={"holdout": 3}))
+
+
 def test_mining_uses_the_train_split_only_and_avoids_likely_unjudged_positives():
     queries, qrels, candidates = synthetic_split_tables()
     mined = mine_examples(queries, qrels, candidates, CONFIG)

@@ -37,7 +37,8 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
         fit = described.get("fit")
         text = described["blend"]
         if fit:
-            text += (f"; weight fitted on the {fit['split']} split ({fit['queries']} queries, best mean "
+            held_out = " held out of the model's training" if fit.get("held_out_of_training") else ""
+            text += (f"; weight fitted on the {fit['split']} split ({fit['queries']} queries{held_out}, best mean "
                      f"{fit['measure']} {max(p['mean'] for p in fit['curve']):.4f} over {len(fit['curve'])} weights)")
             if fit.get("in_sample"):
                 text += (f"; {', '.join(fit['in_sample'])} was fine-tuned on that split, so the fit is in-sample for "

@@ -64,6 +64,9 @@ class TrainConfig(StrictConfig):
     """Fine-tune the token embeddings too (about half of MiniLM's weights; slower steps, little gain here)."""
     frozen_layers: int = Field(0, ge=0)
     """The lowest N transformer layers stay as pretrained: backpropagation stops above them (faster steps)."""
+    holdout: int = Field(0, ge=0)
+    """This many of the split's queries (a seeded sample) are left out of training and listed in the model card, so
+    settings fitted on the model's scores (a blend's weight) can be fitted out of sample on the same split."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":
@@ -84,7 +87,7 @@ class TrainingSet:
     examples: pd.DataFrame
     """group, query_id, text, doc_id, passage, passage_sha256, fused_rank, label (grade / max grade, 0 for a
     negative); each group's positive first; groups in training order."""
-    stats: dict[str, int]
+    stats: dict[str, Any]
 
     @property
     def sha256(self) -> str:
@@ -98,6 +101,8 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
     split_queries = queries[queries["split"] == config.split][["query_id", "text"]]
     if split_queries.empty:
         raise ValueError(f"no queries in split {config.split!r}; splits present: {sorted(queries['split'].unique())}")
+    held_out = held_out_queries(sorted(split_queries["query_id"]), config)
+    split_queries = split_queries[~split_queries["query_id"].isin(held_out)]
     train_ids = set(split_queries["query_id"])
     judged = qrels[qrels["query_id"].isin(train_ids)]
     pool = candidates[candidates["query_id"].isin(train_ids)].merge(
@@ -135,7 +140,18 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
         "groups": len(groups),
         "positives_short_of_negatives": short_of_negatives,
         "judged_positives_outside_candidates": int((judged["relevance"] >= 1).sum()) - int(positive.sum()),
+        **({"held_out_queries": held_out} if held_out else {}),
     })
+
+
+def held_out_queries(query_ids: list[str], config: TrainConfig) -> list[str]:
+    """The ``config.holdout`` queries kept out of training (own seeded stream: the training draws are unchanged)."""
+    if config.holdout >= len(query_ids):
+        raise ValueError(f"train.holdout {config.holdout} leaves none of the {len(query_ids)} {config.split!r} queries "
+                         "to train on")
+    rng = np.random.default_rng([config.seed, config.holdout])
+    return sorted(rng.choice(np.array(query_ids, dtype=object), config.holdout, replace=False).tolist()) \
+        if config.holdout else []
 
 
 @contextmanager
