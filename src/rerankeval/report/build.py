@@ -40,6 +40,9 @@ class ReportInputs:
     sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
+REFERENCE_KINDS = ("fusion", "bm25", "dense", "oracle", "random")
+
+
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
     """Candidate recall of the reranking pool at each depth (the same for every system)."""
     rows = curve_means[curve_means["measure"] == curve_means["depth"].map(lambda d: str(pool_measures(d)[0]))]
@@ -117,7 +120,8 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.header_section(context),
         md.verdict_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
-                            compare["baseline"], systems) if inputs.qrels is not None else "",
+                            compare["baseline"], systems, [s for s in systems if params.systems[s]["kind"] in
+                                                           REFERENCE_KINDS]) if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),

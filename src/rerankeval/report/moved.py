@@ -71,7 +71,9 @@ def _share(pushed: int, total: int) -> str:
 
 
 def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: pd.DataFrame,
-                  slice_columns: Sequence[str], baseline: str, systems: Sequence[str]) -> str:
+                  slice_columns: Sequence[str], baseline: str, systems: Sequence[str],
+                  reference: Sequence[str] = ()) -> str:
+    """``reference``: systems left out of the per-query table (first-stage orders, oracle, random)."""
     shown = [system for system in systems if system != baseline]
     if not shown:
         return ""
@@ -102,10 +104,10 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
     query_rows = [[f"`{r.system}`", r.query_id, r.top_fused_rank, f"{r.best_fused_rank} → {r.best_rank}",
                    fmt(r.relevant_moved, 1, signed=True), _share(r.hard_negatives_pushed, r.hard_negatives),
                    _share(r.decoys_pushed, r.decoys)] for r in moved.itertuples()
-                  if r.hard_negatives or r.decoys or r.best_rank != r.best_fused_rank]
+                  if r.system not in reference and (r.hard_negatives or r.decoys or r.best_rank != r.best_fused_rank)]
     if query_rows:
-        parts.append("<details><summary>Per query (queries where something moved or a decoy stood above the best "
-                     "document)</summary>\n\n" + table(
+        parts.append("<details><summary>Per query, rerankers only (queries where the best document moved or a "
+                     "decoy stood above it)</summary>\n\n" + table(
                          ["system", "query", "top doc's fused rank", "best doc fused → final", "relevant moved",
                           "hard negatives pushed", "decoys pushed"], query_rows) + "\n\n</details>")
     return "\n\n".join(parts)
