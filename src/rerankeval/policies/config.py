@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
@@ -26,3 +26,11 @@ class PoliciesConfig(StrictConfig):
     sweeps: list[SweepConfig] = []
     measure: MeasureName | None = None
     """Quality axis of the frontier; default: the first of ``evaluation.depth_measures`` (as the depth plots)."""
+
+    @model_validator(mode="after")
+    def _one_curve_per_label(self) -> "PoliciesConfig":
+        labels = [sweep.label or f"{sweep.system}: {sweep.parameter}" for sweep in self.sweeps]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"sweeps share the label(s) {repeated}: give each its own `label`")
+        return self

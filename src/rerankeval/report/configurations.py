@@ -45,10 +45,16 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
                          "it and favours it")
         return text
     if kind == "routed":
-        rules = "; ".join(f"if {', '.join(f'{k}={v}' for k, v in rule['when'].items() if v is not None)} then "
+        rules = "; ".join(f"if {', '.join(_condition(k, v) for k, v in rule['when'].items() if v is not None)} then "
                           f"{rule['then']}" for rule in described["rules"])
         return f"{rules}; else {described['default']}"
     return described.get("cascade", kind)
+
+
+def _condition(key: str, value: Any) -> str:
+    if isinstance(value, Mapping):
+        return f"{key}({', '.join(f'{k}={v}' for k, v in value.items() if v is not None)})"
+    return f"{key}={value}"
 
 
 def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping[str, Any]],
