@@ -78,3 +78,11 @@ def test_settings_that_change_a_models_scores_are_not_a_sweep_over_stored_scores
     with pytest.raises(ConfigError, match=r"(?s)policies.sweeps\[0\].values\[0\] = 7: .*weights must lie in \[0, 1\]"):
         run_policy(SweepConfig(system="blend", parameter="weight", values=[7]), candidates(), QUERIES,
                    context(composed), "policies.sweeps[0]")
+
+
+def test_two_sweeps_may_not_draw_the_same_curve():
+    from rerankeval.policies.config import PoliciesConfig
+
+    sweep = {"system": "blend", "parameter": "weight", "values": [0.5]}
+    with pytest.raises(ConfigError, match="share the label"):
+        PoliciesConfig.parse({"sweeps": [sweep, sweep]}, "policies")
