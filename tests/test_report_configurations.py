@@ -39,10 +39,11 @@ def test_what_moved_by_hand():
 
 
 def test_frontier_draws_policies_as_curves_and_marks_the_frontier(tmp_path):
-    depth_costs = pd.DataFrame({"system": ["fusion", "ce", "ce", "oracle"], "depth": [100, 10, 30, 100],
-                                "quality": [0.6, 0.62, 0.55, 0.9], "p95_ms": [0.1, 200.0, 500.0, 0.1],
-                                "cost_per_1k_queries": [0.0, 0.01, 0.02, 0.0]})
+    depth_costs = pd.DataFrame({"system": ["fusion", "ce", "ce", "oracle", "random"], "depth": [100, 10, 30, 100, 10],
+                                "quality": [0.6, 0.62, 0.55, 0.9, 0.1], "p95_ms": [0.1, 200.0, 500.0, 0.1, 0.05],
+                                "cost_per_1k_queries": [0.0, 0.01, 0.02, 0.0, 0.0]})
     systems = {"fusion": {"kind": "fusion"}, "ce": {"kind": "cross_encoder"}, "oracle": {"kind": "oracle"},
+               "random": {"kind": "random"},
                "blend": {"kind": "blend"}}
     own = pd.DataFrame({"system": ["fusion", "ce", "oracle", "blend"], "quality": [0.6, 0.55, 0.9, 0.66],
                         "p95_ms": [0.1, 500.0, 0.1, 510.0], "cost_per_1k_queries": [0.0, 0.02, 0.0, 0.02]})
@@ -50,7 +51,7 @@ def test_frontier_draws_policies_as_curves_and_marks_the_frontier(tmp_path):
                            "value": ["0", "0.5", "1"], "position": [0, 1, 2], "quality": [0.6, 0.67, 0.55],
                            "p95_ms": [505.0, 505.0, 505.0], "cost_per_1k_queries": 0.02})
     points = frontier_points(depth_costs, systems, own, sweeps)
-    assert "oracle" not in " ".join(points["label"])  # a ceiling, not a configuration
+    assert not {"oracle", "random"} & set(points["policy"].str.split().str[0])  # bounds, not configurations
     assert points.set_index("label")["frontier"].to_dict() == {
         "fusion@100": True, "ce@10": True, "ce@30": False, "blend": False, "blend weight=0": False,
         "blend weight=0.5": True, "blend weight=1": False}

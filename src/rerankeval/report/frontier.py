@@ -2,7 +2,7 @@
 policy sweep (sweep stage) as a curve; the Pareto frontier is marked across all of them.
 
 A point is (quality mean, p95 latency per query); the frontier holds the points no other point beats on both axes.
-The oracle is a ceiling, not a deployable configuration, and is left out. Composite systems are drawn at their
+The oracle (ceiling) and random (floor) are bounds, not deployable configurations, and are left out. Composite systems are drawn at their
 configured setting (their depth curve from one scoring pass would not be the composite's own).
 """
 
@@ -19,6 +19,8 @@ from . import plots
 from .cost import pareto_front
 from .markdown import fmt, table
 
+BOUNDS = ("oracle", "random")
+"""The ceiling and the floor: bounds of what reranking these candidates can do, not configurations to deploy."""
 POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
 
@@ -27,7 +29,7 @@ def frontier_points(depth_costs: pd.DataFrame, systems: Mapping[str, Mapping[str
     """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
     row per system as configured (system, quality, p95_ms, cost_per_1k_queries); ``sweeps``: the sweep stage's
     points. Returns ``POINT_COLUMNS`` plus ``frontier``."""
-    deployable = [name for name, config in systems.items() if config.get("kind") != "oracle"]
+    deployable = [name for name, config in systems.items() if config.get("kind") not in BOUNDS]
     composite = {name for name in deployable if systems[name].get("kind") in COMPOSITE_KINDS}
     parts = []
     depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
