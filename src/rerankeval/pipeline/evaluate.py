@@ -10,7 +10,8 @@ from ..core.io import read_table, write_json, write_table
 from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
-from ..retrieval.freeze import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, RETRIEVERS
+from ..retrieval.candidates import load_candidates
+from ..retrieval.freeze import FIRST_STAGE_SCHEMA, RETRIEVERS
 from .params import load_params
 from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE
 from .runs import load_runs
@@ -34,7 +35,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
 
     own = read_table(first_stage_path, FIRST_STAGE_SCHEMA).to_pandas()
     rankings = {name: own[own["retriever"] == name][["query_id", "doc_id", "rank"]] for name in RETRIEVERS}
-    fused = read_table(candidates_path, CANDIDATES_SCHEMA).select(["query_id", "doc_id", "fused_rank"]).to_pandas()
+    fused = load_candidates(candidates_path, columns=["query_id", "doc_id", "fused_rank"], with_text=False)
     rankings["hybrid"] = fused.rename(columns={"fused_rank": "rank"})
     first_stage = first_stage_metrics(rankings, qrels, query_ids, params.retrieval.top_n, no_relevant=no_relevant)
 

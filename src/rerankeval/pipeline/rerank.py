@@ -6,16 +6,14 @@ import resource
 import time
 from pathlib import Path
 
-import pyarrow.compute as pc
-
 from ..core.errors import ConfigError
 from ..core.hashing import sha256_file
-from ..core.io import read_table, table_metadata, write_table
+from ..core.io import table_metadata, write_table
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
-from ..retrieval.freeze import CANDIDATES_SCHEMA, verify_passages
+from ..retrieval.candidates import load_candidates
 from ..systems import BuildContext, Query, build_system, parse_system_config
 from ..systems.base import FUSION_FALLBACK
 from .params import load_params
@@ -34,10 +32,7 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
 
     queries = snapshot.queries_of(split)
-    candidates = read_table(candidates_path, CANDIDATES_SCHEMA)
-    candidates = candidates.filter(pc.is_in(candidates.column("query_id"),
-                                            value_set=pc.cast(queries["query_id"].tolist(), "string"))).to_pandas()
-    verify_passages(candidates, candidates_path)
+    candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
 
     started = time.perf_counter()
     system = build_system(system_name, mapping, BuildContext(qrels=snapshot.table("qrels").to_pandas(),

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core.io import read_table
 from ..data.snapshot import Snapshot
-from ..retrieval.freeze import CANDIDATES_SCHEMA
+from ..retrieval.candidates import load_candidates
 from ..training.cross_encoder import mine_examples, train
 from .params import load_params
 
@@ -15,8 +14,7 @@ from .params import load_params
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path) -> None:
     config = load_params(params_path).train
     snapshot = Snapshot(snapshot_dir)
-    columns = ["query_id", "doc_id", "passage", "passage_sha256", "fused_rank"]
-    candidates = read_table(candidates_path, CANDIDATES_SCHEMA).select(columns).to_pandas()
+    candidates = load_candidates(candidates_path, columns=["query_id", "doc_id", "passage_sha256", "fused_rank"])
     training_set = mine_examples(snapshot.table("queries").to_pandas(), snapshot.table("qrels").to_pandas(),
                                  candidates, config)
     card = train(training_set, config)

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.errors import ScoringFailure
+from ..core.precision import stored_scores
 from ..systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Outcome
 from ..systems.pair_scoring import PAIR_STATS
 
@@ -49,7 +50,7 @@ def _validated(values: np.ndarray, n: int) -> np.ndarray | str:
         return f"bad_response: system returned {scores.shape[0] if scores.ndim else 'a scalar'} scores for {n} candidates"
     if np.isnan(scores).any():
         return "bad_response: system returned NaN scores"
-    return scores
+    return stored_scores(scores)  # the declared precision; the order below is computed from these stored values
 
 
 def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> tuple[pd.DataFrame, str, str | None]:

@@ -31,11 +31,12 @@ from pydantic import Field, model_validator
 from ..core.config import StrictConfig
 from ..core.hashing import canonical_json, sha256_text
 from ..core.io import write_json
+from ..core.progress import Progress
 from ..models.resolve import resolve_model
 
 MODEL_CARD = "model_card.json"
-PROGRESS_EVERY = 20
-"""Steps between progress lines."""
+LOSS_WINDOW = 20
+"""Steps whose mean loss the progress line shows."""
 
 
 class TrainConfig(StrictConfig):
@@ -205,6 +206,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
     batches = _group_batches(training_set.stats["groups"], per_step, config.steps, np.random.default_rng(config.seed))
     losses, pairs = [], 0
     started = time.perf_counter()
+    progress = Progress("train", config.steps, unit="steps")
     with _deterministic_torch():
         for step, group_ids in enumerate(batches):
             batch = examples.loc[group_ids]
@@ -219,9 +221,8 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
             optimizer.zero_grad()
             losses.append(round(loss.item(), 6))
             pairs += len(batch)
-            if (step + 1) % PROGRESS_EVERY == 0 or step + 1 == config.steps:
-                print(f"train: step {step + 1}/{config.steps}, loss {np.mean(losses[-PROGRESS_EVERY:]):.4f}, "
-                      f"{pairs / (time.perf_counter() - started):.1f} pairs/s", flush=True)
+            progress.update(1, f"loss {np.mean(losses[-LOSS_WINDOW:]):.4f}, "
+                               f"{pairs / (time.perf_counter() - started):.1f} pairs/s")
     train_s = time.perf_counter() - started
 
     out_dir = Path(config.out_dir)
