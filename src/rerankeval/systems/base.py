@@ -42,7 +42,7 @@ class Query:
 
 @dataclass(frozen=True)
 class QueryCandidates:
-    """One query's candidates to score, in fused order (columns of ``candidates.parquet``)."""
+    """One query's candidates to score, in fused order (columns of ``retrieval.candidates.load_candidates``)."""
 
     query: Query
     frame: pd.DataFrame
