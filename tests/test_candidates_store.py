@@ -85,7 +85,8 @@ def test_a_changed_or_missing_passage_is_refused_naming_the_file(tiny_beir, tmp_
 
 
 def test_scores_at_the_declared_precision_make_files_byte_identical_across_last_bit_noise(tiny_beir, tmp_path):
-    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
     _, clean = frozen_files(tiny_beir, tmp_path / "a", 0.0)
     _, noisy = frozen_files(tiny_beir, tmp_path / "b", 3e-12)  # last-bit noise of float64 dot products
     for name in ("candidates.parquet", "passages.parquet"):
