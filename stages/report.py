@@ -17,6 +17,9 @@ parser.add_argument("--verdicts", required=True)
 parser.add_argument("--report", required=True, help="output: report.md")
 parser.add_argument("--record", required=True, help="output: evaluation.yaml")
 parser.add_argument("--plots", required=True, help="output: the plots folder")
+parser.add_argument("--latency-measurements", default=None, help="latency measurement path pattern with {system}")
+parser.add_argument("--loadtest", default=None, help="the load test result (JSON)")
 args = parser.parse_args()
 run_stage("report", lambda: report.run(args.params, args.snapshot, args.eval, args.runs, args.latencies, args.metrics,
-                                       args.compare, args.verdicts, args.report, args.record, args.plots))
+                                       args.compare, args.verdicts, args.report, args.record, args.plots,
+                                       args.latency_measurements, args.loadtest))

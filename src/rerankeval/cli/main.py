@@ -155,6 +155,52 @@ def _export_ir_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+@_subcommand(
+    "serve",
+    "serve a learned system's model over Cohere's v2 rerank API (Ray Serve, dynamic batching) until Ctrl-C",
+    [
+        _argument("system", metavar="SYSTEM", help="a system under `systems` in the params file"),
+        _argument("--params", default="params.yaml", metavar="FILE"),
+        _argument("--host", default=None, help="bind address (default: serving.serve.host, 127.0.0.1)"),
+        _argument("--port", type=int, default=None, help="port (default: serving.serve.port, 8000)"),
+    ],
+)
+def _serve(args: argparse.Namespace) -> int:
+    from ..pipeline.params import load_params
+    from ..serving.server import serve_until_stopped
+
+    params = load_params(args.params)
+    options = params.serving.serve.model_copy(update={key: value for key, value in
+                                                      (("host", args.host), ("port", args.port)) if value is not None})
+    serve_until_stopped(args.system, params.systems, options)
+    return 0
+
+
+@_subcommand(
+    "loadtest",
+    "replay the frozen candidates against an endpoint at several concurrency levels; writes a JSON result",
+    [
+        _argument("--params", default="params.yaml", metavar="FILE"),
+        _argument("--snapshot", default="data/snapshot", metavar="DIR"),
+        _argument("--candidates", default="data/candidates.parquet", metavar="FILE"),
+        _argument("--system", default=None, help="system to test (default: serving.loadtest.system)"),
+        _argument("--concurrency", type=int, action="append", default=None, metavar="N",
+                  help="a concurrency level; repeat for several (default: serving.loadtest.concurrency)"),
+        _argument("--requests", type=int, default=None, help="measured requests per level"),
+        _argument("--out", required=True, metavar="FILE", help="output: the load test result (JSON)"),
+    ],
+)
+def _loadtest(args: argparse.Namespace) -> int:
+    from ..pipeline.loadtest import run as run_loadtest
+    from ..pipeline.params import load_params
+
+    overrides = {key: value for key, value in (("system", args.system), ("concurrency", args.concurrency),
+                                               ("requests", args.requests)) if value is not None}
+    run = f"data/runs/run_{args.system or load_params(args.params).serving.loadtest.system}.parquet"
+    run_loadtest(args.params, args.snapshot, args.candidates, args.out, run, overrides=overrides, force=True)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankeval",

@@ -6,15 +6,19 @@ from pathlib import Path
 
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
-from ..rerank.latency import summarise_latency
+from ..serving.measure import verdict_latencies
 from ..stats.comparison import compare, regression_details, relevant_doc_type
 from .params import load_params
 from .paths import PER_QUERY_FILE
-from .runs import load_latencies, load_runs
+from .runs import load_runs
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
-        latency_pattern: str, compare_path: str | Path, verdicts_path: str | Path) -> None:
+        measurement_pattern: str, compare_path: str | Path, verdicts_path: str | Path,
+        loadtest_path: str | Path | None = None) -> None:
+    """``measurement_pattern``: each system's dedicated latency measurement (stage latency@<system>); the verdict's
+    latency check reads it, or the load test's p95 for the system it served (``loadtest_path``), never the timings
+    of the quality run."""
     params = load_params(params_path)
     settings, split = params.compare, params.dataset.eval_split
     rule = settings.release.model_copy(update={"critical_slices": params.dataset.critical_slices})
@@ -27,10 +31,9 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
     if doc_type is not None:
         slices["relevant_doc_type"] = doc_type.reindex(slices.index)
 
-    warmup = params.evaluation.warmup_queries
-    latency = {system: summarise_latency(frame, warmup)["p95_ms"]
-               for system, frame in load_latencies(latency_pattern, params.system_names).items()}
+    latency, latency_sources = verdict_latencies(measurement_pattern, loadtest_path, params.system_names)
     result, verdicts = compare(per_query, slices, settings, rule, latency)
+    verdicts["latency_source"] = latency_sources
     runs = load_runs(run_pattern, params.system_names)
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)

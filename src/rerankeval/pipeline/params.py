@@ -15,6 +15,7 @@ from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..eval.config import MeasureName
 from ..retrieval.freeze import RetrievalConfig
+from ..serving.config import ServingConfig
 from ..stats.comparison import CompareConfig
 from ..stats.verdict import CriticalSlice
 from ..training.cross_encoder import TrainConfig
@@ -49,6 +50,7 @@ class Params(StrictConfig):
     train: TrainConfig
     evaluation: EvaluationConfig
     compare: CompareConfig
+    serving: ServingConfig = ServingConfig()
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
 
@@ -57,6 +59,9 @@ class Params(StrictConfig):
         if list(self.systems) != self.system_names:
             raise ValueError(f"system_names {self.system_names} must list the systems {list(self.systems)} in order; "
                              "conf/config.yaml derives it (regenerate params.yaml)")
+        if self.serving.loadtest.system not in self.systems:
+            raise ValueError(f"serving.loadtest.system {self.serving.loadtest.system!r} is not a configured system "
+                             f"({', '.join(self.systems)})")
         if self.compare.baseline not in self.systems:
             raise ValueError(f"compare.baseline {self.compare.baseline!r} is not a configured system "
                              f"({', '.join(self.systems)})")

@@ -16,7 +16,8 @@ from .runs import load_latencies, load_runs, system_file
 
 def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
         latency_pattern: str, metrics_path: str | Path, compare_path: str | Path, verdicts_path: str | Path,
-        report_path: str | Path, record_path: str | Path, plots_dir: str | Path) -> None:
+        report_path: str | Path, record_path: str | Path, plots_dir: str | Path,
+        measurement_pattern: str | None = None, loadtest_path: str | Path | None = None) -> None:
     params = load_params(params_path)
     systems = params.system_names
     eval_dir = Path(eval_dir)
@@ -27,7 +28,10 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         depth_curve=read_table(eval_dir / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
         run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
-        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems})
+        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems},
+        latency_measurements={system: read_json(system_file(measurement_pattern, system)) for system in systems}
+        if measurement_pattern else {},
+        loadtest=read_json(loadtest_path) if loadtest_path and Path(loadtest_path).exists() else None)
     markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
         Path(report_path).parent).as_posix())
     write_text(report_path, markdown)

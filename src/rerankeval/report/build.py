@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
 from . import markdown as md
 from . import plots
+from . import serving
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
 
 
@@ -31,6 +32,9 @@ class ReportInputs:
     latencies: Mapping[str, pd.DataFrame]
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
+    latency_measurements: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each system's dedicated latency measurement (stage latency@<system>)."""
+    loadtest: Mapping[str, Any] | None = None
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -77,6 +81,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
                          "tokens_per_s": tokens_per_second(run, latency, warmup),
                          "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
+    serving.apply_api_prices(costs, params.systems, inputs.latencies)
     quality = measure_rows(curve_means, [parse_measure(quality_measure)])[["system", "depth", "mean"]] \
         .rename(columns={"mean": "quality"})
     quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
@@ -88,7 +93,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     points = depth_costs[depth_costs["system"].isin(deployable) & depth_costs["p95_ms"].notna()]
     points = points.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
     points = points.assign(label=points["system"] + "@" + points["depth"].astype(str)).reset_index(drop=True)
+    points = serving.served_pareto_points(points, inputs.loadtest)
     points["frontier"] = pareto_front(points)
+    serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
+    latency_sources = inputs.verdicts.get("latency_source", {})
     plots.pareto(points, quality_measure, plots_dir / "pareto.png")
 
     environments = {}
@@ -115,9 +123,13 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
+        serving.latency_section(inputs.latency_measurements, latency_sources),
+        serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         md.pareto_section(points, quality_measure, plots_link),
         md.environment_section(environments),
         md.all_metrics_section(inputs.metrics),
     ])
-    return text, md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
+    record = md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
+    record["efficiency"] = serving.efficiency_record(inputs.latency_measurements, latency_sources, inputs.loadtest)
+    return text, record

@@ -136,6 +136,10 @@ def _pair_score(batch: PairBatch, position: int, index: int) -> PairScore:
                      stats.get("truncated"), float(batch.compute_s[position]))
 
 
+PAIR_SCORERS: dict[str, Callable[[Any, BuildContext], PairScorer]] = {}
+"""Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
+
+
 def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
     """Decorator registering ``factory(config, context) -> PairScorer`` as the system kind ``kind``."""
     def register(factory: Callable[[Any, BuildContext], PairScorer]):
@@ -146,6 +150,7 @@ def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
             return PairSystem(scorer, cache, settings.normalization, build_executor(settings.executor, recipe))
 
         register_system(kind, config)(build)
+        PAIR_SCORERS[kind] = factory
         return factory
 
     return register
