@@ -46,7 +46,7 @@ def server(tmp_path_factory, tiny_model):
                                  "max_length": 64, "batch_size": 16}
     params["system_names"].append("tiny")
     params["serving"]["serve"].update(max_batch_size=8, batch_wait_s=0.01)
-    (folder / "params.yaml").write_text(yaml.safe_dump(params))
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("RAY_ADDRESS", None)

@@ -183,6 +183,8 @@ def _serve(args: argparse.Namespace) -> int:
         _argument("--params", default="params.yaml", metavar="FILE"),
         _argument("--snapshot", default="data/snapshot", metavar="DIR"),
         _argument("--candidates", default="data/candidates.parquet", metavar="FILE"),
+        _argument("--runs", default="data/runs/run_{system}.parquet", metavar="PATTERN",
+                  help="the systems' runs (for each request's token count)"),
         _argument("--system", default=None, help="system to test (default: serving.loadtest.system)"),
         _argument("--concurrency", type=int, action="append", default=None, metavar="N",
                   help="a concurrency level; repeat for several (default: serving.loadtest.concurrency)"),
@@ -192,12 +194,10 @@ def _serve(args: argparse.Namespace) -> int:
 )
 def _loadtest(args: argparse.Namespace) -> int:
     from ..pipeline.loadtest import run as run_loadtest
-    from ..pipeline.params import load_params
 
     overrides = {key: value for key, value in (("system", args.system), ("concurrency", args.concurrency),
                                                ("requests", args.requests)) if value is not None}
-    run = f"data/runs/run_{args.system or load_params(args.params).serving.loadtest.system}.parquet"
-    run_loadtest(args.params, args.snapshot, args.candidates, args.out, run, overrides=overrides, force=True)
+    run_loadtest(args.params, args.snapshot, args.candidates, args.out, args.runs, overrides=overrides, force=True)
     return 0
 
 

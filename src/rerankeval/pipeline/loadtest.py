@@ -20,6 +20,7 @@ from ..systems import RERANKED, parse_system_config
 from ..systems.http_rerank import api_key
 from .latency import eval_queries, heads
 from .params import load_params
+from .runs import system_file
 
 
 def request_tokens(run_path: str | Path | None) -> dict[str, int]:
@@ -32,7 +33,8 @@ def request_tokens(run_path: str | Path | None) -> dict[str, int]:
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, out_path: str | Path,
-        run_path: str | Path | None = None, overrides: Mapping[str, Any] | None = None, force: bool = False) -> None:
+        run_pattern: str | None = None, overrides: Mapping[str, Any] | None = None, force: bool = False) -> None:
+    """``run_pattern`` (``...run_{system}.parquet``): where the tested system's run gives each request's tokens."""
     params = load_params(params_path)
     settings = params.serving.loadtest.model_validate({**params.serving.loadtest.to_dict(), **(overrides or {})})
     if not settings.enabled and not force:
@@ -44,7 +46,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
         raise ConfigError(f"serving.loadtest.system: no system {name!r} under `systems`.")
     config = parse_system_config(name, params.systems[name])
     _, candidates, queries = eval_queries(params, snapshot_dir, candidates_path)
-    tokens = request_tokens(run_path)
+    tokens = request_tokens(system_file(run_pattern, name) if run_pattern else None)
     requests = [Request(head.query_text, head.passages, tokens.get(head.query_id))
                 for head in heads(candidates, queries, config.depth)]
     before = machine_load()

@@ -59,9 +59,6 @@ class Params(StrictConfig):
         if list(self.systems) != self.system_names:
             raise ValueError(f"system_names {self.system_names} must list the systems {list(self.systems)} in order; "
                              "conf/config.yaml derives it (regenerate params.yaml)")
-        if self.serving.loadtest.system not in self.systems:
-            raise ValueError(f"serving.loadtest.system {self.serving.loadtest.system!r} is not a configured system "
-                             f"({', '.join(self.systems)})")
         if self.compare.baseline not in self.systems:
             raise ValueError(f"compare.baseline {self.compare.baseline!r} is not a configured system "
                              f"({', '.join(self.systems)})")

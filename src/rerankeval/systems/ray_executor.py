@@ -29,7 +29,9 @@ def ensure_ray():
 
     if not ray.is_initialized():
         # log_to_driver off: the workers' model-loading chatter would fill the stage's log.
-        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # "local": a Ray of our own on this machine, never whatever cluster another user left running here.
+        ray.init(address=os.environ.get("RAY_ADDRESS") or "local", include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
 
