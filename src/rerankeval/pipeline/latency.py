@@ -54,6 +54,7 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     result = {"system": system_name, "depth": depth, **measure_latency(system, heads(candidates, queries, depth),
                                                                        settings)}
     write_json(out_path, result)
-    print(f"latency[{system_name}]: p95 {result['p95_ms']:.1f} ms over {result['samples']} timed queries "
+    print(f"latency[{system_name}]: p95 {result['p95_ms']:.1f} ms, {result['queries']} queries x {result['repeats']} "
+          f"rounds "
           f"(p95 by round {', '.join(f'{v:.1f}' for v in result['p95_ms_by_round'])}; load average "
           f"{result['load_average_1m']['before']} -> {result['load_average_1m']['after']})")

@@ -102,7 +102,7 @@ def verdict_latencies(measurement_pattern: str, loadtest_path: str | Path | None
             latency[system], sources[system] = served, f"{SOURCE_LOADTEST} at concurrency " \
                                                        f"{loadtest['pareto_concurrency']}"
             continue
-        measured = read_json(measurement_pattern.format(system=system))
+        measured = read_json(measurement_pattern.replace("{system}", system))
         latency[system], sources[system] = measured["p95_ms"], (
             f"{SOURCE_IN_PROCESS}, {measured['queries']} queries x {measured['repeats']} rounds, p95 by round "
             f"{min(measured['p95_ms_by_round']):.1f}-{max(measured['p95_ms_by_round']):.1f} ms, load average "
