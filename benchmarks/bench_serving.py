@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--system", default=None)
     parser.add_argument("--requests", type=int, default=None, help="measured requests per level")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up requests per level")
     parser.add_argument("--concurrency", type=int, action="append", default=None)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -31,7 +32,8 @@ def main() -> int:
     from rerankeval.report.serving import loadtest_section
 
     overrides = {key: value for key, value in (("system", args.system), ("requests", args.requests),
-                                               ("concurrency", args.concurrency)) if value is not None}
+                                               ("warmup_requests", args.warmup), ("concurrency", args.concurrency))
+                 if value is not None}
     run(args.params, "data/snapshot", "data/candidates.parquet", args.out, "data/runs/run_{system}.parquet",
         overrides=overrides, force=True)
     print(loadtest_section(json.loads(args.out.read_text()), "plots"))
