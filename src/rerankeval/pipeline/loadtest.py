@@ -55,8 +55,9 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
         local, peak_rss, where = None, None, config.base_url
         levels = run_levels(endpoint, requests, settings)
     else:
-        local = in_process(serving_recipe(name, params.systems).build(), requests, settings)
         options = params.serving.serve.model_copy(update={"port": free_port(params.serving.serve.host)})
+        local = in_process(serving_recipe(name, params.systems).build(), requests, settings,
+                           threads=max(1, int(options.cpus_per_replica)))
         with served(name, params.systems, options) as url:
             levels = run_levels(Endpoint(url, model=name), requests, settings)
             peak_rss, where = wait_healthy(url).get("peak_rss_mib"), "rerankeval serve (Ray Serve, this machine)"

@@ -133,8 +133,25 @@ def run_levels(endpoint: Endpoint, requests: Sequence[Request], settings: LoadTe
                                settings.timeout_s)) for level in settings.concurrency]
 
 
-def in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig) -> dict[str, Any]:
-    """The measured requests scored in this process, one after another: what serving adds is measured against it."""
+def in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig, threads: int) -> dict[str, Any]:
+    """The measured requests scored in this process, one after another: what serving adds is measured against it.
+    torch gets the replica's ``threads`` (Ray gives an actor one thread per CPU it reserves), so the ratio is
+    serving's overhead, not a difference in threads (measured: 2 threads in-process were 3x slower than the 1-thread
+    replica on an oversubscribed machine)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    previous = torch.get_num_threads() if torch else None
+    if torch:
+        torch.set_num_threads(threads)
+    try:
+        return _in_process(scorer, requests, settings)
+    finally:
+        if torch:
+            torch.set_num_threads(previous)
+
+
+def _in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig) -> dict[str, Any]:
     def score(request: Request) -> float:
         started = time.perf_counter()
         for _ in scorer.score_batches(request.query, request.documents):
