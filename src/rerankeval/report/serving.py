@@ -83,6 +83,8 @@ def loadtest_plot(loadtest: Mapping[str, Any] | None, path: Path) -> None:
     left.legend(fontsize=8)
     right.plot(levels["concurrency"], levels["pairs_per_s"], marker="o")
     right.set(xscale="log", xlabel="concurrent requests", ylabel="pairs/s", title="throughput")
+    left.set_ylim(bottom=0)
+    right.set_ylim(bottom=0)
     right.set_xticks(levels["concurrency"], [str(c) for c in levels["concurrency"]])
     fig.tight_layout()
     _save(fig, path)
