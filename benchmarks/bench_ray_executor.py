@@ -32,7 +32,7 @@ BEIR_TEST_QUERIES = {
 
 
 def rerank_with(executor: str, project: Path, model: str, depth: int, queries: int, max_length: int, batch_size: int):
-    from rerankeval.pipeline.latency import eval_queries
+    from rerankeval.pipeline.eval_queries import eval_queries
     from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.driver import RerankSettings, rerank
     from rerankeval.systems import BuildContext, build_system

@@ -80,6 +80,11 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
         assert (project / "reports" / "plots" / f"{plot}.png").stat().st_size > 1000, plot
     report = (project / "reports" / "report.md").read_text()
     assert "`ce_minilm_ft@5`" in report and "peak_rss_mib" in report  # Pareto point and environment block
+    # The verdict's latency is the dedicated measurement of each system, not the quality run's timings.
+    verdicts = json.loads((project / "reports" / "verdicts.json").read_text())
+    assert set(verdicts["latency_source"]) == set(SYSTEMS)
+    assert all(source.startswith("in-process, 3 queries x 3 rounds") for source in verdicts["latency_source"].values())
+    assert json.loads((project / "reports" / "loadtest.json").read_text())["ran"] is False
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
 
@@ -117,14 +122,14 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    assert reran == {"rerank@random", "evaluate", "compare", "report"}
+    assert reran == {"rerank@random", "latency", "evaluate", "compare", "report"}
 
     params["train"]["steps"] = 4
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     # A retrain re-runs only the system that uses the model (the reference systems depend on no model).
-    assert reran == {"train", "rerank@ce_minilm_ft", "evaluate", "compare", "report"}
+    assert reran == {"train", "rerank@ce_minilm_ft", "latency", "evaluate", "compare", "report"}
 
     # Replacing an external model's weights in place is a change of that system's stage, and of no other.
     weights = Path(params["systems"]["external"]["model"]) / "model.safetensors"

@@ -18,7 +18,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         latency_pattern: str, compare_path: str | Path, verdicts_path: str | Path,
         measurement_pattern: str | None = None, loadtest_path: str | Path | None = None) -> None:
     """The verdict's latency check reads each system's dedicated measurement (``measurement_pattern``, stage
-    latency@<system>) or the load test's p95 for the system it served (``loadtest_path``); only without those, the
+    `latency`) or the load test's p95 for the system it served (``loadtest_path``); only without those, the
     timings of the quality run (``latency_pattern``), and ``verdicts.json`` says which it read."""
     params = load_params(params_path)
     settings, split = params.compare, params.dataset.eval_split

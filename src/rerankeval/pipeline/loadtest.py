@@ -1,4 +1,5 @@
-"""Stage `loadtest` (and `rerankeval loadtest`): the evaluated split's frozen candidates replayed against an endpoint.
+"""The load test (in stage `latency`, and `rerankeval loadtest`): the evaluated split's frozen candidates replayed
+against an endpoint.
 
 A learned system is served for the test (``rerankeval serve``, on a free port of 127.0.0.1) after its requests have
 been scored in-process; an ``http_rerank`` system is tested at its own endpoint. With ``serving.loadtest.enabled``
@@ -18,7 +19,7 @@ from ..serving.loadtest import Endpoint, Request, in_process, machine_load, over
 from ..serving.server import free_port, served, serving_recipe, wait_healthy
 from ..systems import RERANKED, parse_system_config
 from ..systems.http_rerank import api_key
-from .latency import eval_queries, heads
+from .eval_queries import eval_queries, heads
 from .params import load_params
 from .runs import system_file
 

@@ -33,7 +33,7 @@ class ReportInputs:
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
     latency_measurements: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Each system's dedicated latency measurement (stage latency@<system>)."""
+    """Each system's dedicated latency measurement (stage `latency`)."""
     loadtest: Mapping[str, Any] | None = None
 
 
