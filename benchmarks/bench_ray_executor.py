@@ -54,6 +54,35 @@ def rerank_with(executor: str, project: Path, model: str, depth: int, queries: i
                  "fallbacks": int((latency["mode"] == "FUSION_FALLBACK").sum())}
 
 
+def pairs_per_cpu_second(project: Path, model: str, depth: int, queries: int, max_length: int,
+                         batch_size: int) -> dict:
+    """Pairs scored per CPU second by one torch thread: what one worker on one dedicated core does, measured in CPU
+    time, so other processes competing for the cores do not change it (as they change wall time)."""
+    import torch
+
+    from rerankeval.pipeline.eval_queries import eval_queries, heads
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.systems import BuildContext, build_system
+
+    torch.set_num_threads(1)
+    params = load_params(project / "params.yaml")
+    _, candidates, views = eval_queries(params, project / "data/snapshot", project / "data/candidates.parquet",
+                                        queries + 1)
+    with tempfile.TemporaryDirectory() as cache:
+        system = build_system("bench", {"kind": "cross_encoder", "model": model, "depth": depth,
+                                        "max_length": max_length, "batch_size": batch_size, "cache_dir": cache},
+                              BuildContext(qrels=candidates.iloc[:0]))
+        todo = heads(candidates, views, depth)
+        for batch in system.scorer.score_batches(todo[0].query_text, todo[0].passages):  # warm-up
+            pass
+        cpu, wall, pairs = time.process_time(), time.perf_counter(), 0
+        for query in todo[1:]:
+            for batch in system.scorer.score_batches(query.query_text, query.passages):
+                pairs += len(batch.indices)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {"pairs": pairs, "cpu_s": cpu, "wall_s": wall, "pairs_per_cpu_s": pairs / cpu, "torch_threads": 1}
+
+
 def scale_plan(per_worker: float, overhead: float, peak_factor: float, depth: int) -> dict:
     """Workers for 4M pairs a day (100k queries x 40 candidates) at a peak of ``peak_factor`` x the mean rate, and
     for one system over every public BEIR test set at ``depth`` in one hour."""
@@ -82,9 +111,20 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--peak-factor", type=float, default=3.0, help="peak over mean request rate (assumption)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--per-core-only", action="store_true",
+                        help="only the CPU-time rate of one thread (robust on a loaded machine), and its scale plan")
     args = parser.parse_args()
     model = str(Path(args.model).resolve())
     load_before = os.getloadavg()[0]
+    if args.per_core_only:
+        rate = pairs_per_cpu_second(args.project, model, args.depth, args.queries, args.max_length, args.batch_size)
+        result = {"per_core": rate, "load_average_1m": {"before": load_before, "after": os.getloadavg()[0]},
+                  "scale_plan_without_ray_overhead": scale_plan(rate["pairs_per_cpu_s"], 1.0, args.peak_factor,
+                                                                args.depth)}
+        print(json.dumps(result, indent=2))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
+        return 0
     local_run, local = rerank_with("local", args.project, model, args.depth, args.queries, args.max_length,
                                    args.batch_size)
     ray_run, ray = rerank_with("ray", args.project, model, args.depth, args.queries, args.max_length,
