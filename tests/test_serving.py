@@ -139,3 +139,15 @@ def test_api_prices_give_the_cost_columns():
     assert report_serving.api_cost_per_1k(per_token, latency) == pytest.approx(0.02 * 3000 / 1e6 * 1000)
     unreported = latency.assign(timings=[[], []])
     assert report_serving.api_cost_per_1k(per_token, unreported) is None
+
+
+def test_serve_refuses_systems_without_a_model_of_their_own():
+    from rerankeval.serving.server import serving_recipe
+
+    systems = {"fusion": {"kind": "fusion", "depth": 10},
+               "api": {"kind": "http_rerank", "base_url": "http://127.0.0.1:9", "depth": 10}}
+    for name in systems:
+        with pytest.raises(ConfigError, match="only systems that score pairs with a model of their own"):
+            serving_recipe(name, systems)
+    with pytest.raises(ConfigError, match="no system 'nope'"):
+        serving_recipe("nope", systems)
