@@ -94,7 +94,9 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     first_latency = pd.read_parquet(project / "data" / "runs" / "latency_ce_minilm_ft.parquet")
     assert first_latency["cache_hits"].sum() == 0
     run_metadata = pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata
-    dvc(project, "repro", "--force")
+    forced = dvc(project, "repro", "--force")
+    # Nothing a measurement depends on changed: every system keeps its latency measurement (no model loads for it).
+    assert forced.count("unchanged since its last measurement, kept") == len(SYSTEMS)
     assert pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata == run_metadata
     for name, content in frozen.items():
         assert (project / "reports" / name).read_bytes() == content, f"{name} changed on a forced rerun"
@@ -123,6 +125,7 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     assert reran == {"rerank@random", "latency", "evaluate", "compare", "report"}
+    assert "latency[random]: p95" in output and "latency[ce_minilm_ft]: unchanged" in output
 
     params["train"]["steps"] = 4
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
