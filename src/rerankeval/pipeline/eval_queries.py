@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.compute as pc
 
-from ..core.io import read_table, table_metadata
+from ..core.io import table_metadata
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
-from ..retrieval.freeze import CANDIDATES_SCHEMA
+from ..retrieval.candidates import load_candidates
 from ..systems import Query, QueryCandidates
 from .params import Params
 
@@ -22,9 +21,8 @@ def eval_queries(params: Params, snapshot_dir: str | Path, candidates_path: str 
     queries = snapshot.queries_of(params.dataset.eval_split).sort_values("query_id")
     if limit is not None:
         queries = queries.head(limit)
-    candidates = read_table(candidates_path, CANDIDATES_SCHEMA)
-    candidates = candidates.filter(pc.is_in(candidates.column("query_id"), value_set=pc.cast(
-        queries["query_id"].tolist(), "string"))).to_pandas().sort_values(["query_id", "fused_rank"], kind="stable")
+    candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
+    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
     labels = [column for column in snapshot.slice_columns if column in queries.columns]
     views = {row["query_id"]: Query(row["query_id"], row["text"], {column: row[column] for column in labels})
              for row in queries.to_dict("records")}
