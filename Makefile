@@ -15,7 +15,7 @@ export TRANSFORMERS_VERBOSITY := error
 $(INSTALLED): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'
 	touch $@
 
 demo: $(INSTALLED)

@@ -43,6 +43,11 @@ GRADE_RANGE = (-(2**31), 2**31 - 1)
 MAX_SLICE_VALUES = 50
 """A query metadata key becomes a slice column when it is scalar and takes at most this many distinct values."""
 
+ANSWER_FIELDS = {"answers": pa.list_(pa.string()), "answerable": pa.bool_()}
+"""Typed query fields of a QA collection (``metadata.answers``: gold answer strings, any one counts;
+``metadata.answerable``: false when the corpus cannot answer). They are columns of the snapshot's queries table when
+any query carries them, never slice columns. A query with answers and no ``answerable`` is answerable."""
+
 
 @dataclass
 class Collection:
@@ -51,6 +56,10 @@ class Collection:
     qrels: pa.Table
     slice_columns: list[str]
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_answers(self) -> bool:
+        return "answers" in self.queries.schema.names
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -173,10 +182,28 @@ def _read_queries(folder: Path, splits: list[str]) -> dict[str, tuple[Path, int,
                 raise CollectionError(f"{path}:{line_no}: duplicate query id {query_id!r} (first at "
                                       f"{first_path.name}:{first_line}). Fix: list every query once, in one file.")
             _query_text(record, query_id, path, line_no)
+            _check_answer_fields(record, query_id, path, line_no)
             records[query_id] = (path, line_no, record)
     if not records:
         raise CollectionError(f"{folder / 'queries.jsonl'}: no queries found.")
     return records
+
+
+def _check_answer_fields(record: dict, query_id: str, path: Path, line_no: int) -> None:
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: \"metadata\" must be an object.")
+    answers, answerable = metadata.get("answers"), metadata.get("answerable")
+    if answers is not None and (not isinstance(answers, list)
+                                or not all(isinstance(a, str) and a.strip() for a in answers)):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: metadata.answers must be a list of non-empty "
+                              f"strings (gold answers, any one counts), got {answers!r}.")
+    if answerable is not None and not isinstance(answerable, bool):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: metadata.answerable must be true or false, got "
+                              f"{answerable!r}.")
+    if answerable is True and not answers:
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r} is answerable but has no metadata.answers. "
+                              "Fix: list its gold answers, or set answerable to false.")
 
 
 def available_splits(folder: Path) -> list[str]:
@@ -241,6 +268,9 @@ def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: se
                 raise CollectionError(f"{where}: query {query_id!r} is also judged in split "
                                       f"{query_split[query_id][0]!r} ({query_split[query_id][1]}). "
                                       "Fix: a query belongs to one split.")
+            if grade >= 1 and (query_records[query_id][2].get("metadata") or {}).get("answerable") is False:
+                raise CollectionError(f"{where}: query {query_id!r} is marked answerable: false but judges {doc_id!r} "
+                                      f"relevant ({grade}). Fix: judge it 0, or mark the query answerable.")
             query_split.setdefault(query_id, (split, where))
             judgments[(query_id, doc_id)] = (grade, split, where)
         if duplicates:
@@ -251,8 +281,11 @@ def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: se
 def _queries_table(query_ids: list[str], query_records: dict, query_split: dict) -> pa.Table:
     metadata = {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}
     slice_columns = _slice_columns(metadata)
+    # Answer fields only when the collection has them, so that other collections' rows (and hashes) are unchanged.
+    has_gold = any("answers" in record or "answerable" in record for record in metadata.values())
+    answer_fields = list(ANSWER_FIELDS) if has_gold else []
     columns: dict[str, list] = {"query_id": query_ids, "text": [], "split": [], "row_sha256": []}
-    for column in slice_columns:
+    for column in [*slice_columns, *answer_fields]:
         columns[column] = []
     for query_id in query_ids:
         text = query_records[query_id][2]["text"]
@@ -260,11 +293,27 @@ def _queries_table(query_ids: list[str], query_records: dict, query_split: dict)
         slices = {column: _slice_value(metadata[query_id].get(column)) for column in slice_columns}
         columns["text"].append(text)
         columns["split"].append(split)
-        columns["row_sha256"].append(sha256_text(canonical_json([query_id, text, split, slices])))
+        hashed: list = [query_id, text, split, slices]
+        if answer_fields:
+            gold = _gold(metadata[query_id])
+            hashed.append(gold)
+            for name in answer_fields:
+                columns[name].append(gold[name])
+        columns["row_sha256"].append(sha256_text(canonical_json(hashed)))
         for column in slice_columns:
             columns[column].append(slices[column])
-    schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns])
+    schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns]
+                       + [(name, ANSWER_FIELDS[name]) for name in answer_fields])
     return pa.table(columns, schema=schema)
+
+
+def _gold(metadata: dict) -> dict:
+    """answers (None: no gold for this query) and answerable (None: not stated and no answers)."""
+    answers = metadata.get("answers")
+    answerable = metadata.get("answerable")
+    if answerable is None and answers:
+        answerable = True
+    return {"answers": list(answers) if answers is not None else None, "answerable": answerable}
 
 
 def _qrels_table(judgments: dict) -> pa.Table:
@@ -284,7 +333,7 @@ def _slice_columns(metadata: dict[str, dict]) -> list[str]:
         for key, value in record.items():
             if isinstance(value, (str, int, bool)):
                 values.setdefault(key, set()).add(str(value))
-    reserved = set(QUERIES_BASE_SCHEMA.names)
+    reserved = set(QUERIES_BASE_SCHEMA.names) | set(ANSWER_FIELDS)
     return sorted(
         key for key, seen in values.items()
         if key not in reserved and 1 < len(seen) <= MAX_SLICE_VALUES and len(seen) < len(metadata)

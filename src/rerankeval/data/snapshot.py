@@ -66,6 +66,11 @@ class Snapshot:
     def splits(self) -> list[str]:
         return sorted(self.manifest["splits"])
 
+    @property
+    def has_answers(self) -> bool:
+        """Whether the queries carry gold answers (``metadata.answers`` / ``answerable``; see ``beir.ANSWER_FIELDS``)."""
+        return "answers" in self.table("queries").schema.names
+
     def queries_of(self, split: str) -> pd.DataFrame:
         """The queries of one split (query_id, text, split, slice columns), sorted by query id."""
         queries = self.table("queries").filter(pc.field("split") == split).to_pandas()

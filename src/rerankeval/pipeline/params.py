@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..eval.config import MeasureName
+from ..rag.config import RagConfig
 from ..retrieval.freeze import RetrievalConfig
 from ..stats.comparison import CompareConfig
 from ..stats.verdict import CriticalSlice
@@ -51,6 +52,7 @@ class Params(StrictConfig):
     compare: CompareConfig
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
+    rag: RagConfig = RagConfig()
 
     @model_validator(mode="after")
     def _systems_listed_once(self) -> "Params":
