@@ -17,10 +17,8 @@ from pydantic import Field
 
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
-from . import deltas as delta_stats
-from .resampling import (DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED,
-                         DEFAULT_TIE_TOL, bootstrap_ci, slice_ci)
-from .significance import significance
+from . import domains
+from .resampling import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
 from .verdict import DeltaEvidence, Evidence, LatencyEvidence, ReleaseRule, SliceEvidence, decide
 
 
@@ -56,6 +54,12 @@ def finite(value: float) -> float | None:
     return round(value, 6) if math.isfinite(value) else None
 
 
+def _mean(values: np.ndarray) -> float:
+    """The mean over the queries where the measure is defined (NaN when it is defined on none)."""
+    defined = values[~np.isnan(values)]
+    return float(defined.mean()) if len(defined) else float("nan")
+
+
 def metric_arrays(per_query: pd.DataFrame, systems: Sequence[str], metrics: Sequence[str]) -> dict:
     """``scores[system][metric]``: per-query arrays aligned on the sorted query ids of the baseline."""
     missing = [metric for metric in metrics if metric not in per_query.columns]
@@ -86,25 +90,28 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
                 method=settings.ci_method)
 
+    # Measures undefined on some queries (NaN: ranking measures without a relevant document, answer measures outside
+    # their domain) are averaged over their domain; see stats.domains. Complete measures are computed as before.
     system_columns = [(system, metric) for system in systems for metric in metrics]
-    means = bootstrap_ci(np.column_stack([scores[s][m] for s, m in system_columns]), **boot)
+    means = domains.mean_intervals(np.column_stack([scores[s][m] for s, m in system_columns]), **boot)
     system_table: dict[str, dict] = {}
     for j, (system, metric) in enumerate(system_columns):
         system_table.setdefault(system, {})[metric] = {
             "mean": finite(means.mean[j]), "low": finite(means.low[j]), "high": finite(means.high[j])}
 
-    family, deltas = delta_stats.family_deltas({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline)
-    intervals = bootstrap_ci(deltas, **boot)
-    tests = significance(deltas, n_permutations=settings.permutations, seed=settings.seed,
-                               correction=settings.correction)
-    summaries = delta_stats.summarise_deltas(deltas, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
+    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline)
+    family = paired.comparisons
+    intervals = domains.family_intervals(paired, **boot)
+    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
+                                        correction=settings.correction)
+    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
     comparisons = []
     for j, item in enumerate(family):
         summary = summaries[j]
         comparisons.append({
             "challenger": item.challenger, "metric": item.metric,
-            "baseline_mean": finite(scores[settings.baseline][item.metric].mean()),
-            "challenger_mean": finite(scores[item.challenger][item.metric].mean()),
+            "baseline_mean": finite(_mean(scores[settings.baseline][item.metric])),
+            "challenger_mean": finite(_mean(scores[item.challenger][item.metric])),
             "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
             "p_randomisation": finite(tests.p_randomisation[j]),
             "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
@@ -119,7 +126,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     aligned = slices.reindex(query_ids)
     for column in aligned.columns:
         labels = aligned[column].fillna("(none)").astype(str).to_numpy()
-        result = slice_ci(deltas, labels, min_slice_size=settings.min_slice_size, **boot)
+        result = domains.family_slices(paired, labels, min_slice_size=settings.min_slice_size, **boot)
         rows = []
         for k, value in enumerate(result.values):
             rows.append({"value": str(value), "queries": int(result.sizes[k]), "too_small": bool(result.too_small[k]),
@@ -132,7 +139,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             if item.metric == rule.primary_metric:
                 slice_evidence[item.challenger].extend(SliceEvidence.from_intervals(column, result, j))
 
-    unjudged = {system: finite(1.0 - scores[system][settings.unjudged.measure].mean()) for system in systems}
+    unjudged = {system: finite(1.0 - _mean(scores[system][settings.unjudged.measure])) for system in systems}
     warnings = []
     for system in systems[1:]:
         gap = unjudged[system] - unjudged[settings.baseline]
@@ -140,8 +147,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             judged_only = ""
             if settings.unjudged.judged_only_measure:
                 judged_only = (f"; judged-only {settings.unjudged.judged_only_measure}: "
-                               f"{scores[system][settings.unjudged.judged_only_measure].mean():.4f} vs "
-                               f"{scores[settings.baseline][settings.unjudged.judged_only_measure].mean():.4f}")
+                               f"{_mean(scores[system][settings.unjudged.judged_only_measure]):.4f} vs "
+                               f"{_mean(scores[settings.baseline][settings.unjudged.judged_only_measure]):.4f}")
             warnings.append(f"{system}: unjudged rate ({settings.unjudged.measure}) {unjudged[system]:.3f} vs "
                             f"baseline {unjudged[settings.baseline]:.3f} (difference {gap:+.3f} exceeds the margin "
                             f"{settings.unjudged.margin}); unjudged documents count as irrelevant{judged_only}")
@@ -161,15 +168,21 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         verdicts[system] = {"decision": str(verdict.decision), "reasons": list(verdict.reasons),
                             "notes": list(verdict.notes)}
 
+    method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
+              "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
+              "tests": ["paired randomisation (sign flip)", "paired t-test"],
+              "permutations": settings.permutations, "correction": settings.correction,
+              "family": f"{len(systems) - 1} challengers x {len(metrics)} metrics",
+              "tie_tolerance": settings.tie_tolerance}
+    partial = sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined})
+    if partial:
+        method["undefined_on_some_queries"] = {
+            "metrics": partial, "rule": "mean over the queries where the measure is defined; percentile CI of the "
+            "difference of the two means under the same resamples; randomisation test by per-query swaps"}
     return {
         "baseline": settings.baseline,
         "queries": int(len(query_ids)),
-        "method": {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
-                   "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
-                   "tests": ["paired randomisation (sign flip)", "paired t-test"],
-                   "permutations": settings.permutations, "correction": settings.correction,
-                   "family": f"{len(systems) - 1} challengers x {len(metrics)} metrics",
-                   "tie_tolerance": settings.tie_tolerance},
+        "method": method,
         "systems": system_table,
         "comparisons": comparisons,
         "slices": slice_results,
