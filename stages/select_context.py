@@ -1,4 +1,5 @@
-"""DVC stage `select@<system>`: the context each query's answer is generated from, chosen from the system's ranking."""
+"""DVC stage `select@<system>` (not named select.py, which would shadow the standard library module): the context
+each query's answer is generated from, chosen from the system's ranking."""
 
 import argparse
 
