@@ -117,14 +117,15 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    assert reran == {"rerank@random", "evaluate", "compare", "report"}
+    assert reran == {"rerank@random", "select@random", "generate@random", "evaluate", "compare", "report"}
 
     params["train"]["steps"] = 4
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     # A retrain re-runs only the system that uses the model (the reference systems depend on no model).
-    assert reran == {"train", "rerank@ce_minilm_ft", "evaluate", "compare", "report"}
+    assert reran == {"train", "rerank@ce_minilm_ft", "select@ce_minilm_ft", "generate@ce_minilm_ft", "evaluate",
+                     "compare", "report"}
 
     # Replacing an external model's weights in place is a change of that system's stage, and of no other.
     weights = Path(params["systems"]["external"]["model"]) / "model.safetensors"

@@ -72,8 +72,10 @@ def calibrate(params_path: str | Path, snapshot_dir: str | Path, candidates_path
         return
     snapshot = Snapshot(snapshot_dir)
     queries = snapshot.table("queries").to_pandas()
-    gold = queries[(queries["split"] == rag.calibration_split)] if snapshot.has_answers else queries.iloc[:0]
-    gold = gold[gold["answerable"].notna()]
+    if snapshot.has_answers:
+        gold = queries[(queries["split"] == rag.calibration_split) & queries["answerable"].notna()]
+    else:
+        gold = queries.iloc[:0].assign(answers=None, answerable=None)
     candidates = read_table(candidates_path, CANDIDATES_SCHEMA).select(
         ["query_id", "doc_id", "parent_id", "fused_rank"]).to_pandas()
     fused = candidates[candidates["query_id"].isin(set(gold["query_id"]))].rename(columns={"fused_rank": "rank"})

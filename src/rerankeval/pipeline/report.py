@@ -8,15 +8,27 @@ import yaml
 
 from ..core.io import read_json, read_table, table_metadata, write_text
 from ..data.snapshot import Snapshot
+from ..report.answers import AnswerInputs
 from ..report.build import ReportInputs, build_report
 from .params import load_params
 from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE
 from .runs import load_latencies, load_runs, system_file
 
 
+def answer_inputs(params, answers_pattern: str | None, calibration_path: str | Path | None) -> AnswerInputs:
+    """The generator, select rule, calibration and per-query generation timing of the answers section."""
+    if not answers_pattern or not calibration_path:
+        return AnswerInputs()
+    timing = {system: read_table(system_file(answers_pattern.replace("answers_", "timing_"), system)).to_pandas()
+              for system in params.system_names}
+    return AnswerInputs(generator=params.rag.generator, select=params.rag.select.to_dict(),
+                        calibration=read_json(calibration_path), timing=timing)
+
+
 def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
         latency_pattern: str, metrics_path: str | Path, compare_path: str | Path, verdicts_path: str | Path,
-        report_path: str | Path, record_path: str | Path, plots_dir: str | Path) -> None:
+        report_path: str | Path, record_path: str | Path, plots_dir: str | Path, answers_pattern: str | None = None,
+        calibration_path: str | Path | None = None) -> None:
     params = load_params(params_path)
     systems = params.system_names
     eval_dir = Path(eval_dir)
@@ -27,7 +39,8 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         depth_curve=read_table(eval_dir / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
         run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
-        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems})
+        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems},
+        answers=answer_inputs(params, answers_pattern, calibration_path))
     markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
         Path(report_path).parent).as_posix())
     write_text(report_path, markdown)

@@ -15,6 +15,7 @@ from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
 from . import markdown as md
 from . import plots
+from .answers import AnswerInputs, answers_section
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
 
 
@@ -31,6 +32,7 @@ class ReportInputs:
     latencies: Mapping[str, pd.DataFrame]
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
+    answers: AnswerInputs = AnswerInputs()
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -112,6 +114,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.deltas_section(compare),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
+        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
