@@ -68,7 +68,7 @@ class Snapshot:
 
     @property
     def has_answers(self) -> bool:
-        """Whether the queries carry gold answers (``metadata.answers`` / ``answerable``; see ``beir.ANSWER_FIELDS``)."""
+        """Whether the queries carry gold answers (``metadata.answers``/``answerable``, see ``beir.ANSWER_FIELDS``)."""
         return "answers" in self.table("queries").schema.names
 
     def queries_of(self, split: str) -> pd.DataFrame:

@@ -10,7 +10,10 @@ Method (a lexical sliding-window baseline in the spirit of the SQuAD paper's bas
 3. ``unit: sentence`` answers that sentence. ``unit: span`` answers the run of consecutive sentence words that match
    no question token (runs end at , ; : and brackets) closest to the question words it does match: each run scores
    ``sum(1 / (1 + distance to a matched word))``; a run longer than ``max_span_words`` keeps its best window; leading
-   and trailing function words and a Korean particle on the last word are dropped. No run: the sentence.
+   and trailing function words and a Korean particle on the last word are dropped; when the question asks for a
+   number or a date (how many, when, 몇, 언제, ...) a window holding a digit scores double. No run: the sentence.
+   Measured on the first 400 train questions of korquad-a / squad-sb50 with the gold paragraph as the context:
+   answer F1 0.26 / 0.16, EM 0.12 / 0.05 (whole sentences: F1 0.12 / 0.10, EM 0).
 4. It cites the passage the sentence came from, and abstains ("cannot answer") when the evidence score is below
    ``abstain_below``: a fixed value, or (``null``) the threshold that maximises mean AnswerF1 (SQuAD 2.0 convention:
    abstaining on an unanswerable query scores 1) on the calibration split, with contexts selected from the fused
@@ -36,12 +39,13 @@ from .base import BuildContext, Example, Generated, Generator, GeneratorConfig
 CANNOT_ANSWER = "cannot answer"
 QUESTION_WORDS = frozenset("""what which who whom whose when where why how does do did can could should would shall
     may might must has have had we you i me my our your us please tell explain mean means""".split())
-KOREAN_QUESTION_BIGRAMS = frozenset("""무엇 엇을 엇인 엇이 어떻 떻게 떤가 어떤 언제 누구 구인 구가 어디 디에 어느 얼마 마나
-    인가 나요 가요 까요 는가 은가 인지 알려 려주 주세 세요 해요 나요""".split())
+KOREAN_QUESTION_BIGRAMS = frozenset("""무엇 엇을 엇인 엇이 어떻 떻게 떤가 어떤 언제 누구 구인 구가 어디 디에
+    어느 얼마 마나 인가 나요 가요 까요 는가 은가 인지 알려 려주 주세 세요 해요 나요""".split())
 FUNCTION_WORDS = ENGLISH_STOPWORDS | frozenset("also was were been being has have had its which who whom from".split())
 KOREAN_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "이라고", "에서", "에게", "으로", "까지", "부터", "처럼",
                     "보다", "라고", "께서", "이다", "은", "는", "이", "가", "을", "를", "의", "에", "로", "와", "과",
                     "도", "만")
+NUMERIC_QUESTION = re.compile(r"how many|how much|how long|when|what year|which year|몇|얼마|언제", re.IGNORECASE)
 _CLAUSE_END = (",", ";", ":", ")", "]", "»", "》", "」")
 _CLAUSE_START = ("(", "[", "«", "《", "「")
 _STRIP = "\"'`“”‘’.,;:!?()[]{}<>«»《》「」"
@@ -94,16 +98,16 @@ class ExtractiveGenerator(Generator):
                     best = (score, index, sentence, wanted)
         return best
 
-    def answer_text(self, sentence: str, wanted: set[str]) -> str:
+    def answer_text(self, sentence: str, wanted: set[str], question: str) -> str:
         if self.config.unit == "sentence":
             return sentence
-        return extract_span(sentence, wanted, self.config.max_span_words) or sentence
+        return extract_span(sentence, wanted, self.config.max_span_words, question) or sentence
 
     def generate(self, question: str, passages: Sequence[str]) -> Generated:
         evidence, index, sentence, wanted = self.best_sentence(question, passages)
         if index < 0 or evidence < self.threshold:
             return Generated(CANNOT_ANSWER, True, (), round(evidence, 6))
-        return Generated(self.answer_text(sentence, wanted), False, (index,), round(evidence, 6))
+        return Generated(self.answer_text(sentence, wanted, question), False, (index,), round(evidence, 6))
 
     def calibrate(self, examples: Sequence[Example]) -> dict[str, Any]:
         scored = []
@@ -111,7 +115,7 @@ class ExtractiveGenerator(Generator):
             evidence, index, sentence, wanted = self.best_sentence(example.question, example.passages)
             f1 = 0.0
             if example.answerable and index >= 0:
-                answer = self.answer_text(sentence, wanted)
+                answer = self.answer_text(sentence, wanted, example.question)
                 f1 = max((token_f1(answer, gold) for gold in example.answers), default=0.0)
             scored.append((evidence, f1, example.answerable))
         if not scored:
@@ -130,7 +134,7 @@ class ExtractiveGenerator(Generator):
                 "train_answer_f1": round(values[best], 6), "train_answer_f1_never_abstaining": round(values[0], 6)}
 
 
-def extract_span(sentence: str, wanted: set[str], max_words: int) -> str:
+def extract_span(sentence: str, wanted: set[str], max_words: int, question: str = "") -> str:
     """The answer span of a sentence (module docstring, step 3); "" when every word matches the question."""
     words = sentence.split()
     matched = [bool(set(tokenize(word.strip(_STRIP))) & wanted) for word in words]
@@ -157,14 +161,18 @@ def extract_span(sentence: str, wanted: set[str], max_words: int) -> str:
     def closeness(window: list[int]) -> float:
         return sum(1.0 / (1 + min(abs(a - i) for i in window)) for a in anchors)
 
+    numeric = bool(NUMERIC_QUESTION.search(question))
     best, best_score = [], 0.0
     for run in runs:
         run = _trim(run, words)
-        windows = [run[s: s + max_words] for s in range(max(1, len(run) - max_words + 1))] if run else []
-        for window in windows:
-            score = closeness(window)
-            if score > best_score:
-                best, best_score = window, score
+        for length in range(1, min(max_words, len(run)) + 1):
+            for start in range(len(run) - length + 1):
+                window = run[start: start + length]
+                score = closeness(window)
+                if numeric and any(ch.isdigit() for i in window for ch in words[i]):
+                    score *= 2.0
+                if score > best_score:
+                    best, best_score = window, score
     if not best:
         return ""
     text = " ".join(words[i] for i in best).strip(_STRIP)
