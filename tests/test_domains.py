@@ -97,3 +97,32 @@ def test_the_release_rule_can_name_an_answer_measure_with_the_reopen_threshold()
     assert ndcg["delta"] == 0.0 and result["method"]["undefined_on_some_queries"]["metrics"] == ["nDCG@10"]
     assert ReleaseRule.parse({"primary_metric": "CitationPrecision[rel=2]", "min_delta": 0.03}, "r").primary_metric \
         == "CitationPrecision[rel=2]"
+
+
+def test_rerankeval_diff_compares_answer_measures_over_their_domains():
+    from rerankeval.report.prdiff import Revision, diff_revisions
+
+    ids = [f"q{i:02d}" for i in range(40)]
+    rng = np.random.default_rng(8)
+    before = rng.uniform(0.2, 0.6, 40)
+    ndcg = rng.uniform(0.2, 0.8, 40)
+    ndcg[:5] = np.nan  # unanswerable: no relevant document
+    precision_before = np.where(np.arange(40) % 4 == 0, np.nan, 0.5)  # undefined where the system abstained
+    precision_after = np.where(np.arange(40) % 2 == 0, np.nan, 1.0)
+
+    def revision(label, f1, precision):
+        frame = pd.DataFrame({"system": "ce", "query_id": ids, "AnswerF1": f1, "nDCG@10": ndcg,
+                              "CitationPrecision": precision})
+        return Revision(label, frame, pd.DataFrame({"query_type": ["abstention"] * 5 + ["single"] * 35},
+                                                   index=pd.Index(ids, name="query_id")), {"qrels": "a"}, {})
+
+    settings = CompareConfig.parse({"baseline": "ce", "metrics": ["nDCG@10", "AnswerF1", "CitationPrecision"],
+                                    "samples": 1000, "permutations": 1000, "min_slice_size": 5,
+                                    "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
+    result = diff_revisions(revision("base", before, precision_before),
+                            revision("head", before + 0.1, precision_after), settings, "AnswerF1")
+    rows = {row["metric"]: row for row in result["comparisons"]}
+    assert rows["nDCG@10"]["delta"] == 0.0 and rows["AnswerF1"]["delta"] == pytest.approx(0.1)
+    assert rows["CitationPrecision"]["delta"] == pytest.approx(0.5) and rows["CitationPrecision"]["low"] > 0
+    assert {(s["column"], s["value"]) for s in result["slices"]} == {("query_type", "abstention"),
+                                                                    ("query_type", "single")}
