@@ -66,7 +66,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
     deltas = pd.concat([
         pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
-        for system, frame in per_query.groupby("system") if system != compare["baseline"]])
+        for system, frame in per_query.groupby("system") if system != compare["baseline"]]).dropna()
     plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
     plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png")
