@@ -64,14 +64,14 @@ def test_reply_parsing():
 def chat_generator(server, tmp_path, **config):
     return build_generator({"kind": "openai_compatible", "base_url": server.base_url, "model": "fake",
                             "api_key_env": "RERANKEVAL_TEST_KEY", "cache_dir": str(tmp_path / "cache"),
-                            "request_timeout_s": 0.3, "backoff_s": 0.01, "max_backoff_s": 0.02,
+                            "request_timeout_s": 0.2, "backoff_s": 0.01, "max_backoff_s": 0.02,
                             "price_per_1k_input_tokens": 0.5, "price_per_1k_output_tokens": 1.5, **config})
 
 
 def test_round_trip_every_failure_mode_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANKEVAL_TEST_KEY", SECRET)
     responder = lambda messages: "cannot answer" if "S3" in messages[-1]["content"] else "Never retry it [1]."
-    with FakeOpenAI(key=SECRET, responder=responder, hang_s=1.0) as server:
+    with FakeOpenAI(key=SECRET, responder=responder, hang_s=0.5) as server:
         generator = chat_generator(server, tmp_path)
         server.script = ["429", "500", "hang", "ok"]
         answer = generator.generate("Can PAY-1042 be retried?", PASSAGES)
@@ -90,7 +90,7 @@ def test_round_trip_every_failure_mode_and_the_cache(tmp_path, monkeypatch):
         exhausted = generator.generate("Five hundreds all the way?", PASSAGES)
         assert exhausted.failed and exhausted.reason == "http_5xx" and exhausted.attempts == 4
         server.script = ["hang"] * 4
-        slow = chat_generator(server, tmp_path, deadline_s=0.5).generate("Too slow?", PASSAGES)
+        slow = chat_generator(server, tmp_path, deadline_s=0.3).generate("Too slow?", PASSAGES)
         assert slow.failed and slow.reason.startswith(("deadline", "timeout")) and slow.seconds < 1.5
         assert generator.generate("What is the Orion S3 limit?", PASSAGES).abstained
 

@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .base import Measure, register_input, register_measure
 
@@ -116,7 +115,8 @@ def outcome(answerable: bool, golds: Sequence[str], answer: str, abstained: bool
 class RagInput:
     """The ``rag`` input: per query (in the matrix's order) the context, the answer and the gold answers."""
 
-    def __init__(self, frame: pd.DataFrame, query_ids: pd.Index):
+    def __init__(self, frame, query_ids):
+        """``frame``: a pandas DataFrame indexed by query_id with ``RAG_COLUMNS``; ``query_ids``: the matrix's."""
         missing = [column for column in RAG_COLUMNS if column not in frame.columns]
         if missing:
             raise ValueError(f"the rag input has no column(s) {missing}")
@@ -142,7 +142,9 @@ def rag_input(matrix) -> RagInput:
 
 
 def _has_gold(row) -> bool:
-    return row.answerable is not None and not pd.isna(row.answerable)
+    # pandas keeps None or NaN for a query without gold answers; pandas itself is not imported here (the command
+    # line's --help loads the registry).
+    return row.answerable is not None and row.answerable == row.answerable
 
 
 def _answered(row) -> bool:
