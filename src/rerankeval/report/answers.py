@@ -151,8 +151,9 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
                 f"{inputs.calibration.get('split')} split: answer F1 {calibration.get('train_answer_f1')} there, "
                 f"{calibration.get('train_answer_f1_never_abstaining')} never abstaining"
                 if "abstain_below" in calibration else "")
-             + "). Answer measures follow SQuAD 2.0 on unanswerable queries (abstaining scores 1); ranking measures "
-               "and evidence coverage are undefined there and averaged over the queries with a relevant passage; "
+             + f"). {_query_counts(per_query, baseline)} Answer measures follow SQuAD 2.0 on unanswerable queries "
+               "(abstaining scores 1); ranking measures and evidence coverage are undefined there and averaged over "
+               "the queries with a relevant passage; "
                "abstention precision, citation precision and claim support over the queries where the system "
                "abstained, cited or answered (paired CIs of the two means, same resamples).", ""]
     lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, per_query, metrics)), ""]
@@ -180,6 +181,14 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
                   table(["system", "p50 ms", "p95 ms", "generate ms (mean)", "cached answers", "tokens / query",
                          "cost / 1k queries (USD)"], rows)]
     return "\n".join(lines)
+
+
+def _query_counts(per_query: pd.DataFrame, baseline: str) -> str:
+    own = per_query[per_query["system"] == baseline]
+    gold = int(own["AnswerEM"].notna().sum())
+    ranked = int(own[RANKING_MEASURE].notna().sum()) if RANKING_MEASURE in own else len(own)
+    return (f"{len(own)} queries: {gold} with gold answers, {ranked} with a relevant passage (ranking measures), "
+            f"{len(own) - ranked} without one.")
 
 
 def _describe_select(inputs: AnswerInputs) -> str:
