@@ -21,6 +21,7 @@ RANKING_MEASURE = "nDCG@10"
 HEADLINE = ("EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
             "CitationPrecision")
 QUERY_TYPE_COLUMN = "query_type"
+OUTCOME_MEASURES = ("AnswerEM", "CorrectRefusal", "BoundaryPartial", "IncorrectAnswer", "FalseRefusal")
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,10 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
     if type_rows:
         lines += [f"### Per query type (Δ vs `{baseline}`)", "",
                   table(["query type", "queries", "challenger", *[f"Δ {m}" for m in compared]], type_rows), ""]
-    counts = outcome_counts(per_query)
-    lines += ["### Outcomes (queries with gold answers)", "",
-              table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal", "correct_refusal",
-                     "failed"], counts.values.tolist()), ""]
+    if set(OUTCOME_MEASURES) <= set(per_query.columns):
+        lines += ["### Outcomes (queries with gold answers)", "",
+                  table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal",
+                         "correct_refusal", "failed"], outcome_counts(per_query).values.tolist()), ""]
     deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
     plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png")
     lines += [f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)", "",
