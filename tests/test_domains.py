@@ -126,3 +126,21 @@ def test_rerankeval_diff_compares_answer_measures_over_their_domains():
     assert rows["CitationPrecision"]["delta"] == pytest.approx(0.5) and rows["CitationPrecision"]["low"] > 0
     assert {(s["column"], s["value"]) for s in result["slices"]} == {("query_type", "abstention"),
                                                                     ("query_type", "single")}
+
+
+def test_a_slice_where_the_primary_metric_is_undefined_is_no_evidence():
+    frame = per_query({"better": np.full(60, 0.05)})
+    slices = pd.DataFrame({"query_type": ["abstention"] * 6 + ["single"] * 54},
+                          index=pd.Index([f"q{i:03d}" for i in range(60)], name="query_id"))
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 500,
+                                    "permutations": 500, "min_slice_size": 5, "unjudged": {"measure": "Judged@10"},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03,
+                              "critical_slices": [{"column": "query_type", "budget": 0.05}]}, "rule")
+    # Before: the undefined abstention slice reached the verdict as NaN evidence and compare() raised.
+    result, verdicts = compare(frame, slices, settings, rule, {"better": None, "fusion": None})
+    abstention = next(row for row in result["slices"]["query_type"] if row["value"] == "abstention")
+    assert abstention["comparisons"][0]["delta"] is None
+    # nDCG@10 is the same for both systems: the verdict is decided by the primary delta, not by the empty slice.
+    assert verdicts["verdicts"]["better"]["decision"] == "INCONCLUSIVE"
+    assert not any("abstention" in reason for reason in verdicts["verdicts"]["better"]["reasons"])

@@ -137,7 +137,9 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         slice_results[column] = rows
         for j, item in enumerate(family):
             if item.metric == rule.primary_metric:
-                slice_evidence[item.challenger].extend(SliceEvidence.from_intervals(column, result, j))
+                # A slice on which the primary metric is undefined (no relevant document in it) is no evidence.
+                slice_evidence[item.challenger].extend(
+                    e for e in SliceEvidence.from_intervals(column, result, j) if math.isfinite(e.mean))
 
     unjudged = {system: finite(1.0 - _mean(scores[system][settings.unjudged.measure])) for system in systems}
     warnings = []
