@@ -15,7 +15,8 @@ from rerankeval.data.snapshot import Snapshot, write_snapshot
 from rerankeval.rag.generators import BuildContext, Example, build_generator
 from rerankeval.rag.generators.extractive import extract_span
 from rerankeval.rag.generators.openai_compatible import parse_reply
-from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA
+from rerankeval.core.hashing import sha256_text
+from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, passages_table, write_candidates
 from rerankeval.retrieval.text import passage_text
 from tests.conftest import REPO, write_beir
 from tests.fake_openai import FakeOpenAI
@@ -121,14 +122,14 @@ def _mini_pipeline_inputs(tmp_path):
                {"_id": "q2", "text": "What is the Orion S3 limit?", "metadata": {"answerable": False}}]
     folder = write_beir(tmp_path / "beir", corpus, queries, {"test": [("q1", "d0", 1), ("q2", "d1", 0)]})
     write_snapshot(load_beir(folder), tmp_path / "snapshot", source={})
-    rows = [{"query_id": q["_id"], "doc_id": d["_id"], "parent_id": d["_id"],
-             "passage": passage_text(d["title"], d["text"]), "passage_sha256": None, "bm25_score": 0.0,
-             "bm25_rank": r, "dense_score": 0.0, "dense_rank": r, "fused_score": 0.0, "fused_rank": r}
-            for q in queries for r, d in enumerate(corpus, start=1)]
-    from rerankeval.core.hashing import sha256_text
-    for row in rows:
-        row["passage_sha256"] = sha256_text(row["passage"])
-    write_table(tmp_path / "candidates.parquet", pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA), {})
+    texts = [passage_text(d["title"], d["text"]) for d in corpus]
+    rows = [{"query_id": q["_id"], "doc_id": d["_id"], "parent_id": d["_id"], "passage_sha256": sha256_text(text),
+             "bm25_score": 0.0, "bm25_rank": r, "dense_score": 0.0, "dense_rank": r, "fused_score": 0.0,
+             "fused_rank": r}
+            for q in queries for r, (d, text) in enumerate(zip(corpus, texts), start=1)]
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet",
+                     pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA),
+                     passages_table([sha256_text(text) for text in texts], texts), {})
     snapshot = Snapshot(tmp_path / "snapshot")
     ranked = pa.Table.from_pylist(rows).to_pandas().rename(columns={"fused_rank": "rank"})
     table = contexts(ranked, load_passages(snapshot, tmp_path / "candidates.parquet"), SelectConfig(max_passages=2))

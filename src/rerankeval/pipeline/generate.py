@@ -23,7 +23,7 @@ from ..rag.claims import count_supported, sentences
 from ..rag.generators import GENERATORS, BuildContext, Example, build_generator, parse_generator_config
 from ..rag.passages import Passages, load_passages
 from ..rag.select import CONTEXT_SCHEMA
-from ..retrieval.freeze import CANDIDATES_SCHEMA
+from ..retrieval.candidates import load_candidates
 from ..retrieval.text import passage_text
 from .params import load_params
 from .select import contexts
@@ -76,8 +76,8 @@ def calibrate(params_path: str | Path, snapshot_dir: str | Path, candidates_path
         gold = queries[(queries["split"] == rag.calibration_split) & queries["answerable"].notna()]
     else:
         gold = queries.iloc[:0].assign(answers=None, answerable=None)
-    candidates = read_table(candidates_path, CANDIDATES_SCHEMA).select(
-        ["query_id", "doc_id", "parent_id", "fused_rank"]).to_pandas()
+    candidates = load_candidates(candidates_path, columns=["query_id", "doc_id", "parent_id", "fused_rank"],
+                                 with_text=False)
     fused = candidates[candidates["query_id"].isin(set(gold["query_id"]))].rename(columns={"fused_rank": "rank"})
     passages = load_passages(snapshot, candidates_path)
     chosen = context_lists(contexts(fused, passages, rag.select))

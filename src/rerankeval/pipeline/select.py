@@ -31,16 +31,19 @@ def contexts(ranked: pd.DataFrame, passages: Passages, config: SelectConfig,
     return pa.table(columns, schema=CONTEXT_SCHEMA)
 
 
-def dense_similarity(passages: Passages, doc_ids: list[str], retrieval) -> Similarity:
-    """Cosine of the retrieval's dense embeddings of the pool passages (encoded once here)."""
-    from ..retrieval.dense import load_sentence_transformer
+def dense_similarity(passages: Passages, doc_ids: list[str], retrieval, candidates_path: str | Path) -> Similarity:
+    """Cosine of the frozen dense embeddings of the pool passages: the model the freeze stage used (recorded in the
+    candidates' metadata), read from the embedding cache (encoded only if the cache no longer holds them)."""
+    from ..core.io import table_metadata
+    from ..retrieval.dense import DenseRetriever
+    from ..retrieval.encoders import PASSAGE
 
-    encoder = load_sentence_transformer(retrieval.dense.model, retrieval.dense.revision)
-    encoder.max_seq_length = retrieval.dense.max_length
-    vectors = encoder.encode([passages.text[d] for d in doc_ids], batch_size=retrieval.dense.batch_size,
-                             normalize_embeddings=True, convert_to_numpy=True)
+    model = table_metadata(candidates_path).get("dense", {}).get("model", retrieval.dense.model)
+    retriever = DenseRetriever([], model=model, revision=retrieval.dense.revision,
+                               max_length=retrieval.dense.max_length, batch_size=retrieval.dense.batch_size)
+    vectors = retriever.embed([passages.text[d] for d in doc_ids], PASSAGE)
     row = {doc_id: i for i, doc_id in enumerate(doc_ids)}
-    return lambda a, b: float(vectors[row[a]] @ vectors[row[b]])
+    return lambda a, b: float(vectors[row[a]].astype("float64") @ vectors[row[b]].astype("float64"))
 
 
 def run(system: str, params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
@@ -54,7 +57,7 @@ def run(system: str, params_path: str | Path, snapshot_dir: str | Path, candidat
     similarity = None
     if config.mmr_lambda is not None and config.similarity == "dense":
         pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
-        similarity = dense_similarity(passages, pool, params.retrieval)
+        similarity = dense_similarity(passages, pool, params.retrieval, candidates_path)
     table = contexts(ranked, passages, config, similarity)
     write_table(context_path, table, {"system": system, "select": config.to_dict(), "split": params.dataset.eval_split,
                                       "run_sha256": sha256_file(str(run_pattern).replace("{system}", system))})

@@ -23,7 +23,7 @@ class SelectConfig(StrictConfig):
     mmr_lambda: float | None = Field(None, ge=0, le=1)
     """MMR trade-off (1 = ranking only); None: take the ranking in order."""
     similarity: Literal["tokens", "dense"] = "tokens"
-    """MMR similarity: token-set Jaccard, or the cosine of the retrieval's dense embeddings."""
+    """MMR similarity: token-set Jaccard, or the cosine of the frozen dense embeddings (the embedding cache)."""
     neighbours: int = Field(0, ge=0)
     """Add this many adjacent chunks of the same parent on each side of a selected passage (budget permitting)."""
     near_duplicate_jaccard: float = Field(0.8, gt=0, le=1)

@@ -13,24 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.errors import ContractError
-from ..core.hashing import sha256_text
-from ..core.io import read_table
 from ..data.snapshot import Snapshot
-from ..retrieval.freeze import CANDIDATES_SCHEMA
+from ..retrieval.candidates import load_candidates
 from ..retrieval.text import passage_text
 
 
 def candidate_passages(candidates_path: str | Path) -> pd.DataFrame:
     """One row per distinct candidate document (doc_id, parent_id, passage), its text verified against its hash."""
-    columns = ["doc_id", "parent_id", "passage", "passage_sha256"]
-    frame = read_table(candidates_path, CANDIDATES_SCHEMA).select(columns).to_pandas()
-    frame = frame.drop_duplicates("doc_id").reset_index(drop=True)
-    for doc_id, passage, digest in zip(frame["doc_id"], frame["passage"], frame["passage_sha256"]):
-        if sha256_text(passage) != digest:
-            raise ContractError(f"{candidates_path}: the passage of {doc_id!r} does not match its sha256; the file was "
-                                "altered after it was frozen. Fix: `dvc repro --force freeze`.")
-    return frame[["doc_id", "parent_id", "passage"]]
+    frame = load_candidates(candidates_path, columns=["doc_id", "parent_id", "passage_sha256"])
+    return frame.drop_duplicates("doc_id").reset_index(drop=True)[["doc_id", "parent_id", "passage"]]
 
 
 @dataclass(frozen=True)
