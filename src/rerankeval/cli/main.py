@@ -1,8 +1,8 @@
 """The ``rerankeval`` console command.
 
-Each subcommand is one function registered with ``@_subcommand``: its arguments are declared
-in the decorator and the function receives the parsed namespace. Heavy modules (numpy,
-pandas) are imported inside the subcommands, so ``rerankeval --help`` starts at once.
+Each subcommand is one function registered with ``@_subcommand`` (``cli.registry``), here or in its own module of
+``cli`` (``compare``): its arguments are declared in the decorator and the function receives the parsed namespace.
+Heavy modules (pandas, pyarrow) are imported inside the subcommands, so ``rerankeval --help`` starts at once.
 """
 
 from __future__ import annotations
@@ -10,38 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..eval.measures import describe_measures, parse_measure
-
-Argument = tuple[tuple[str, ...], dict]
-
-
-@dataclass(frozen=True)
-class _Subcommand:
-    name: str
-    summary: str
-    arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-_SUBCOMMANDS: list[_Subcommand] = []
-
-
-def _argument(*flags: str, **options) -> Argument:
-    return flags, options
-
-
-def _subcommand(name: str, summary: str, arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]):
-    """Register a subcommand; ``arguments`` is a list of ``_argument``s or a function that adds them to a parser."""
-
-    def register(run: Callable[[argparse.Namespace], int]):
-        _SUBCOMMANDS.append(_Subcommand(name, summary, arguments, run))
-        return run
-
-    return register
+from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
+from .registry import SUBCOMMANDS as _SUBCOMMANDS
+from .registry import argument as _argument
+from .registry import subcommand as _subcommand
 
 
 def _measure(text: str):
@@ -163,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for subcommand in _SUBCOMMANDS:
+    for subcommand in sorted(_SUBCOMMANDS, key=lambda found: found.name):
         command = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.summary)
         if callable(subcommand.arguments):
             subcommand.arguments(command)

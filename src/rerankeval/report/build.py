@@ -9,10 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..eval.funnel import measure_rows, pool_measures, system_depth
+from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, measure_rows, pool_measures, system_depth
 from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
+from ..stats.sanity import needs_negative_judgments
 from . import markdown as md
 from . import plots
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
@@ -47,6 +48,15 @@ def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
         if c["metric"] == primary])
 
 
+def _not_applicable(inputs: ReportInputs) -> list[str]:
+    """The evaluated measures that mean nothing on these qrels (unjudged-based ones on positive-only qrels)."""
+    if inputs.compare["unjudged"].get("applicable", True):
+        return []
+    names = next(iter(inputs.metrics["systems"].values()))
+    return [name for name in names if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))
+            and needs_negative_judgments(name)]
+
+
 def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
     """The Markdown report and the machine-readable evaluation record; writes the plots to ``plots_dir``."""
     params, compare = inputs.params, inputs.compare
@@ -67,7 +77,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         for system, frame in per_query.groupby("system") if system != compare["baseline"]])
     plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
-    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png")
+    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
 
     hourly_price = evaluation.hourly_price_usd
     costs = {}
@@ -107,7 +117,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     text = md.render([
         md.header_section(context),
         md.verdict_section(inputs.verdicts),
-        md.first_stage_section(inputs.metrics["first_stage"], top_n),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
@@ -118,6 +128,6 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         md.pareto_section(points, quality_measure, plots_link),
         md.environment_section(environments),
-        md.all_metrics_section(inputs.metrics),
+        md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])
     return text, md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
