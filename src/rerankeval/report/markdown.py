@@ -67,9 +67,10 @@ def verdict_section(verdicts: Mapping[str, Any]) -> str:
         parts.append(f"> ⚠ **{verdicts['baseline_flag']}.** No verdict against it is a bare ACCEPT.")
     slices = ""
     if rule["critical_slices"]:
-        slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])} (adjusted for "
-                  f"{rule['slices_that_can_reject']} slices) lies below -budget, and a slice under "
-                  f"{rule['min_slice_size']} queries can only block ACCEPT")
+        adjusted = (f" (adjusted for {rule['slices_that_can_reject']} slices)"
+                    if rule["slices_that_can_reject"] > 1 else "")
+        slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
+                  f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
     parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
                  f"check failing{slices} (README, \"Release verdict\").")
     rows = [[f"`{system}`", f"**{verdict['decision']}**",
@@ -100,10 +101,11 @@ def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
                      _rate(at_min["reject"])])
     header = ["challenger", "REJECT at effect 0", "ACCEPT at effect 0", f"ACCEPT at {min_delta:+.4f}",
               f"REJECT at {min_delta:+.4f}"]
+    error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
     return (f"How far to trust it: the rule's decisions simulated on this query set and its slices "
             f"({simulation['trials']} trials per effect, {simulation['samples']} resamples each, seed "
-            f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}).\n\n"
-            + table(header, rows))
+            f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}; each rate within "
+            f"±{error:.1f} points, one Monte Carlo standard error).\n\n" + table(header, rows))
 
 
 def _rate(value: float) -> str:

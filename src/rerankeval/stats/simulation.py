@@ -88,8 +88,3 @@ def operating_characteristics(deltas: np.ndarray, labels: Mapping[str, np.ndarra
                                      rate[Decision.INCONCLUSIVE]))
     return points
 
-
-def monte_carlo_error(rate: float, trials: int) -> float:
-    """Standard error of a simulated rate (a rate of 0 or 1 counts as one trial off it)."""
-    clipped = min(max(rate, 1.0 / trials), 1.0 - 1.0 / trials)
-    return float(np.sqrt(clipped * (1.0 - clipped) / trials))
