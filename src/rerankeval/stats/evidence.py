@@ -47,9 +47,9 @@ def release_evidence(deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule:
     overall = bootstrap_ci(deltas, confidence=confidence, **boot)
     family = slices_that_can_reject(rule, labels, min_slice_size)
     level = adjusted_confidence(confidence, family)
-    by_column = [slice_ci(deltas, labels[column], confidence=level, min_slice_size=min_slice_size, **boot)
-                 for column in critical_columns(rule, labels)]
     columns = critical_columns(rule, labels)
+    by_column = [slice_ci(deltas, labels[column], confidence=level, min_slice_size=min_slice_size, **boot)
+                 for column in columns]
     evidence = []
     for j in range(deltas.shape[1]):
         slices = tuple(found for column, result in zip(columns, by_column)
