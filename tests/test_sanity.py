@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.eval import evaluate
+from rerankeval.eval.evaluate import evaluate
 from rerankeval.eval.funnel import first_stage_metrics
 from rerankeval.retrieval.fusion import rrf_top, top_k
 from rerankeval.stats.comparison import CompareConfig, RunFacts, compare

@@ -50,7 +50,7 @@ def run_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..data.trec import read_qrels, read_run
-    from ..eval import assign_ranks, evaluate
+    from ..eval.evaluate import assign_ranks, evaluate
     from ..stats.comparison import CompareConfig, RunFacts, compare
     from ..stats.sanity import identical_to_baseline, positive_only_reason
 
