@@ -34,7 +34,7 @@ def cli_means(capsys, run_path, qrels_path, *flags) -> tuple[int, dict | None, s
     return code, (json.loads(out)["run.trec"] if code == 0 else None), err
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(collections())
 def test_query_set_and_means_equal_trec_eval_with_and_without_c(capsys, data):
     run, qrels = data

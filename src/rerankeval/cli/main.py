@@ -112,7 +112,7 @@ FEW_SHARED = 0.5
 def _query_set(run, qrels, run_path: str, qrels_path: str, complete: bool) -> list[str]:
     """The queries trec_eval averages over: those in both the run and the qrels, or with ``complete`` (trec_eval -c)
     every query of the qrels. A run sharing no query with the qrels is refused; one sharing few gets a warning."""
-    run_ids, judged = set(run["query_id"]), set(qrels["query_id"])
+    run_ids, judged = set(map(str, run["query_id"])), set(map(str, qrels["query_id"]))
     shared = run_ids & judged
     if not shared:
         folded = {query_id.casefold(): query_id for query_id in judged}
