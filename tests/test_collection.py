@@ -154,7 +154,7 @@ def test_suspicious_but_legal_input_gets_warnings(tmp_path):
     warnings = load_beir(folder).warnings
     expected = [
         "corpus.jsonl: 1 documents have neither title nor text ('d3'); no retriever can find them.",
-        "queries_train.jsonl:1: query 'q4' is listed for split 'train' but judged in split 'test'",
+        "queries_train.jsonl: 1 queries listed for split 'train' are judged in split 'test' (first: 'q4' on line 1)",
         "split 'test' has only 3 queries: its confidence intervals will be wide",
         "test.tsv: every judgment is relevant (no grade <= 0)",
         "train.tsv: 1 queries have no relevant document ('q3'); evaluation drops them or scores them 0",

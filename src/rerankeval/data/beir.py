@@ -271,12 +271,15 @@ def _warnings(folder: Path, splits: list[str], corpus: pa.Table, query_records: 
     if unjudged:
         warnings.append(f"{len(unjudged)} queries have no judgment in splits {splits} and are left out "
                         f"({_examples(unjudged)}).")
-    for query_id, (split, _) in sorted(query_split.items()):
+    misplaced: dict[tuple[Path, str], list[tuple[int, str]]] = {}
+    for query_id, (split, _) in query_split.items():
         path, line_no, _ = query_records[query_id]
-        listed = path.stem.removeprefix("queries_") if path.stem.startswith("queries_") else None
-        if listed is not None and listed != split:
-            warnings.append(f"{path}:{line_no}: query {query_id!r} is listed for split {listed!r} but judged in "
-                            f"split {split!r}, so it counts as {split!r}.")
+        if path.stem.startswith("queries_") and path.stem.removeprefix("queries_") != split:
+            misplaced.setdefault((path, split), []).append((line_no, query_id))
+    for (path, split), lines in sorted(misplaced.items()):
+        line_no, query_id = min(lines)
+        warnings.append(f"{path}: {len(lines)} queries listed for split {path.stem.removeprefix('queries_')!r} are "
+                        f"judged in split {split!r} (first: {query_id!r} on line {line_no}); they count as {split!r}.")
     grades_by_query: dict[str, list[int]] = {}
     for (query_id, _), (grade, _, _) in judgments.items():
         grades_by_query.setdefault(query_id, []).append(grade)
