@@ -57,12 +57,12 @@ def test_a_dataset_with_a_train_split_trains_on_it(stage, capsys):
 def test_a_dataset_without_one_trains_on_the_declared_fallback_and_the_report_says_so(stage, tiny_beir):
     seen = stage(["test"], fallback_path=str(tiny_beir))
     assert seen["source"] == {"dataset": "tiny", "path": str(tiny_beir), "split": "train", "fallback": True,
-                              "reason": "dataset 'tiny' has no split 'train'"}
+                              "reason": f"{tiny_beir} has no split 'train'"}
     assert set(seen["training_set"].examples["query_id"]) == {"q6", "q7"}  # the fallback's train queries
     card = {"source": seen["source"], "train_queries": 2, "steps": 200}
     systems = {"fusion": {"kind": "fusion"}, "ce": {"kind": "cross_encoder", "model": "data/models/ce-minilm-ft/"}}
     assert training_section(card, "data/models/ce-minilm-ft", systems) == (
-        f"- Fine-tuned `ce`: trained on the fallback, the `train` split of `{tiny_beir}` (dataset 'tiny' has no split "
+        f"- Fine-tuned `ce`: trained on the fallback, the `train` split of `{tiny_beir}` ({tiny_beir} has no split "
         "'train'; train.fallback_path), 2 queries, 200 steps.")
     own = {**card, "source": {"split": "train", "fallback": False}}
     assert training_section(own, "data/models/ce-minilm-ft", systems) == (

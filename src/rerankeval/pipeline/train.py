@@ -38,7 +38,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     else:
         queries, qrels, candidates = _fallback(params, snapshot)
         source = {"dataset": Path(config.fallback_path).name, "path": config.fallback_path, "split": config.split,
-                  "fallback": True, "reason": f"dataset {params.dataset.name!r} has no split {config.split!r}"}
+                  "fallback": True, "reason": f"{params.dataset.path} has no split {config.split!r}"}
     print(f"train: on the {config.split!r} split of {source['path']}"
           + (f" (fallback: {source['reason']})" if source["fallback"] else ""))
     card = train(mine_examples(queries, qrels, candidates, config), config, source)
