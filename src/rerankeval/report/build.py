@@ -17,6 +17,7 @@ from ..stats.sanity import needs_negative_judgments
 from . import markdown as md
 from . import plots
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+from .training import training_section
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class ReportInputs:
     latencies: Mapping[str, pd.DataFrame]
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
+    model_card: Mapping[str, Any] | None = None
+    """The train stage's model card (what the fine-tuned reranker was trained on), when there is one."""
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -116,6 +119,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}
     text = md.render([
         md.header_section(context),
+        training_section(inputs.model_card, params.train.out_dir, params.systems),
         md.verdict_section(inputs.verdicts),
         md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
