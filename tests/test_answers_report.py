@@ -39,7 +39,7 @@ def test_answers_section_renders_the_ablation(tmp_path):
     settings = CompareConfig.parse({"baseline": "fusion", "metrics": MEASURES[:7], "samples": 500,
                                     "permutations": 500, "min_slice_size": 3, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
-    result, _ = compare(frame, slices, settings, settings.release, {"fusion": None, "ce": None})
+    result, _ = compare(frame, slices, settings, settings.release)
     timing = {s: pd.DataFrame({"query_id": sorted(set(frame["query_id"])), "generate_s": 0.002, "cache_hit": False})
               for s in ("fusion", "ce")}
     latency = {s: pd.DataFrame({"query_id": sorted(set(frame["query_id"])), "position": range(24), "wall_s": 0.01,

@@ -89,8 +89,7 @@ def test_the_release_rule_can_name_an_answer_measure_with_the_reopen_threshold()
     settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10", "AnswerF1"], "samples": 2000,
                                     "permutations": 2000, "min_slice_size": 5, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
-    result, verdicts = compare(frame, pd.DataFrame(index=frame["query_id"].unique()), settings,
-                               settings.release, {"better": None, "same": None, "fusion": None})
+    result, verdicts = compare(frame, pd.DataFrame(index=frame["query_id"].unique()), settings, settings.release)
     assert verdicts["verdicts"]["better"]["decision"] == "ACCEPT"
     assert verdicts["verdicts"]["same"]["decision"] != "ACCEPT"
     ndcg = next(c for c in result["comparisons"] if c["metric"] == "nDCG@10" and c["challenger"] == "better")
@@ -138,7 +137,7 @@ def test_a_slice_where_the_primary_metric_is_undefined_is_no_evidence():
     rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03,
                               "critical_slices": [{"column": "query_type", "budget": 0.05}]}, "rule")
     # Before: the undefined abstention slice reached the verdict as NaN evidence and compare() raised.
-    result, verdicts = compare(frame, slices, settings, rule, {"better": None, "fusion": None})
+    result, verdicts = compare(frame, slices, settings, rule)
     abstention = next(row for row in result["slices"]["query_type"] if row["value"] == "abstention")
     assert abstention["comparisons"][0]["delta"] is None
     # nDCG@10 is the same for both systems: the verdict is decided by the primary delta, not by the empty slice.

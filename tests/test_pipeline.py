@@ -55,6 +55,7 @@ def project(tmp_path, tiny_beir):
     params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
                              "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
                              "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4",
+                             f"train.fallback_path={tiny_beir}",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
                              "systems.external.depth=5", "systems.external.max_length=64"])

@@ -30,7 +30,7 @@ def write_snapshot(collection: Collection, out_dir: str | Path, source: dict[str
     out_dir = Path(out_dir)
     tables = {"corpus": collection.corpus, "queries": collection.queries, "qrels": collection.qrels}
     manifest: dict[str, Any] = {"source": source, "slice_columns": collection.slice_columns,
-                                "notes": collection.notes, "tables": {}}
+                                "notes": collection.notes, "warnings": collection.warnings, "tables": {}}
     for name, table in tables.items():
         path = out_dir / f"{name}.parquet"
         write_table(path, table, {"table": name, "content_sha256": content_hash(table, name)})

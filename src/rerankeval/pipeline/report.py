@@ -10,6 +10,7 @@ from ..core.io import read_json, read_table, table_metadata, write_text
 from ..data.snapshot import Snapshot
 from ..report.answers import AnswerInputs
 from ..report.build import ReportInputs, build_report
+from ..training.cross_encoder import MODEL_CARD
 from .params import load_params
 from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE
 from .runs import load_latencies, load_runs, system_file
@@ -40,9 +41,14 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
         run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
         latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems},
-        answers=answer_inputs(params, answers_pattern, calibration_path))
+        answers=answer_inputs(params, answers_pattern, calibration_path),
+        model_card=_model_card(Path(params.train.out_dir)))
     markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
         Path(report_path).parent).as_posix())
     write_text(report_path, markdown)
     write_text(record_path, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
     print(f"report: {report_path}")
+
+
+def _model_card(model_dir: Path) -> dict | None:
+    return read_json(model_dir / MODEL_CARD) if (model_dir / MODEL_CARD).exists() else None
