@@ -16,7 +16,7 @@ export TRANSFORMERS_VERBOSITY := error
 $(INSTALLED): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'
 	touch $@
 
 # Ray (serving, load tests, the ray executor) is an extra: the default demo does not use it, the tests do.

@@ -55,6 +55,7 @@ def project(tmp_path, tiny_beir):
     params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
                              "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
                              "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4",
+                             f"train.fallback_path={tiny_beir}",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
                              "systems.external.depth=5", "systems.external.max_length=64"])
@@ -124,7 +125,7 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    assert reran == {"rerank@random", "latency", "evaluate", "compare", "report"}
+    assert reran == {"rerank@random", "select@random", "generate@random", "latency", "evaluate", "compare", "report"}
     assert "latency[random]: p95" in output and "latency[ce_minilm_ft]: unchanged" in output
 
     params["train"]["steps"] = 4
@@ -132,7 +133,8 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     # A retrain re-runs only the system that uses the model (the reference systems depend on no model).
-    assert reran == {"train", "rerank@ce_minilm_ft", "latency", "evaluate", "compare", "report"}
+    assert reran == {"train", "rerank@ce_minilm_ft", "select@ce_minilm_ft", "generate@ce_minilm_ft", "latency",
+                     "evaluate", "compare", "report"}
 
     # Replacing an external model's weights in place is a change of that system's stage, and of no other.
     weights = Path(params["systems"]["external"]["model"]) / "model.safetensors"

@@ -118,10 +118,11 @@ def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inp
     queries = pd.read_parquet(stage_inputs / "snapshot" / "queries.parquet")
     qrels = pd.read_parquet(stage_inputs / "snapshot" / "qrels.parquet")
     candidates = load_candidates(stage_inputs / "candidates.parquet")
-    card = train(mine_examples(queries, qrels, candidates, config), config)
+    source = {"dataset": "tiny", "split": "train", "fallback": False}
+    card = train(mine_examples(queries, qrels, candidates, config), config, source)
     model_dir = stage_inputs / "model"
     assert (model_dir / "model.safetensors").exists() and not (model_dir / "pytorch_model.bin").exists()
-    assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2
+    assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2 and card["source"] == source
     assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == local_model_hash(
         resolve_model("minilm", None).directory)
     assert json.loads((model_dir / MODEL_CARD).read_text()) == card

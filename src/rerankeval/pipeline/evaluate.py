@@ -14,11 +14,13 @@ from ..retrieval.candidates import load_candidates
 from ..retrieval.freeze import FIRST_STAGE_SCHEMA, RETRIEVERS
 from .params import load_params
 from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE
+from .answers import with_answer_measures
 from .runs import load_runs
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, first_stage_path: str | Path,
-        run_pattern: str, eval_dir: str | Path, metrics_path: str | Path) -> None:
+        run_pattern: str, eval_dir: str | Path, metrics_path: str | Path, context_pattern: str | None = None,
+        answers_pattern: str | None = None) -> None:
     params = load_params(params_path)
     evaluation, split = params.evaluation, params.dataset.eval_split
     measures = [parse_measure(name) for name in evaluation.measures]
@@ -31,6 +33,8 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     query_ids = snapshot.queries_of(split)["query_id"].tolist()
     runs = load_runs(run_pattern, params.system_names, str(candidates_path))
     per_query = per_query_metrics(runs, qrels, query_ids, measures, oracle_measures, no_relevant=no_relevant)
+    if params.rag.measures and context_pattern and answers_pattern:
+        per_query = with_answer_measures(per_query, params, snapshot, context_pattern, answers_pattern)
     curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
 
     own = read_table(first_stage_path, FIRST_STAGE_SCHEMA).to_pandas()

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..eval.config import MeasureName
+from ..rag.config import RagConfig
 from ..retrieval.freeze import RetrievalConfig
 from ..serving.config import ServingConfig
 from ..stats.comparison import CompareConfig
@@ -53,6 +54,7 @@ class Params(StrictConfig):
     serving: ServingConfig = ServingConfig()
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
+    rag: RagConfig = RagConfig()
 
     @model_validator(mode="after")
     def _systems_listed_once(self) -> "Params":

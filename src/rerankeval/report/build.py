@@ -9,14 +9,17 @@ from typing import Any
 
 import pandas as pd
 
-from ..eval.funnel import measure_rows, pool_measures, system_depth
+from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, measure_rows, pool_measures, system_depth
 from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
+from ..stats.sanity import needs_negative_judgments
 from . import markdown as md
 from . import plots
 from . import serving
+from .answers import AnswerInputs, answers_section
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+from .training import training_section
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class ReportInputs:
     latency_measurements: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Each system's dedicated latency measurement (stage `latency`)."""
     loadtest: Mapping[str, Any] | None = None
+    answers: AnswerInputs = AnswerInputs()
+    model_card: Mapping[str, Any] | None = None
+    """The train stage's model card (what the fine-tuned reranker was trained on), when there is one."""
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -49,6 +55,15 @@ def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
          "high": c["high"], "too_small": row["too_small"]}
         for column, rows in compare["slices"].items() for row in rows for c in row["comparisons"]
         if c["metric"] == primary])
+
+
+def _not_applicable(inputs: ReportInputs) -> list[str]:
+    """The evaluated measures that mean nothing on these qrels (unjudged-based ones on positive-only qrels)."""
+    if inputs.compare["unjudged"].get("applicable", True):
+        return []
+    names = next(iter(inputs.metrics["systems"].values()))
+    return [name for name in names if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))
+            and needs_negative_judgments(name)]
 
 
 def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
@@ -68,10 +83,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
     deltas = pd.concat([
         pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
-        for system, frame in per_query.groupby("system") if system != compare["baseline"]])
+        for system, frame in per_query.groupby("system") if system != compare["baseline"]]).dropna()
     plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
-    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png")
+    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
 
     hourly_price = evaluation.hourly_price_usd
     costs = {}
@@ -114,12 +129,14 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}
     text = md.render([
         md.header_section(context),
+        training_section(inputs.model_card, params.train.out_dir, params.systems),
         md.verdict_section(inputs.verdicts),
-        md.first_stage_section(inputs.metrics["first_stage"], top_n),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
+        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
@@ -128,7 +145,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         md.pareto_section(points, quality_measure, plots_link),
         md.environment_section(environments),
-        md.all_metrics_section(inputs.metrics),
+        md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])
     record = md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
     record["efficiency"] = serving.efficiency_record(inputs.latency_measurements, latency_sources, inputs.loadtest)

@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from ..core.config import StrictConfig
+from ..core.errors import ConfigError
 from ..core.hashing import canonical_json, sha256_text
 from ..core.io import write_json
 from ..core.progress import Progress
@@ -53,6 +54,10 @@ class TrainConfig(StrictConfig):
     seed: int
     out_dir: str
     split: str = "train"
+    """The split of the evaluated dataset to train on."""
+    fallback_path: str | None = None
+    """A BEIR folder whose ``split`` is trained on when the evaluated dataset has none (the bundled demo's, in
+    conf/train); None: such a dataset is refused."""
     negative_pool_depth: int = Field(30, ge=1)
     """Only candidates at fused rank <= this are mined as negatives."""
     unjudged_skip_top: int = Field(3, ge=0)
@@ -98,7 +103,8 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
     """Groups of (positive, hard negatives) for the ``config.split`` queries, shuffled with ``config.seed``."""
     split_queries = queries[queries["split"] == config.split][["query_id", "text"]]
     if split_queries.empty:
-        raise ValueError(f"no queries in split {config.split!r}; splits present: {sorted(queries['split'].unique())}")
+        raise ConfigError(f"train.split: no queries in split {config.split!r} (splits present: "
+                          f"{sorted(queries['split'].unique())}). Fix: set train.split to one of them.")
     train_ids = set(split_queries["query_id"])
     judged = qrels[qrels["query_id"].isin(train_ids)]
     pool = candidates[candidates["query_id"].isin(train_ids)].merge(
@@ -125,8 +131,9 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
             groups.append(pd.concat([frame.loc[[index]].assign(label=lambda row: row["relevance"] / max_grade),
                                      negatives.iloc[picked].assign(label=0.0)]))
     if not groups:
-        raise ValueError(f"split {config.split!r}: no judged-relevant candidate with {config.negatives_per_positive} "
-                         "hard negatives to train on")
+        raise ConfigError(f"train.split {config.split!r}: no judged-relevant candidate with "
+                          f"{config.negatives_per_positive} hard negatives to train on. Fix: train on a split with "
+                          "relevant documents among the candidates, or lower train.negatives_per_positive.")
     order = rng.permutation(len(groups))
     examples = pd.concat([groups[index].assign(group=rank) for rank, index in enumerate(order)], ignore_index=True)
     columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", "fused_rank", "label"]
@@ -172,8 +179,11 @@ def _group_batches(n_groups: int, per_step: int, steps: int, rng: np.random.Gene
         cursor += per_step
 
 
-def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
-    """Fine-tune ``config.backbone`` with a fresh one-logit head; write the model and its card to ``out_dir``."""
+def train(training_set: TrainingSet, config: TrainConfig, source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Fine-tune ``config.backbone`` with a fresh one-logit head; write the model and its card to ``out_dir``.
+
+    ``source`` says where the training queries came from (dataset, path, split, whether it is the fallback); the
+    model card records it."""
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -187,7 +197,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
         network.base_model.embeddings.requires_grad_(False)
     layers = network.base_model.encoder.layer
     if config.frozen_layers > len(layers):
-        raise ValueError(f"train params: frozen_layers {config.frozen_layers} > the backbone's {len(layers)} layers")
+        raise ConfigError(f"train.frozen_layers: {config.frozen_layers} > the backbone's {len(layers)} layers.")
     for layer in layers[:config.frozen_layers]:
         layer.requires_grad_(False)
     encoder_prefix = network.base_model_prefix + ".encoder."
@@ -235,6 +245,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
         "backbone": {"model": config.backbone, "sha256": backbone.weights_sha256},
         "training_data_sha256": training_set.sha256,
         "split": config.split,
+        "source": dict(source or {}),
         "train_queries": training_set.stats["split_queries"],
         "data": training_set.stats,
         "loss": f"listwise softmax cross-entropy over 1 positive + {config.negatives_per_positive} negatives",
