@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+SERVE_INSTALLED := $(VENV)/.installed-serve
 # Offline by default: models come from installed packages or local paths, never from a hub at run time.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -15,7 +16,12 @@ export TRANSFORMERS_VERBOSITY := error
 $(INSTALLED): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'
+	touch $@
+
+# Ray (serving, load tests, the ray executor) is an extra: the default demo does not use it, the tests do.
+$(SERVE_INSTALLED): $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[serve]'
 	touch $@
 
 demo: $(INSTALLED)
@@ -24,7 +30,7 @@ demo: $(INSTALLED)
 
 repro: demo
 
-test: $(INSTALLED)
+test: $(SERVE_INSTALLED)
 	$(BIN)/python -m pytest
 
 bench: $(INSTALLED)

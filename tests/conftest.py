@@ -1,9 +1,13 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Progress lines are for stage logs, not test logs (tests/test_progress.py checks they stay out); inherited by the
+# `dvc repro` subprocesses of the pipeline tests.
+os.environ["RERANKEVAL_PROGRESS"] = "0"
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 

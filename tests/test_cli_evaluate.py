@@ -54,15 +54,15 @@ def test_prints_aggregates_like_trec_eval(files):
                      "--metric", "nDCG@10", "--metric", "MRR@10", "--metric", "P@2").stdout
     assert [line.split("\t")[0].strip() for line in out.splitlines()] == ["num_q", "nDCG@10", "RR@10", "P@2"]
     table = parse(out)
-    assert table["num_q", "all"] == 2  # q3 has no relevant document: dropped
+    assert table["num_q", "all"] == 2  # the queries in both the run and the qrels, as trec_eval (q3 is not run)
     assert table["nDCG@10", "all"] == pytest.approx(Q1_NDCG / 2, abs=5e-5)
     assert table["RR@10", "all"] == pytest.approx(0.25, abs=5e-5)
     assert table["P@2", "all"] == pytest.approx(0.25, abs=5e-5)
 
 
-def test_per_query_and_no_relevant_zero(files):
+def test_per_query_and_complete_like_trec_eval_c(files):
     out = rerankeval("evaluate", "--qrels", files / "qrels.txt", "--run", files / "run_a.trec",
-                     "--metric", "nDCG@10", "--per-query", "--no-relevant", "zero").stdout
+                     "--metric", "nDCG@10", "--per-query", "-c").stdout
     table = parse(out)
     assert table["nDCG@10", "q1"] == pytest.approx(Q1_NDCG, abs=5e-5)
     assert table["nDCG@10", "q2"] == 0.0
@@ -127,8 +127,11 @@ def test_errors_exit_2_with_a_message(files):
 
     (files / "no_relevant.txt").write_text("q1 0 a 0\n")
     nothing = rerankeval("evaluate", "--qrels", files / "no_relevant.txt", "--run", files / "run_a.trec",
-                         "--metric", "RR", check=False)
+                         "--metric", "RR", "--no-relevant", "drop", check=False)
     assert nothing.returncode == 2 and "no query to evaluate" in nothing.stderr
+    # As trec_eval, a judged query without a relevant document counts, as 0.
+    assert parse(rerankeval("evaluate", "--qrels", files / "no_relevant.txt", "--run", files / "run_a.trec",
+                            "--metric", "RR").stdout) == {("num_q", "all"): 1, ("RR", "all"): 0.0}
 
 
 def test_help_lists_evaluate_and_the_measures():

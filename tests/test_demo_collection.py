@@ -197,9 +197,33 @@ def test_qrels_files_are_consistent_with_corpus_and_queries(gen):
             pairs.add(pair)
 
 
-def test_every_query_has_an_answering_passage(grades):
-    for query_id, judged in grades.items():
-        assert max(judged.values()) >= 2, f"{query_id} has no passage graded 2 or 3"
+def test_every_answerable_query_has_an_answering_passage_and_gold_answers(collection, grades):
+    for query in collection.queries:
+        judged = grades[query["_id"]]
+        if query["metadata"].get("answerable", True):
+            assert max(judged.values()) >= 2, f"{query['_id']} has no passage graded 2 or 3"
+            answers = query["metadata"]["answers"]
+            assert answers and all(isinstance(a, str) and a.strip() for a in answers), query["_id"]
+
+
+def test_unanswerable_questions_are_abstention_cases_judged_zero(collection, grades):
+    unanswerable = [q for q in collection.queries if q["metadata"].get("answerable") is False]
+    assert sum(q["metadata"]["split"] == "test" for q in unanswerable) >= 25
+    for query in unanswerable:
+        assert query["metadata"]["query_type"] == "abstention" and "answers" not in query["metadata"]
+        assert grades[query["_id"]] and set(grades[query["_id"]].values()) == {0}, query["_id"]
+    types = {q["metadata"]["query_type"] for q in collection.queries if q["metadata"]["split"] == "test"}
+    assert types == {"single_document", "multi_document", "comparison", "abstention"}
+
+
+def test_pinned_questions_move_no_other_question_between_splits(gen, tmp_path, collection):
+    """Without the unanswerable (pinned) questions, every other question keeps its id, text and split."""
+    source = tmp_path / "demo-src"
+    shutil.copytree(SOURCE_DIR, source, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    (source / "unanswerable.yaml").write_text("[]\n", "utf-8")
+    without = gen.generate(source_dir=source)
+    assert without.queries == collection.queries[: len(without.queries)]
+    assert len(collection.queries) - len(without.queries) >= 25
 
 
 def test_all_grades_are_used(grades):
@@ -212,7 +236,8 @@ def test_all_grades_are_used(grades):
 
 def test_multi_hop_needs_passages_from_two_pages(collection, grades):
     parent_of = {r["_id"]: r["metadata"]["parent_id"] for r in collection.corpus}
-    multi_hop = [q["_id"] for q in collection.queries if q["metadata"]["intent"] == "multi_hop"]
+    multi_hop = [q["_id"] for q in collection.queries
+                 if q["metadata"]["intent"] == "multi_hop" and q["metadata"].get("answerable", True)]
     assert len(multi_hop) >= 20
     for query_id in multi_hop:
         parents = {parent_of[p] for p, grade in grades[query_id].items() if grade >= 2}

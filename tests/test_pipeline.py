@@ -58,6 +58,7 @@ def project(tmp_path, tiny_beir):
     params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
                              "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
                              "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4", "train.holdout=1",
+                             f"train.fallback_path={tiny_beir}",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
                              "systems.external.depth=5", "systems.external.max_length=64",
@@ -95,6 +96,11 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     assert len(sweep["pairs"]) == 4 and all(counts["scored"] == 0 for counts in sweep["pairs"].values())
     routed = table_metadata(project / "data" / "runs" / "latency_routed_blend.parquet")
     assert routed["composite_pairs"]["scored"] == 0 and routed["composite_pairs"]["from_cache"] > 0
+    # The verdict's latency is the dedicated measurement of each system, not the quality run's timings.
+    verdicts = json.loads((project / "reports" / "verdicts.json").read_text())
+    assert set(verdicts["latency_source"]) == set(SYSTEMS)
+    assert all(source.startswith("in-process, 3 queries x 3 rounds") for source in verdicts["latency_source"].values())
+    assert json.loads((project / "reports" / "loadtest.json").read_text())["ran"] is False
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
 
@@ -104,7 +110,9 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     first_latency = pd.read_parquet(project / "data" / "runs" / "latency_ce_minilm_ft.parquet")
     assert first_latency["cache_hits"].sum() == 0
     run_metadata = pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata
-    dvc(project, "repro", "--force")
+    forced = dvc(project, "repro", "--force")
+    # Nothing a measurement depends on changed: every system keeps its latency measurement (no model loads for it).
+    assert forced.count("unchanged since its last measurement, kept") == len(SYSTEMS)
     assert pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata == run_metadata
     for name, content in frozen.items():
         assert (project / "reports" / name).read_bytes() == content, f"{name} changed on a forced rerun"
@@ -132,7 +140,9 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     output = dvc(project, "repro")
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
-    assert reran == {"rerank@random", "evaluate", "compare", "sweep", "report"}
+    assert reran == {"rerank@random", "select@random", "generate@random", "latency", "evaluate", "compare", "sweep",
+                     "report"}
+    assert "latency[random]: p95" in output and "latency[ce_minilm_ft]: unchanged" in output
 
     params["train"]["steps"] = 4
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -140,8 +150,9 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     reran = {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
     # A retrain re-runs only the systems that use the model (the reference systems depend on no model), and the
     # configurations composed from it, through their dependency on its run.
-    assert reran == {"train", "rerank@ce_minilm_ft", "evaluate", "compare", "sweep", "report",
-                     *(f"rerank@{name}" for name in CONFIGURATIONS)}
+    assert reran == {"train", "latency", "evaluate", "compare", "sweep", "report",
+                     *(f"{stage}@{name}" for stage in ("rerank", "select", "generate")
+                       for name in ["ce_minilm_ft", *CONFIGURATIONS])}
 
     # Replacing an external model's weights in place is a change of that system's stage, and of no other.
     weights = Path(params["systems"]["external"]["model"]) / "model.safetensors"

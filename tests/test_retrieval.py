@@ -3,7 +3,8 @@ import pyarrow as pa
 
 from rerankeval.core.hashing import sha256_text
 from rerankeval.data.beir import load_beir
-from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, RetrievalConfig, freeze
+from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, PASSAGES_SCHEMA, load_candidates, write_candidates
+from rerankeval.retrieval.freeze import FIRST_STAGE_SCHEMA, RetrievalConfig, freeze
 from rerankeval.retrieval.fusion import rrf_top, top_k
 from rerankeval.retrieval.text import passage_text, tokenize
 
@@ -76,13 +77,17 @@ class PriorRetriever(FakeRetriever):
         return np.tile(np.linspace(1, 0, len(self.passages)), (len(queries), 1))
 
 
-def test_freeze_contract(tiny_beir):
+def test_freeze_contract(tiny_beir, tmp_path):
     collection = load_beir(tiny_beir)
     config = RetrievalConfig(top_n=5, fusion_depth=5)
-    candidates, own = freeze(collection.corpus, collection.queries, config,
-                             lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+    frozen = freeze(collection.corpus, collection.queries, config, lexical_retriever=FakeRetriever,
+                    dense_retriever=PriorRetriever)
+    candidates, own = frozen.candidates, frozen.first_stage
     assert candidates.schema.equals(CANDIDATES_SCHEMA) and own.schema.equals(FIRST_STAGE_SCHEMA)
-    frame = candidates.to_pandas()
+    assert frozen.passages.schema.equals(PASSAGES_SCHEMA)
+    assert frozen.dense["model"] == "e5-small"  # auto: the tiny collection is half Korean
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", candidates, frozen.passages, {})
+    frame = load_candidates(tmp_path / "candidates.parquet")
     assert frame.groupby("query_id").size().eq(5).all()
     assert (frame.groupby("query_id")["fused_rank"].apply(list) == [[1, 2, 3, 4, 5]] * 8).all()
     assert all(sha256_text(text) == digest for text, digest in zip(frame["passage"], frame["passage_sha256"]))
@@ -102,6 +107,6 @@ def test_freeze_is_deterministic(tiny_beir):
     collection = load_beir(tiny_beir)
     config = RetrievalConfig(top_n=4, fusion_depth=3)
     runs = [freeze(collection.corpus, collection.queries, config, lexical_retriever=FakeRetriever,
-                   dense_retriever=PriorRetriever)[0] for _ in range(2)]
+                   dense_retriever=PriorRetriever).candidates for _ in range(2)]
     assert runs[0].equals(runs[1])
     assert isinstance(runs[0], pa.Table)

@@ -9,12 +9,11 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_file, sha256_text
-from rerankeval.core.io import write_table
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import write_snapshot
 from rerankeval.models.resolve import local_model_hash, resolve_model
 from rerankeval.pipeline import train as train_stage
-from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA
+from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, load_candidates, passages_table, write_candidates
 from rerankeval.systems import BuildContext, Query, QueryCandidates, build_system
 from rerankeval.training.cross_encoder import MODEL_CARD, TrainConfig, mine_examples, train
 
@@ -119,8 +118,10 @@ def stage_inputs(tiny_beir, tmp_path):
         frame[column] = 0.0
     for column in ("bm25_rank", "dense_rank", "fused_rank"):
         frame[column] = frame["fused_rank"].astype(np.int32)
-    write_table(tmp_path / "candidates.parquet", pa.Table.from_pandas(frame[CANDIDATES_SCHEMA.names],
-                                                                      schema=CANDIDATES_SCHEMA, preserve_index=False))
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet",
+                     pa.Table.from_pandas(frame[CANDIDATES_SCHEMA.names], schema=CANDIDATES_SCHEMA,
+                                          preserve_index=False),
+                     passages_table(frame["passage_sha256"].tolist(), frame["passage"].tolist()), {})
     return tmp_path
 
 
@@ -129,11 +130,12 @@ def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inp
     config = CONFIG.model_copy(update={"out_dir": str(stage_inputs / "model")})
     queries = pd.read_parquet(stage_inputs / "snapshot" / "queries.parquet")
     qrels = pd.read_parquet(stage_inputs / "snapshot" / "qrels.parquet")
-    candidates = pd.read_parquet(stage_inputs / "candidates.parquet")
-    card = train(mine_examples(queries, qrels, candidates, config), config)
+    candidates = load_candidates(stage_inputs / "candidates.parquet")
+    source = {"dataset": "tiny", "split": "train", "fallback": False}
+    card = train(mine_examples(queries, qrels, candidates, config), config, source)
     model_dir = stage_inputs / "model"
     assert (model_dir / "model.safetensors").exists() and not (model_dir / "pytorch_model.bin").exists()
-    assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2
+    assert card["split"] == "train" and card["train_queries"] == 2 and card["steps"] == 2 and card["source"] == source
     assert len(card["loss_curve"]) == 2 and card["backbone"]["sha256"] == local_model_hash(
         resolve_model("minilm", None).directory)
     assert json.loads((model_dir / MODEL_CARD).read_text()) == card

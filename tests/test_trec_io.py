@@ -178,3 +178,41 @@ def test_writing_is_atomic(tmp_path, monkeypatch):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_pipeline_run_with_a_nan_tail_exports_to_the_same_values_in_trec_eval(tmp_path):
+    """A run as the rerank stage writes it (tied head scores, NaN beyond the depth, explicit ranks) written as TREC
+    reads back with our reader and evaluates, by us and by trec_eval, to the values of the run itself."""
+    import pytrec_eval
+
+    from rerankeval.eval import evaluate
+    from rerankeval.rerank.driver import RerankSettings, rerank
+    from tests.test_rerank import QUERIES, Fixed, candidates
+
+    run, _ = rerank(candidates(n_queries=2, n_docs=6), QUERIES, Fixed(scores=[0.5, 0.9, 0.5, 0.1]),
+                    RerankSettings(depth=4))
+    assert run["score"].isna().sum() == 4 and run.groupby("query_id")["score"].apply(lambda s: s.duplicated().any()).all()
+    write_trec_run(run, tmp_path / "run.trec", tag="system")
+    back = read_trec_run(tmp_path / "run.trec")
+    qrels = pd.DataFrame({"query_id": ["q0", "q0", "q0", "q1", "q1"], "doc_id": ["d0", "d2", "d5", "d2", "d4"],
+                          "relevance": [1, 2, 1, 3, -1]})
+    measures = ["nDCG@3", "P@2", "AP", "RR", "R@5"]
+    ours, exported = evaluate(run, qrels, measures), evaluate(back, qrels, measures)
+    pd.testing.assert_frame_equal(ours, exported)
+    reference = pytrec_eval.RelevanceEvaluator(
+        {q: dict(zip(g["doc_id"], g["relevance"].astype(int))) for q, g in qrels.groupby("query_id")},
+        {"ndcg_cut.3", "P.2", "map", "recip_rank", "recall.5"}).evaluate(
+        {q: dict(zip(g["doc_id"], g["score"])) for q, g in back.groupby("query_id")})
+    for query in ("q0", "q1"):
+        values = reference[query]
+        assert ours.loc[query].tolist() == pytest.approx(
+            [values["ndcg_cut_3"], values["P_2"], values["map"], values["recip_rank"], values["recall_5"]], abs=1e-12)
+
+
+def test_a_non_utf8_trec_file_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q1 Q0 a 1 2 t\nq1 Q0 b\xff 2 1 t\n")
+    with pytest.raises(ValueError, match=r"run.trec:2: byte 0xff at column 8 is not UTF-8"):
+        read_trec_run(path)
+    path.write_bytes(b"\xef\xbb\xbfq1 0 a 1\nq1 0 b 0\n")  # a byte-order mark is dropped
+    assert read_qrels(path)["query_id"].tolist() == ["q1", "q1"]

@@ -22,8 +22,15 @@ language the question is not written in are judged only when the question names 
 The source, one file per concern: ``error_codes.yaml`` (the twin pairs and their symptoms), ``error_pages.yaml`` (how
 codes become error pages, index tables and release notes), ``plans.yaml`` (price lists), ``orion_manuals.yaml``,
 ``pages/<doc_type>.yaml`` (hand-written policies, API references, manuals, guides, announcements, FAQs, checklists),
-``questions.yaml`` (hand-written questions and their judgments) and ``question_templates.yaml`` (the questions asked
-about every error code). Each file's header says how it is read.
+``questions.yaml`` (hand-written questions, their judgments and gold answers), ``question_templates.yaml`` (the
+questions asked about every error code) and ``unanswerable.yaml`` (questions the corpus cannot answer). Each file's
+header says how it is read.
+
+Gold answers (``metadata.answers``, any one counts): hand-written for the questions of ``questions.yaml``; for the
+questions about error codes, the first sentence of the page section that answers (the fix, or the overview for
+"what does it mean"), without its "How to handle X:" lead, in every language of the product. Every question carries
+a ``query_type``: ``single_document`` or ``multi_document`` (its answering passages come from one topic or several),
+``comparison`` or ``abstention`` (unanswerable: ``answerable: false``, every judgment 0).
 
 Output is deterministic: one ``random.Random(seed)`` drawn in a fixed order, no set iteration, no hashing, no clock,
 and the BEIR files are written atomically with sorted JSON keys, raw UTF-8 and ``\\n`` line ends.
@@ -103,6 +110,7 @@ class Source:
     pages: dict[str, list[dict]]  # doc type -> hand-written pages
     questions: dict[str, list[dict]]  # intent -> hand-written question records
     question_templates: dict
+    unanswerable: list[dict]  # question records (with intent and a pinned split) the corpus cannot answer
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -143,6 +151,7 @@ def _load_source(source_dir: Path) -> Source:
         pages={doc_type: load_yaml(source_dir / "pages" / f"{doc_type}.yaml") for doc_type in HAND_WRITTEN_DOC_TYPES},
         questions=load_yaml(source_dir / "questions.yaml"),
         question_templates=load_yaml(source_dir / "question_templates.yaml"),
+        unanswerable=load_yaml(source_dir / "unanswerable.yaml"),
     )
 
 
@@ -297,7 +306,8 @@ def _build_corpus(source: Source, rng: random.Random) -> tuple[_CorpusBuilder, d
 
 
 def _question(record: Mapping, intent: str, judgments: Iterable[tuple[str, str, int]] | None = None) -> Question:
-    """A question from its record: text, judgments (topic -> {section: grade}) unless given, the rest is metadata."""
+    """A question from its record: text, judgments (topic -> {section: grade}) unless given, the rest is metadata
+    (a ``split`` pins the question to that split; ``answerable: false`` makes it an abstention case)."""
     metadata = {key: value for key, value in record.items() if key not in ("text", "judgments")}
     metadata["intent"] = intent
     if intent not in INTENTS or metadata.get("language") not in QUERY_LANGUAGES:
@@ -306,7 +316,30 @@ def _question(record: Mapping, intent: str, judgments: Iterable[tuple[str, str, 
     if judgments is None:
         judgments = [(topic, section, grade) for topic, grades in record["judgments"].items()
                      for section, grade in grades.items()]
+    metadata["query_type"] = _query_type(intent, metadata.get("answerable", True), judgments)
     return Question(record["text"], tuple(judgments), metadata)
+
+
+def _query_type(intent: str, answerable: bool, judgments: Iterable[tuple[str, str, int]]) -> str:
+    if not answerable:
+        return "abstention"
+    if intent == "comparison":
+        return "comparison"
+    answering_topics = {topic for topic, _, grade in judgments if grade >= 2}
+    return "multi_document" if len(answering_topics) > 1 else "single_document"
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a page section, without a "How to handle X:" / "X 처리 방법:" lead."""
+    first = re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
+    lead, colon, rest = first.partition(": ")
+    return rest if colon and len(lead.split()) <= 4 and rest else first
+
+
+def _code_answers(source: Source, product: str, code: dict, aspect: str) -> list[str]:
+    """Gold answers of a question about one code's aspect: that section's first sentence in each product language."""
+    languages = source.error_pages["products"][product]["languages"]
+    return [_first_sentence(code[aspect][lang]) for lang in languages]
 
 
 def _error_code_questions(source: Source, rng: random.Random) -> list[Question]:
@@ -326,16 +359,20 @@ def _error_code_questions(source: Source, rng: random.Random) -> list[Question]:
         if aspect == "fix" and product not in templates["no_retry_products"]:
             phrasings += templates["retry"][language]
         text = _fill(rng.choice(phrasings), {"code": code, "product": product})
-        questions.append(_question({"language": language, "text": text}, "exact_id", [
+        questions.append(_question({"language": language, "text": text,
+                                    "answers": _code_answers(source, product, err, aspect)}, "exact_id", [
             (code, aspect, 3), (code, other, 1), (code, "example", 1), (twin, aspect, 1), (twin, other, 0)]))
         # troubleshooting: no code in the question; the twin's fix reads almost the same and is judged 1, its
         # overview describes a similar symptom and is judged a hard negative (0).
-        questions.append(_question(err["symptom"], "troubleshooting", [
+        questions.append(_question({**err["symptom"], "answers": _code_answers(source, product, err, "fix")},
+                                   "troubleshooting", [
             (code, "fix", 3), (code, "overview", 2), (twin, "fix", 1), (twin, "overview", 0)]))
+    errors = {err["code"]: (product, err) for product, err in codes}
     for code, language in templates["compared_twins"].items():
         twin = twin_of[code]
         text = _fill(templates["comparison"][language], {"a": code, "b": twin})
-        questions.append(_question({"language": language, "text": text}, "comparison", [
+        answers = [answer for name in (code, twin) for answer in _code_answers(source, *errors[name], "fix")]
+        questions.append(_question({"language": language, "text": text, "answers": answers}, "comparison", [
             (code, "overview", 2), (code, "fix", 2), (twin, "overview", 2), (twin, "fix", 2),
             (code, "example", 1), (twin, "example", 1)]))
     return questions
@@ -369,17 +406,22 @@ def _judge(builder: _CorpusBuilder, twin_of: Mapping[str, str], question: Questi
         for passage_id in builder.find(topic, section, langs):
             explicit[passage_id] = max(grade, explicit.get(passage_id, grade))
     grades.update(explicit)
-    if not any(grade >= 2 for grade in grades.values()):
+    if question.metadata.get("answerable", True) is False:
+        if not grades or any(grade > 0 for grade in grades.values()):
+            raise ValueError(f"unanswerable question {question.text!r} needs reachable judgments, all 0")
+    elif not any(grade >= 2 for grade in grades.values()):
         raise ValueError(f"question {question.text!r} has no reachable passage graded 2 or 3")
     return grades
 
 
 def _assign_splits(questions: list[Question], rng: random.Random) -> list[str]:
-    """Split stratified by (intent, language): a fixed share of every cell, at least one, goes to test."""
-    splits = ["train"] * len(questions)
+    """Split stratified by (intent, language): a fixed share of every cell, at least one, goes to test. A question
+    with a pinned ``split`` keeps it and takes no part in the draw, so pinned additions move no other question."""
+    splits = [q.metadata.get("split", "train") for q in questions]
     for intent in INTENTS:
         for language in QUERY_LANGUAGES:
-            cell = [i for i, q in enumerate(questions) if q.intent == intent and q.language == language]
+            cell = [i for i, q in enumerate(questions)
+                    if q.intent == intent and q.language == language and "split" not in q.metadata]
             rng.shuffle(cell)
             for i in cell[: max(1, round(len(cell) * TEST_FRACTION))]:
                 splits[i] = "test"
@@ -393,6 +435,8 @@ def generate(seed: int = DEFAULT_SEED, source_dir: Path = SOURCE_DIR) -> DemoCol
     builder, twin_parents = _build_corpus(source, rng)
     questions = _error_code_questions(source, rng)
     questions += [_question(record, intent) for intent, records in source.questions.items() for record in records]
+    questions += [_question({**{k: v for k, v in record.items() if k != "intent"}, "answerable": False},
+                            record["intent"]) for record in source.unanswerable]
     splits = _assign_splits(questions, rng)
     twin_of = _twin_of(source)
     queries: list[dict] = []

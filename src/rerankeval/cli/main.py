@@ -1,8 +1,8 @@
 """The ``rerankeval`` console command.
 
-Each subcommand is one function registered with ``@_subcommand``: its arguments are declared
-in the decorator and the function receives the parsed namespace. Heavy modules (numpy,
-pandas) are imported inside the subcommands, so ``rerankeval --help`` starts at once.
+Each subcommand is one function registered with ``@_subcommand`` (``cli.registry``), here or in its own module of
+``cli`` (``compare``): its arguments are declared in the decorator and the function receives the parsed namespace.
+Heavy modules (pandas, pyarrow) are imported inside the subcommands, so ``rerankeval --help`` starts at once.
 """
 
 from __future__ import annotations
@@ -10,38 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.errors import RerankevalError
 from ..eval.measures import describe_measures, parse_measure
-
-Argument = tuple[tuple[str, ...], dict]
-
-
-@dataclass(frozen=True)
-class _Subcommand:
-    name: str
-    summary: str
-    arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-_SUBCOMMANDS: list[_Subcommand] = []
-
-
-def _argument(*flags: str, **options) -> Argument:
-    return flags, options
-
-
-def _subcommand(name: str, summary: str, arguments: list[Argument] | Callable[[argparse.ArgumentParser], None]):
-    """Register a subcommand; ``arguments`` is a list of ``_argument``s or a function that adds them to a parser."""
-
-    def register(run: Callable[[argparse.Namespace], int]):
-        _SUBCOMMANDS.append(_Subcommand(name, summary, arguments, run))
-        return run
-
-    return register
+from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
+from .registry import SUBCOMMANDS as _SUBCOMMANDS
+from .registry import argument as _argument
+from .registry import subcommand as _subcommand
 
 
 def _measure(text: str):
@@ -67,8 +44,14 @@ def _measure(text: str):
         _argument("--per-query", action="store_true", help="also print each query's values"),
         _argument("--json", action="store_true", help="print JSON instead of trec_eval-style lines"),
         _argument(
-            "--no-relevant", choices=("drop", "zero"), default="drop",
-            help="queries without relevant document: drop them (default) or count them as 0",
+            "-c", "--complete", action="store_true",
+            help="average over every query of the qrels, a query missing from the run scoring 0 (trec_eval -c); "
+                 "default: the queries in both the run and the qrels (trec_eval's default)",
+        ),
+        _argument(
+            "--no-relevant", choices=("zero", "drop"), default="zero",
+            help="queries whose judgments hold no relevant document: count them as 0 (default, as trec_eval) or "
+                 "drop them",
         ),
     ],
 )
@@ -79,11 +62,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
     results = {}
     for label, path in zip(_run_labels(args.runs), args.runs):
-        values = evaluate(read_run(path), qrels, args.measures, no_relevant=args.no_relevant)
+        run = read_run(path)
+        queries = _query_set(run, qrels, path, args.qrels, args.complete)
+        values = evaluate(run, qrels, args.measures, queries=queries, no_relevant=args.no_relevant)
         if values.empty:
             raise ValueError(
-                f"no query to evaluate for {path}: the qrels have no query with a relevant document"
-                + (" (--no-relevant zero counts queries without one)" if args.no_relevant == "drop" else "")
+                f"no query to evaluate for {path}: none of its judged queries has a relevant document"
+                " (--no-relevant zero counts queries without one)"
             )
         results[label] = values
     if args.json:
@@ -93,6 +78,59 @@ def _evaluate(args: argparse.Namespace) -> int:
             if len(results) > 1:
                 print(f"# run: {label}")
             print(_as_trec_eval_lines(values, args.per_query))
+    return 0
+
+
+FEW_SHARED = 0.5
+"""A run sharing less than this share of the qrels' queries (or of its own) gets a warning."""
+
+
+def _query_set(run, qrels, run_path: str, qrels_path: str, complete: bool) -> list[str]:
+    """The queries trec_eval averages over: those in both the run and the qrels, or with ``complete`` (trec_eval -c)
+    every query of the qrels. A run sharing no query with the qrels is refused; one sharing few gets a warning."""
+    run_ids, judged = set(map(str, run["query_id"])), set(map(str, qrels["query_id"]))
+    shared = run_ids & judged
+    if not shared:
+        folded = {query_id.casefold(): query_id for query_id in judged}
+        clash = next((query_id for query_id in sorted(run_ids) if query_id.casefold() in folded), None)
+        hint = (f"; the ids differ in letter case only (run {clash!r}, qrels {folded[clash.casefold()]!r})"
+                if clash else f" (run: {_some(run_ids)}; qrels: {_some(judged)})")
+        raise ValueError(f"{run_path} and {qrels_path} share no query id{hint}. Fix: use the qrels' query ids in "
+                         "the run.")
+    if len(shared) < FEW_SHARED * len(judged) or len(shared) < FEW_SHARED * len(run_ids):
+        averaged = (f"all {len(judged)} judged queries, the {len(judged) - len(shared)} missing scoring 0 (-c)"
+                    if complete else f"those {len(shared)}, as trec_eval does (-c: all {len(judged)}, missing ones "
+                                     "scoring 0)")
+        print(f"rerankeval evaluate: warning: {run_path} has {len(run_ids)} queries and {qrels_path} judges "
+              f"{len(judged)}; only {len(shared)} are in both. Averaging over {averaged}.", file=sys.stderr)
+    return sorted(judged if complete else shared)
+
+
+def _some(ids: set[str]) -> str:
+    ordered = sorted(ids)
+    return ", ".join(repr(query_id) for query_id in ordered[:3]) + (", ..." if len(ordered) > 3 else "")
+
+
+@_subcommand(
+    "check-collection",
+    "validate a BEIR folder as the snapshot stage reads it: errors name the file, the line and the fix",
+    [
+        _argument("path", metavar="PATH", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv"),
+        _argument("--splits", nargs="+", metavar="SPLIT", help="qrels files to read (default: all; dataset.splits)"),
+        _argument("--eval-split", default="test", metavar="SPLIT",
+                  help="the split the pipeline evaluates (dataset.eval_split, default test)"),
+    ],
+)
+def _check_collection(args: argparse.Namespace) -> int:
+    from ..data.beir import load_beir, require_split, summary
+
+    collection = load_beir(args.path, args.splits)
+    require_split(collection, args.eval_split, args.path)
+    print(f"{args.path}: a valid BEIR collection")
+    for line in summary(collection) + [f"note: {note}" for note in collection.notes]:
+        print(f"  {line}")
+    for warning in collection.warnings:
+        print(f"warning: {warning}")
     return 0
 
 
@@ -155,6 +193,52 @@ def _export_ir_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+@_subcommand(
+    "serve",
+    "serve a learned system's model over Cohere's v2 rerank API (Ray Serve, dynamic batching) until Ctrl-C",
+    [
+        _argument("system", metavar="SYSTEM", help="a system under `systems` in the params file"),
+        _argument("--params", default="params.yaml", metavar="FILE"),
+        _argument("--host", default=None, help="bind address (default: serving.serve.host, 127.0.0.1)"),
+        _argument("--port", type=int, default=None, help="port (default: serving.serve.port, 8000)"),
+    ],
+)
+def _serve(args: argparse.Namespace) -> int:
+    from ..pipeline.params import load_params
+    from ..serving.server import serve_until_stopped
+
+    params = load_params(args.params)
+    options = params.serving.serve.model_copy(update={key: value for key, value in
+                                                      (("host", args.host), ("port", args.port)) if value is not None})
+    serve_until_stopped(args.system, params.systems, options)
+    return 0
+
+
+@_subcommand(
+    "loadtest",
+    "replay the frozen candidates against an endpoint at several concurrency levels; writes a JSON result",
+    [
+        _argument("--params", default="params.yaml", metavar="FILE"),
+        _argument("--snapshot", default="data/snapshot", metavar="DIR"),
+        _argument("--candidates", default="data/candidates.parquet", metavar="FILE"),
+        _argument("--runs", default="data/runs/run_{system}.parquet", metavar="PATTERN",
+                  help="the systems' runs (for each request's token count)"),
+        _argument("--system", default=None, help="system to test (default: serving.loadtest.system)"),
+        _argument("--concurrency", type=int, action="append", default=None, metavar="N",
+                  help="a concurrency level; repeat for several (default: serving.loadtest.concurrency)"),
+        _argument("--requests", type=int, default=None, help="measured requests per level"),
+        _argument("--out", required=True, metavar="FILE", help="output: the load test result (JSON)"),
+    ],
+)
+def _loadtest(args: argparse.Namespace) -> int:
+    from ..pipeline.loadtest import run as run_loadtest
+
+    overrides = {key: value for key, value in (("system", args.system), ("concurrency", args.concurrency),
+                                               ("requests", args.requests)) if value is not None}
+    run_loadtest(args.params, args.snapshot, args.candidates, args.out, args.runs, overrides=overrides, force=True)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankeval",
@@ -163,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for subcommand in _SUBCOMMANDS:
+    for subcommand in sorted(_SUBCOMMANDS, key=lambda found: found.name):
         command = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.summary)
         if callable(subcommand.arguments):
             subcommand.arguments(command)
@@ -179,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, OSError) as exc:
+    except (RerankevalError, ValueError, OSError) as exc:
         print(f"rerankeval {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

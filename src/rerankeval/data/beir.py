@@ -4,7 +4,9 @@ Layout: ``corpus.jsonl`` ({"_id", "title", "text", "metadata"?}), ``queries.json
 ({"_id", "text", "metadata"?}) and ``qrels/<split>.tsv`` (header ``query-id corpus-id score``). A query's split is
 the qrels file that judges it; queries that no selected qrels file judges are left out (and counted).
 
-Every fault is a ``CollectionError`` naming the file, the line and the fix; no input gives a traceback.
+Every fault is a ``CollectionError`` naming the file, the line and the fix; no input gives a traceback. What is legal
+but suspicious (no judged non-relevant document, unjudged queries, a tiny split, ...) becomes a warning in
+``Collection.warnings``: the snapshot stage prints them and ``rerankeval check-collection`` reports them.
 """
 
 from __future__ import annotations
@@ -43,6 +45,15 @@ GRADE_RANGE = (-(2**31), 2**31 - 1)
 
 MAX_SLICE_VALUES = 50
 """A query metadata key becomes a slice column when it is scalar and takes at most this many distinct values."""
+FEW_QUERIES = 30
+"""A split with fewer queries gets a warning: its confidence intervals are wide and its slices tiny."""
+EXAMPLES = 3
+"""Ids quoted in a warning."""
+
+ANSWER_FIELDS = {"answers": pa.list_(pa.string()), "answerable": pa.bool_()}
+"""Typed query fields of a QA collection (``metadata.answers``: gold answer strings, any one counts;
+``metadata.answerable``: false when the corpus cannot answer). They are columns of the snapshot's queries table when
+any query carries them, never slice columns. A query with answers and no ``answerable`` is answerable."""
 
 
 @dataclass
@@ -52,9 +63,16 @@ class Collection:
     qrels: pa.Table
     slice_columns: list[str]
     notes: list[str] = field(default_factory=list)
+    """What the reader did (e.g. identical duplicate judgments ignored)."""
+    warnings: list[str] = field(default_factory=list)
+    """What is legal but probably not what was meant."""
+
+    @property
+    def has_answers(self) -> bool:
+        return "answers" in self.queries.schema.names
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of a UTF-8 file, a leading byte-order mark dropped; undecodable bytes are refused."""
     with open(path, "rb") as handle:
         for line_no, raw in enumerate(handle, 1):
@@ -69,7 +87,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    for line_no, line in _lines(path):
+    for line_no, line in utf8_lines(path):
         if not line.strip():
             continue
         try:
@@ -79,6 +97,18 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
         if not isinstance(record, dict) or "_id" not in record:
             raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field.")
         yield line_no, record
+
+
+def _examples(ids) -> str:
+    ids = sorted(ids)
+    return ", ".join(repr(i) for i in ids[:EXAMPLES]) + (", ..." if len(ids) > EXAMPLES else "")
+
+
+def _case_hint(unknown: str, known) -> str:
+    """A hint when an unknown id matches a known one but for letter case or surrounding spaces."""
+    folded = unknown.strip().casefold()
+    match = next((candidate for candidate in known if candidate.strip().casefold() == folded), None)
+    return "" if match is None else f" (ids are compared exactly: did you mean {match!r}?)"
 
 
 def _as_id(value: Any, path: Path, line_no: int) -> str:
@@ -120,7 +150,7 @@ def read_qrels_tsv(path: str | Path, *, require_header: bool = False) -> pd.Data
     """A BEIR qrels TSV as qrels: query_id, doc_id, relevance (int64) and the line each judgment is on."""
     path = Path(path)
     rows = []
-    for line_no, line in _lines(path):
+    for line_no, line in utf8_lines(path):
         parts = line.rstrip("\n").rstrip("\r").split("\t")
         if line_no == 1 and tuple(part.strip().lower() for part in parts[:2]) == QRELS_HEADER[:2]:
             continue
@@ -174,10 +204,54 @@ def _read_queries(folder: Path, splits: list[str]) -> dict[str, tuple[Path, int,
                 raise CollectionError(f"{path}:{line_no}: duplicate query id {query_id!r} (first at "
                                       f"{first_path.name}:{first_line}). Fix: list every query once, in one file.")
             _query_text(record, query_id, path, line_no)
+            _check_answer_fields(record, query_id, path, line_no)
             records[query_id] = (path, line_no, record)
     if not records:
         raise CollectionError(f"{folder / 'queries.jsonl'}: no queries found.")
     return records
+
+
+def _check_answer_fields(record: dict, query_id: str, path: Path, line_no: int) -> None:
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: \"metadata\" must be an object.")
+    answers, answerable = metadata.get("answers"), metadata.get("answerable")
+    if answers is not None and (not isinstance(answers, list)
+                                or not all(isinstance(a, str) and a.strip() for a in answers)):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: metadata.answers must be a list of non-empty "
+                              f"strings (gold answers, any one counts), got {answers!r}.")
+    if answerable is not None and not isinstance(answerable, bool):
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r}: metadata.answerable must be true or false, got "
+                              f"{answerable!r}.")
+    if answerable is True and not answers:
+        raise CollectionError(f"{path}:{line_no}: query {query_id!r} is answerable but has no metadata.answers. "
+                              "Fix: list its gold answers, or set answerable to false.")
+
+
+def require_split(collection: Collection, split: str, folder: str | Path) -> None:
+    """Refuse a collection without judged queries in ``split`` (the split the pipeline evaluates)."""
+    splits = sorted(set(collection.queries.column("split").to_pylist()))
+    if split not in splits:
+        raise CollectionError(f"{folder}: no judged queries in the evaluation split {split!r} (splits: {splits}). "
+                              f"Fix: set dataset.eval_split to one of them (e.g. -S dataset.eval_split={splits[0]}).")
+
+
+def summary(collection: Collection) -> list[str]:
+    """What a collection holds, one line per table: documents, queries per split, judgments per grade."""
+    splits = collection.queries.column("split").to_pylist()
+    queries = {split: splits.count(split) for split in sorted(set(splits))}
+    split_of = dict(zip(collection.queries.column("query_id").to_pylist(), splits))
+    grades: dict[str, dict[int, int]] = {}
+    for query_id, grade in zip(collection.qrels.column("query_id").to_pylist(),
+                               collection.qrels.column("relevance").to_pylist()):
+        counts = grades.setdefault(split_of[query_id], {})
+        counts[grade] = counts.get(grade, 0) + 1
+    return [f"documents: {collection.corpus.num_rows}",
+            "queries: " + ", ".join(f"{split} {count}" for split, count in queries.items()),
+            "judgments: " + "; ".join(f"{split} {sum(counts.values())} (grade: count "
+                                      + ", ".join(f"{g}: {n}" for g, n in sorted(counts.items())) + ")"
+                                      for split, counts in sorted(grades.items())),
+            f"slice columns: {', '.join(collection.slice_columns) or 'none'}"]
 
 
 def available_splits(folder: Path) -> list[str]:
@@ -202,9 +276,6 @@ def load_beir(folder: str | Path, splits: list[str] | None = None) -> Collection
     query_records = _read_queries(folder, splits)
     judgments, query_split, notes = _judgments(folder, splits, query_records, doc_ids)
 
-    unjudged = len(query_records) - len(query_split)
-    if unjudged:
-        notes.append(f"{unjudged} queries without judgments in splits {splits} left out")
     query_ids = sorted(query_split)
     if not query_ids:
         raise CollectionError(f"{folder / 'qrels'}: the qrels judge no query. Fix: check the query ids in the qrels "
@@ -212,7 +283,53 @@ def load_beir(folder: str | Path, splits: list[str] | None = None) -> Collection
     weights = query_weights(folder, query_ids, query_records)
     return Collection(corpus=corpus, queries=_queries_table(query_ids, query_records, query_split, weights),
                       qrels=_qrels_table(judgments), slice_columns=_slice_columns(
-                          {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}), notes=notes)
+                          {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}), notes=notes,
+                      warnings=_warnings(folder, splits, corpus, query_records, query_split, judgments))
+
+
+def _warnings(folder: Path, splits: list[str], corpus: pa.Table, query_records: dict, query_split: dict,
+              judgments: dict) -> list[str]:
+    """What is legal but suspicious in a loaded collection, one sentence each."""
+    warnings = []
+    empty = [doc_id for doc_id, title, text in zip(*(corpus.column(c).to_pylist() for c in ("doc_id", "title", "text")))
+             if not (title.strip() or text.strip())]
+    if empty:
+        warnings.append(f"{folder / 'corpus.jsonl'}: {len(empty)} documents have neither title nor text "
+                        f"({_examples(empty)}); no retriever can find them.")
+    unjudged = set(query_records) - set(query_split)
+    if unjudged:
+        warnings.append(f"{len(unjudged)} queries have no judgment in splits {splits} and are left out "
+                        f"({_examples(unjudged)}).")
+    misplaced: dict[tuple[Path, str], list[tuple[int, str]]] = {}
+    for query_id, (split, _) in query_split.items():
+        path, line_no, _ = query_records[query_id]
+        if path.stem.startswith("queries_") and path.stem.removeprefix("queries_") != split:
+            misplaced.setdefault((path, split), []).append((line_no, query_id))
+    for (path, split), lines in sorted(misplaced.items()):
+        line_no, query_id = min(lines)
+        warnings.append(f"{path}: {len(lines)} queries listed for split {path.stem.removeprefix('queries_')!r} are "
+                        f"judged in split {split!r} (first: {query_id!r} on line {line_no}); they count as {split!r}.")
+    grades_by_query: dict[str, list[int]] = {}
+    for (query_id, _), (grade, _, _) in judgments.items():
+        grades_by_query.setdefault(query_id, []).append(grade)
+    for split in splits:
+        path = folder / "qrels" / f"{split}.tsv"
+        queries = [query_id for query_id, (judged_in, _) in query_split.items() if judged_in == split]
+        if not queries:
+            warnings.append(f"{path}: no judgments; split {split!r} is empty.")
+            continue
+        if len(queries) < FEW_QUERIES:
+            warnings.append(f"split {split!r} has only {len(queries)} queries: its confidence intervals will be wide "
+                            "and its slices tiny.")
+        grades = [grade for query_id in queries for grade in grades_by_query[query_id]]
+        if min(grades) >= 1:
+            warnings.append(f"{path}: every judgment is relevant (no grade <= 0): judged non-relevant documents "
+                            "cannot be told from unjudged ones, so Bpref and [judged_only=true] measure nothing.")
+        no_relevant = [query_id for query_id in queries if max(grades_by_query[query_id]) < 1]
+        if no_relevant:
+            warnings.append(f"{path}: {len(no_relevant)} queries have no relevant document ({_examples(no_relevant)})"
+                            "; evaluation drops them or scores them 0 (evaluation.no_relevant).")
+    return warnings
 
 
 def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: set[str]):
@@ -225,10 +342,12 @@ def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: se
         for query_id, doc_id, grade, line_no in read_qrels_tsv(path).itertuples(index=False):
             where = f"{path}:{line_no}"
             if query_id not in query_records:
-                raise CollectionError(f"{where}: query {query_id!r} is not in the queries files. "
+                raise CollectionError(f"{where}: query {query_id!r} is not in the queries files"
+                                      f"{_case_hint(query_id, query_records)}. "
                                       "Fix: add the query or remove its judgments.")
             if doc_id not in doc_ids:
-                raise CollectionError(f"{where}: document {doc_id!r} is not in corpus.jsonl. "
+                raise CollectionError(f"{where}: document {doc_id!r} is not in corpus.jsonl"
+                                      f"{_case_hint(doc_id, doc_ids)}. "
                                       "Fix: add the document or remove the judgment.")
             previous = judgments.get((query_id, doc_id))
             if previous is not None:
@@ -243,6 +362,9 @@ def _judgments(folder: Path, splits: list[str], query_records: dict, doc_ids: se
                 raise CollectionError(f"{where}: query {query_id!r} is also judged in split "
                                       f"{query_split[query_id][0]!r} ({query_split[query_id][1]}). "
                                       "Fix: a query belongs to one split.")
+            if grade >= 1 and (query_records[query_id][2].get("metadata") or {}).get("answerable") is False:
+                raise CollectionError(f"{where}: query {query_id!r} is marked answerable: false but judges {doc_id!r} "
+                                      f"relevant ({grade}). Fix: judge it 0, or mark the query answerable.")
             query_split.setdefault(query_id, (split, where))
             judgments[(query_id, doc_id)] = (grade, split, where)
         if duplicates:
@@ -254,8 +376,11 @@ def _queries_table(query_ids: list[str], query_records: dict, query_split: dict,
                    weights: list[float] | None = None) -> pa.Table:
     metadata = {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}
     slice_columns = _slice_columns(metadata)
+    # Answer fields only when the collection has them, so that other collections' rows (and hashes) are unchanged.
+    has_gold = any("answers" in record or "answerable" in record for record in metadata.values())
+    answer_fields = list(ANSWER_FIELDS) if has_gold else []
     columns: dict[str, list] = {"query_id": query_ids, "text": [], "split": [], "row_sha256": []}
-    for column in slice_columns:
+    for column in [*slice_columns, *answer_fields]:
         columns[column] = []
     for position, query_id in enumerate(query_ids):
         text = query_records[query_id][2]["text"]
@@ -263,15 +388,30 @@ def _queries_table(query_ids: list[str], query_records: dict, query_split: dict,
         slices = {column: _slice_value(metadata[query_id].get(column)) for column in slice_columns}
         columns["text"].append(text)
         columns["split"].append(split)
-        row = [query_id, text, split, slices] + ([] if weights is None else [weights[position]])
-        columns["row_sha256"].append(sha256_text(canonical_json(row)))
+        hashed: list = [query_id, text, split, slices] + ([] if weights is None else [weights[position]])
+        if answer_fields:
+            gold = _gold(metadata[query_id])
+            hashed.append(gold)
+            for name in answer_fields:
+                columns[name].append(gold[name])
+        columns["row_sha256"].append(sha256_text(canonical_json(hashed)))
         for column in slice_columns:
             columns[column].append(slices[column])
-    schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns])
+    schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns]
+                       + [(name, ANSWER_FIELDS[name]) for name in answer_fields])
     if weights is not None:  # traffic weights (data.traffic), hashed with the row
         columns[WEIGHT_KEY] = weights
         schema = schema.append(pa.field(WEIGHT_KEY, pa.float64()))
     return pa.table(columns, schema=schema)
+
+
+def _gold(metadata: dict) -> dict:
+    """answers (None: no gold for this query) and answerable (None: not stated and no answers)."""
+    answers = metadata.get("answers")
+    answerable = metadata.get("answerable")
+    if answerable is None and answers:
+        answerable = True
+    return {"answers": list(answers) if answers is not None else None, "answerable": answerable}
 
 
 def _qrels_table(judgments: dict) -> pa.Table:
@@ -291,7 +431,7 @@ def _slice_columns(metadata: dict[str, dict]) -> list[str]:
         for key, value in record.items():
             if isinstance(value, (str, int, bool)):
                 values.setdefault(key, set()).add(str(value))
-    reserved = set(QUERIES_BASE_SCHEMA.names) | {WEIGHT_KEY}
+    reserved = set(QUERIES_BASE_SCHEMA.names) | {WEIGHT_KEY} | set(ANSWER_FIELDS)
     return sorted(
         key for key, seen in values.items()
         if key not in reserved and 1 < len(seen) <= MAX_SLICE_VALUES and len(seen) < len(metadata)

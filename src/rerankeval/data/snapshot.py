@@ -30,7 +30,7 @@ def write_snapshot(collection: Collection, out_dir: str | Path, source: dict[str
     out_dir = Path(out_dir)
     tables = {"corpus": collection.corpus, "queries": collection.queries, "qrels": collection.qrels}
     manifest: dict[str, Any] = {"source": source, "slice_columns": collection.slice_columns,
-                                "notes": collection.notes, "tables": {}}
+                                "notes": collection.notes, "warnings": collection.warnings, "tables": {}}
     for name, table in tables.items():
         path = out_dir / f"{name}.parquet"
         write_table(path, table, {"table": name, "content_sha256": content_hash(table, name)})
@@ -65,6 +65,11 @@ class Snapshot:
     @property
     def splits(self) -> list[str]:
         return sorted(self.manifest["splits"])
+
+    @property
+    def has_answers(self) -> bool:
+        """Whether the queries carry gold answers (``metadata.answers``/``answerable``, see ``beir.ANSWER_FIELDS``)."""
+        return "answers" in self.table("queries").schema.names
 
     def queries_of(self, split: str) -> pd.DataFrame:
         """The queries of one split (query_id, text, split, slice columns), sorted by query id."""

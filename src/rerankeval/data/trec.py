@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..core.io import atomic_write_text
 from ..eval import assign_ranks
-from .beir import QRELS_HEADER, read_qrels_tsv
+from .beir import QRELS_HEADER, read_qrels_tsv, utf8_lines
 
 
 @dataclass(frozen=True)
@@ -63,19 +63,29 @@ def read_trec_qrels(path: str | os.PathLike) -> pd.DataFrame:
 def read_run(path: str | os.PathLike) -> pd.DataFrame:
     """A run from a Parquet file (by its .parquet suffix) or else a TREC run file."""
     if Path(path).suffix == ".parquet":
-        return pd.read_parquet(path)
+        return _read_parquet(path)
     return read_trec_run(path)
 
 
 def read_qrels(path: str | os.PathLike) -> pd.DataFrame:
     """Qrels from Parquet (.parquet: query_id, doc_id, relevance), BEIR TSV (by its header) or TREC qrels."""
     if Path(path).suffix == ".parquet":
-        return pd.read_parquet(path, columns=["query_id", "doc_id", "relevance"])
-    with open(path, encoding="utf-8") as handle:
-        first_line = handle.readline()
+        return _read_parquet(path, ["query_id", "doc_id", "relevance"])
+    with open(path, "rb") as handle:
+        first_line = handle.readline().decode("utf-8", errors="replace")
     if tuple(first_line.lstrip("\ufeff").rstrip("\r\n").split("\t")[:2]) == QRELS_HEADER[:2]:
         return read_qrels_tsv(path).drop(columns="line")
     return read_trec_qrels(path)
+
+
+def _read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
+    import pyarrow as pa
+
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot read as Parquet ({type(err).__name__}: {err}); is it truncated or "
+                         "corrupted?") from None
 
 
 def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None:
@@ -152,6 +162,10 @@ def _read(path: str | os.PathLike, layout: _Layout) -> pd.DataFrame:
         )
     except pd.errors.EmptyDataError:
         return pd.DataFrame({i: pd.Series(dtype=dtype) for i, dtype in dtypes.items()})
+    except UnicodeDecodeError:
+        for _ in utf8_lines(Path(path)):  # raises naming the line and the byte
+            pass
+        raise
     except ValueError as exc:  # pandas' ParserError is a ValueError too
         _raise_first_malformed(path, layout)
         raise ValueError(f"{path}: cannot read as a {layout.name}: {exc}") from exc

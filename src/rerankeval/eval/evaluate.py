@@ -7,7 +7,8 @@ family needs, built once per call and shared by every measure that needs it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,15 @@ def evaluate(
     *,
     queries: Iterable[str] | None = None,
     no_relevant: str = "drop",
+    sources: Mapping[str, object] | None = None,
 ) -> pd.DataFrame:
     """Per-query values: indexed by query_id (sorted), one float64 column per measure.
 
     Columns are named by the measures' canonical strings, e.g. ``nDCG@10``; measures may be
     given as Measure values or strings. ``queries`` and ``no_relevant`` choose the rows, as the
-    matrix module describes. Bad input raises ValueError naming the problem and where it is.
+    matrix module describes. ``sources`` hands other per-query inputs to the families that need
+    them (``rag``: see ``measures.answers``). Bad input raises ValueError naming the problem and
+    where it is.
     """
     measures = list(dict.fromkeys(as_measure(m) for m in measures))
     matrix = grade_matrix(
@@ -38,6 +42,8 @@ def evaluate(
         no_relevant=no_relevant,
         candidate_order=any(m.family.needs == "candidate_order" for m in measures),
     )
+    if sources:
+        matrix = replace(matrix, sources=dict(sources))
     return evaluate_matrix(matrix, measures)
 
 
@@ -50,7 +56,8 @@ def evaluate_matrix(matrix: GradeMatrix, measures: Iterable[Measure | str]) -> p
         if needs not in inputs:
             inputs[needs] = build_input(needs, matrix)
         values = np.asarray(measure.family.kernel(measure, inputs[needs]), dtype=np.float64)
-        values[~matrix.has_relevant] = 0.0
+        if not measure.family.defines_no_relevant:
+            values[~matrix.has_relevant] = 0.0
         columns[str(measure)] = values
     return pd.DataFrame(columns, index=matrix.query_ids, dtype=np.float64)
 

@@ -114,7 +114,9 @@ def first_stage_metrics(rankings: Mapping[str, pd.DataFrame], qrels: pd.DataFram
 def means(per_query: pd.DataFrame, key: str = "system") -> dict[str, dict[str, float]]:
     """Mean of every measure column per system, rounded so reruns give byte-identical metric files."""
     numeric = per_query.drop(columns=["query_id"]).groupby(key, sort=False).mean()
-    return {system: {name: round(float(value), 6) for name, value in row.items()} for system, row in numeric.iterrows()}
+    # NaN values are undefined on that query and left out of the mean; a measure undefined everywhere is null.
+    return {system: {name: round(float(value), 6) if np.isfinite(value) else None for name, value in row.items()}
+            for system, row in numeric.iterrows()}
 
 
 def measure_rows(curve_means: pd.DataFrame, measures: Iterable[Measure]) -> pd.DataFrame:

@@ -26,8 +26,8 @@ on a collision the join is redone on exact dictionary codes, so hashing never ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -63,6 +63,8 @@ class GradeMatrix:
     judged_rows: np.ndarray
     judged_grades: np.ndarray
     has_relevant: np.ndarray
+    sources: Mapping[str, object] = field(default_factory=dict)
+    """Per-query inputs other than the run (e.g. ``rag``: generated answers), for the input builders."""
 
     @property
     def pad(self) -> int:

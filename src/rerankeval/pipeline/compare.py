@@ -4,18 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
 from ..rerank.latency import summarise_latency
-from ..stats.comparison import compare, regression_details, relevant_doc_type
+from ..serving.measure import verdict_latencies
+from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.weighted import weighted_comparison
-from .params import load_params
-from .paths import PER_QUERY_FILE
+from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
+from .params import Params, load_params
+from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE
 from .runs import load_latencies, load_runs
+
+# The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
+FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
-        latency_pattern: str, compare_path: str | Path, verdicts_path: str | Path) -> None:
+        latency_pattern: str, compare_path: str | Path, verdicts_path: str | Path,
+        measurement_pattern: str | None = None, loadtest_path: str | Path | None = None) -> None:
+    """The verdict's latency check reads each system's dedicated measurement (``measurement_pattern``, stage
+    `latency`) or the load test's p95 for the system it served (``loadtest_path``); only without those, the
+    timings of the quality run (``latency_pattern``), and ``verdicts.json`` says which it read."""
     params = load_params(params_path)
     settings, split = params.compare, params.dataset.eval_split
     rule = settings.release.model_copy(update={"critical_slices": params.dataset.critical_slices})
@@ -28,11 +39,24 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
     if doc_type is not None:
         slices["relevant_doc_type"] = doc_type.reindex(slices.index)
 
-    warmup = params.evaluation.warmup_queries
-    latency = {system: summarise_latency(frame, warmup)["p95_ms"]
-               for system, frame in load_latencies(latency_pattern, params.system_names).items()}
-    result, verdicts = compare(per_query, slices, settings, rule, latency)
+    query_ids = sorted(per_query.loc[per_query["system"] == settings.baseline, "query_id"])
     runs = load_runs(run_pattern, params.system_names)
+    latency = {system: summarise_latency(frame, params.evaluation.warmup_queries)
+               for system, frame in load_latencies(latency_pattern, params.system_names).items()}
+    first_stage = check_first_stage(params, per_query, read_table(Path(eval_dir) / FIRST_STAGE_FILE).to_pandas(),
+                                    rule.primary_metric)
+    latency_p95_ms = {system: summary["p95_ms"] for system, summary in latency.items()}
+    sources = dict.fromkeys(latency, "the quality run's timings (no dedicated measurement given)")
+    if measurement_pattern is not None:
+        latency_p95_ms, sources = verdict_latencies(measurement_pattern, loadtest_path, params.system_names)
+    facts = RunFacts(
+        latency_p95_ms=latency_p95_ms,
+        fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
+        identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
+        baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids))
+    result, verdicts = compare(per_query, slices, settings, rule, facts)
+    verdicts["latency_source"] = sources
+    result["first_stage"] = first_stage
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)
     result["split"] = split
@@ -41,7 +65,28 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
             settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+    if "weight" in queries.columns:  # traffic weights (data.traffic): weighted means beside the macro average
+        result["weighted"] = weighted_comparison(
+            per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
+                                                                                  rule.primary_metric])),
+            settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
     write_json(compare_path, result)
     write_json(verdicts_path, verdicts)
+    if first_stage["flag"]:
+        print(f"compare: warning: {first_stage['flag']}")
     for system, verdict in verdicts["verdicts"].items():
-        print(f"compare: {system:>12} vs {settings.baseline}: {verdict['decision']}")
+        print(f"compare: {system:>12} vs {settings.baseline}: {verdict['decision']} ({verdict['decided_by']})")
+
+
+def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str) -> dict:
+    """``stats.sanity.first_stage_sanity`` on the evaluated first stage, against the first random-kind system."""
+    settings = params.compare
+    metric = primary if primary in first_stage.columns else FIRST_STAGE_FALLBACK_METRIC
+    kinds = {system: config["kind"] for system, config in params.systems.items()}
+    random = next((system for system, kind in kinds.items() if kind == "random"), None)
+    floor = None
+    if random is not None and metric in per_query.columns:
+        floor = per_query[per_query["system"] == random].set_index("query_id")[metric]
+    return first_stage_sanity(first_stage, floor, metric, settings.baseline, kinds[settings.baseline],
+                              n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
+                              method=settings.ci_method)

@@ -10,14 +10,17 @@ from ..core.io import read_table, write_json, write_table
 from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
-from ..retrieval.freeze import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, RETRIEVERS
+from ..retrieval.candidates import load_candidates
+from ..retrieval.freeze import FIRST_STAGE_SCHEMA, RETRIEVERS
 from .params import load_params
 from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE
+from .answers import with_answer_measures
 from .runs import load_runs
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, first_stage_path: str | Path,
-        run_pattern: str, eval_dir: str | Path, metrics_path: str | Path) -> None:
+        run_pattern: str, eval_dir: str | Path, metrics_path: str | Path, context_pattern: str | None = None,
+        answers_pattern: str | None = None) -> None:
     params = load_params(params_path)
     evaluation, split = params.evaluation, params.dataset.eval_split
     measures = [parse_measure(name) for name in evaluation.measures]
@@ -30,11 +33,13 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     query_ids = snapshot.queries_of(split)["query_id"].tolist()
     runs = load_runs(run_pattern, params.system_names, str(candidates_path))
     per_query = per_query_metrics(runs, qrels, query_ids, measures, oracle_measures, no_relevant=no_relevant)
+    if params.rag.measures and context_pattern and answers_pattern:
+        per_query = with_answer_measures(per_query, params, snapshot, context_pattern, answers_pattern)
     curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
 
     own = read_table(first_stage_path, FIRST_STAGE_SCHEMA).to_pandas()
     rankings = {name: own[own["retriever"] == name][["query_id", "doc_id", "rank"]] for name in RETRIEVERS}
-    fused = read_table(candidates_path, CANDIDATES_SCHEMA).select(["query_id", "doc_id", "fused_rank"]).to_pandas()
+    fused = load_candidates(candidates_path, columns=["query_id", "doc_id", "fused_rank"], with_text=False)
     rankings["hybrid"] = fused.rename(columns={"fused_rank": "rank"})
     first_stage = first_stage_metrics(rankings, qrels, query_ids, params.retrieval.top_n, no_relevant=no_relevant)
 

@@ -1,4 +1,4 @@
-"""Stage `freeze`: BM25 + dense first stage fused with RRF; the top-N per query frozen with exact passage text."""
+"""Stage `freeze`: BM25 + dense first stage fused with RRF; the top-N per query frozen, each passage text once."""
 
 from __future__ import annotations
 
@@ -7,19 +7,23 @@ from pathlib import Path
 
 from ..core.io import write_table
 from ..data.snapshot import Snapshot, retrieval_inputs
+from ..retrieval.candidates import write_candidates
 from ..retrieval.freeze import freeze
 from .params import load_params
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
-        first_stage_path: str | Path) -> None:
+        first_stage_path: str | Path, passages_path: str | Path) -> None:
     config = load_params(params_path).retrieval
     snapshot = Snapshot(snapshot_dir)
     started = time.perf_counter()
-    candidates, first_stage = freeze(snapshot.table("corpus"), snapshot.table("queries"), config)
+    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config)
     # Candidates depend on the corpus and queries only: a qrels change does not re-freeze them.
-    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict()}
-    write_table(candidates_path, candidates, provenance)
-    write_table(first_stage_path, first_stage, provenance)
-    print(f"freeze: {candidates.num_rows} candidates for {snapshot.table('queries').num_rows} queries "
-          f"in {time.perf_counter() - started:.1f}s")
+    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict(), "dense": frozen.dense}
+    write_candidates(candidates_path, passages_path, frozen.candidates, frozen.passages, provenance)
+    write_table(first_stage_path, frozen.first_stage, provenance)
+    print(f"freeze: dense model {frozen.dense['model']} ({frozen.dense['configured']}"
+          f"{', non-Latin letter share ' + str(frozen.dense['non_latin_share']) if 'non_latin_share' in frozen.dense else ''}"
+          f"); {frozen.encoding}")
+    print(f"freeze: {frozen.candidates.num_rows} candidates ({frozen.passages.num_rows} distinct passages) for "
+          f"{snapshot.table('queries').num_rows} queries in {time.perf_counter() - started:.1f}s")

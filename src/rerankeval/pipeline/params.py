@@ -15,7 +15,9 @@ from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..eval.config import MeasureName
 from ..policies.config import PoliciesConfig
+from ..rag.config import RagConfig
 from ..retrieval.freeze import RetrievalConfig
+from ..serving.config import ServingConfig
 from ..stats.comparison import CompareConfig
 from ..stats.verdict import CriticalSlice
 from ..training.cross_encoder import TrainConfig
@@ -51,8 +53,10 @@ class Params(StrictConfig):
     evaluation: EvaluationConfig
     compare: CompareConfig
     policies: PoliciesConfig = PoliciesConfig()
+    serving: ServingConfig = ServingConfig()
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
+    rag: RagConfig = RagConfig()
 
     @model_validator(mode="after")
     def _systems_listed_once(self) -> "Params":

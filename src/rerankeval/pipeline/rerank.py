@@ -7,16 +7,15 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.compute as pc
 
 from ..core.errors import ConfigError
 from ..core.hashing import sha256_file
-from ..core.io import read_table, table_metadata, write_table
+from ..core.io import table_metadata, write_table
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
-from ..retrieval.freeze import CANDIDATES_SCHEMA, verify_passages
+from ..retrieval.candidates import load_candidates
 from ..systems import BuildContext, Query, build_system, parse_system_config
 from ..systems.base import FUSION_FALLBACK
 from ..systems.composite.components import pair_counts
@@ -25,14 +24,11 @@ from .params import load_params
 
 def split_candidates(snapshot: Snapshot, candidates_path: str | Path):
     """``candidates_of(split)``: that split's candidates (verified against their hashes) and query views, read from
-    the frozen candidates once."""
-    table = read_table(candidates_path, CANDIDATES_SCHEMA)
+    the frozen candidates."""
 
     def candidates_of(split: str) -> tuple[pd.DataFrame, dict[str, Query]]:
         queries = snapshot.queries_of(split)
-        candidates = table.filter(pc.is_in(table.column("query_id"),
-                                           value_set=pc.cast(queries["query_id"].tolist(), "string"))).to_pandas()
-        verify_passages(candidates, candidates_path)
+        candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
         labels = [column for column in snapshot.slice_columns if column in queries.columns]
         return candidates, {row["query_id"]: Query(row["query_id"], row["text"], {c: row[c] for c in labels})
                             for row in queries.to_dict("records")}

@@ -9,14 +9,17 @@ from typing import Any
 
 import pandas as pd
 
-from ..eval.funnel import measure_rows, pool_measures, system_depth
+from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, measure_rows, pool_measures, system_depth
 from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
-from . import configurations, frontier, moved, precision, weighted
+from ..stats.sanity import needs_negative_judgments
+from . import configurations, frontier, moved, precision, serving, weighted
 from . import markdown as md
 from . import plots
-from .cost import cost_per_query, depth_cost_table, latency_at_depth, token_summary, tokens_per_second
+from .answers import AnswerInputs, answers_section
+from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+from .training import training_section
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,12 @@ class ReportInputs:
     latencies: Mapping[str, pd.DataFrame]
     run_metadata: Mapping[str, Mapping[str, Any]]
     latency_metadata: Mapping[str, Mapping[str, Any]]
+    latency_measurements: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each system's dedicated latency measurement (stage `latency`)."""
+    loadtest: Mapping[str, Any] | None = None
+    answers: AnswerInputs = AnswerInputs()
+    model_card: Mapping[str, Any] | None = None
+    """The train stage's model card (what the fine-tuned reranker was trained on), when there is one."""
     qrels: pd.DataFrame | None = None
     queries: pd.DataFrame | None = None
     """The evaluated split's queries (query_id, text, slice columns)."""
@@ -57,6 +66,15 @@ def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
         if c["metric"] == primary])
 
 
+def _not_applicable(inputs: ReportInputs) -> list[str]:
+    """The evaluated measures that mean nothing on these qrels (unjudged-based ones on positive-only qrels)."""
+    if inputs.compare["unjudged"].get("applicable", True):
+        return []
+    names = next(iter(inputs.metrics["systems"].values()))
+    return [name for name in names if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))
+            and needs_negative_judgments(name)]
+
+
 def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
     """The Markdown report and the machine-readable evaluation record; writes the plots to ``plots_dir``."""
     params, compare = inputs.params, inputs.compare
@@ -74,10 +92,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
     deltas = pd.concat([
         pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
-        for system, frame in per_query.groupby("system") if system != compare["baseline"]])
+        for system, frame in per_query.groupby("system") if system != compare["baseline"]]).dropna()
     plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
-    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png")
+    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
 
     hourly_price = evaluation.hourly_price_usd
     costs = {}
@@ -87,15 +105,19 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
                          "tokens_per_s": tokens_per_second(run, latency, warmup),
                          "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
+    serving.apply_api_prices(costs, params.systems, inputs.latencies)
     quality = measure_rows(curve_means, [parse_measure(quality_measure)])[["system", "depth", "mean"]] \
         .rename(columns={"mean": "quality"})
     quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
     depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
                                    inputs.latencies, hourly_price, warmup)
     plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, plots_dir / "depth_cost.png")
-    sweeps = inputs.sweeps
     points = frontier.frontier_points(depth_costs, params.systems,
-                                      frontier.own_points(systems, per_query, quality_measure, costs), sweeps)
+                                      frontier.own_points(systems, per_query, quality_measure, costs), inputs.sweeps)
+    points = serving.served_pareto_points(points, inputs.loadtest)
+    points["frontier"] = pareto_front(points)
+    serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
+    latency_sources = inputs.verdicts.get("latency_source", {})
     frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png")
 
     environments = {}
@@ -118,11 +140,12 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}
     text = md.render([
         md.header_section(context),
+        training_section(inputs.model_card, params.train.out_dir, params.systems),
         md.verdict_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
                             compare["baseline"], systems, [s for s in systems if params.systems[s]["kind"] in
                                                            REFERENCE_KINDS]) if inputs.qrels is not None else "",
-        md.first_stage_section(inputs.metrics["first_stage"], top_n),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),
         weighted.weighted_section(compare.get("weighted"), primary),
@@ -131,13 +154,18 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
             compare, inputs.queries, primary, warmup, hourly_price, boot, params.compare.worst_n),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
+        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),
         md.unjudged_section(compare),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
+        serving.latency_section(inputs.latency_measurements, latency_sources),
+        serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
-        frontier.frontier_section(points, sweeps, inputs.sweep_pairs, quality_measure, plots_link),
+        frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
         md.environment_section(environments),
-        md.all_metrics_section(inputs.metrics),
+        md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])
-    return text, md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
+    record = md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
+    record["efficiency"] = serving.efficiency_record(inputs.latency_measurements, latency_sources, inputs.loadtest)
+    return text, record

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
+from ..stats.verdict import ci_label
 
 
 def fmt(value: float | None, digits: int = 4, signed: bool = False) -> str:
@@ -49,32 +50,108 @@ def header_section(context: Mapping[str, Any]) -> str:
         "- Metric names carry their conventions: `nDCG@10` is trec_eval's (linear gain, IDCG over every judged "
         "document); `[idcg=candidates]` uses the candidates' ideal order (the reranker's ordering skill alone); "
         "`[gain=exp]` uses 2^rel - 1; `[judged_only=true]` removes unjudged documents before scoring.",
-        f"- Uncertainty: {context['method']['resampling']}, {context['method']['ci']} {context['method']['confidence']:.0%} "
-        f"CIs from {context['method']['samples']} resamples (seed {context['method']['seed']}); p-values from "
+        f"- Uncertainty: {context['method']['resampling']}, {context['method']['ci']} "
+        f"{ci_label(context['method']['confidence'])}s from {context['method']['samples']} resamples (seed {context['method']['seed']}); p-values from "
         f"{context['method']['permutations']} sign flips and a paired t-test, {context['method']['correction']}-"
         f"corrected over the family ({context['method']['family']}).",
     ])
 
 
-def verdict_section(compare: Mapping[str, Any]) -> str:
+def verdict_section(verdicts: Mapping[str, Any]) -> str:
+    """The decision and the one reason that decided it per challenger, the rule's simulated error rates on this query
+    set, and every reason in a details block."""
+    rule, level = verdicts["rule"], ci_label(verdicts["rule"]["confidence"])
+    metric = rule["primary_metric"]
+    parts = [f"## Release verdict vs `{verdicts['baseline']}`"]
+    if verdicts.get("baseline_flag"):
+        parts.append(f"> ⚠ **{verdicts['baseline_flag']}.** No verdict against it is a bare ACCEPT.")
+    slices = ""
+    if rule["critical_slices"]:
+        adjusted = (f" (adjusted for {rule['slices_that_can_reject']} slices)"
+                    if rule["slices_that_can_reject"] > 1 else "")
+        slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
+                  f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
+    parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
+                 f"check failing{slices} (README, \"Release verdict\").")
+    rows = [[f"`{system}`", f"**{verdict['decision']}**",
+             f"{fmt(verdict['delta'], signed=True)} [{fmt(verdict['ci'][0], signed=True)}, "
+             f"{fmt(verdict['ci'][1], signed=True)}]", _cell(verdict["decided_by"])]
+            for system, verdict in verdicts["verdicts"].items()]
+    parts.append(table(["challenger", "decision", f"Δ {metric} [{level}]", "decided by"], rows))
+    parts.append(operating_characteristics_text(verdicts))
+    details = ["<details><summary>Every reason and note</summary>", ""]
+    for system, verdict in verdicts["verdicts"].items():
+        details.append(f"**`{system}`: {verdict['decision']}**")
+        details.append("")
+        details += [f"- {_cell(reason)}" for reason in verdict["reasons"]]
+        details += [f"- note: {_cell(note)}" for note in verdict["notes"]]
+        details.append("")
+    details.append("</details>")
+    parts.append("\n".join(details))
+    return "\n\n".join(parts)
+
+
+def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
+    """How far to trust each verdict: the rule's simulated decision rates at a true effect of 0 and of min_delta."""
+    simulation, min_delta = verdicts["simulation"], verdicts["rule"]["min_delta"]
     rows = []
-    for system, verdict in compare["verdicts"].items():
-        reasons = "<br>".join(verdict["reasons"] + [f"note: {note}" for note in verdict["notes"]])
-        rows.append([f"`{system}`", f"**{verdict['decision']}**", reasons])
-    return f"## Release verdict vs `{compare['baseline']}`\n\n" + table(["challenger", "decision", "why"], rows)
+    for system, verdict in verdicts["verdicts"].items():
+        at_zero, at_min = verdict["operating_characteristics"]["at_zero"], verdict["operating_characteristics"]["at_min_delta"]
+        rows.append([f"`{system}`", _rate(at_zero["reject"]), _rate(at_zero["accept"]), _rate(at_min["accept"]),
+                     _rate(at_min["reject"])])
+    header = ["challenger", "REJECT at effect 0", "ACCEPT at effect 0", f"ACCEPT at {min_delta:+.4f}",
+              f"REJECT at {min_delta:+.4f}"]
+    error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
+    return (f"How far to trust it: the rule's decisions simulated on this query set and its slices "
+            f"({simulation['trials']} trials per effect, {simulation['samples']} resamples each, seed "
+            f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}; each rate within "
+            f"±{error:.1f} points, one Monte Carlo standard error).\n\n" + table(header, rows))
 
 
-def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int) -> str:
-    rows = [[name, fmt(values[f"Success@{top_n}"]), fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]),
-             fmt(values["RR@10"])] for name, values in first_stage.items()]
-    return (f"## First stage: each retriever's own top {top_n}\n\n"
-            + table(["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10",
-                     "RR@10"], rows))
+def _rate(value: float) -> str:
+    return f"{value:.1%}"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int,
+                        sanity: Mapping[str, Any] | None = None) -> str:
+    """Each retriever's own top ``top_n``; with ``sanity`` (``stats.sanity.first_stage_sanity``) also each one
+    against the random floor, the best first stage, and the flag of a baseline that cannot carry a decision."""
+    vs_random = (sanity or {}).get("retrievers", {})
+    header = ["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10", "RR@10"]
+    if sanity and sanity["random"] is not None:
+        header.append(f"Δ {sanity['metric']} vs random [{ci_label(sanity['confidence'])}]")
+    rows = []
+    for name, values in first_stage.items():
+        row = [name, fmt(values[f"Success@{top_n}"]), fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]),
+               fmt(values["RR@10"])]
+        found = vs_random.get(name, {}).get("vs_random")
+        if len(header) > len(row):
+            row.append("n/a" if found is None else f"{fmt(found['delta'], signed=True)} [{ci(found, signed=True)}]"
+                       + (" ⚠ at the random floor" if vs_random[name]["at_random_floor"] else ""))
+        rows.append(row)
+    text = f"## First stage: each retriever's own top {top_n}\n\n" + table(header, rows)
+    if sanity:
+        lines = [f"Best first stage on {sanity['metric']}: **{sanity['best']}** "
+                 f"({fmt(sanity['retrievers'][sanity['best']]['mean'])})."]
+        fused = sanity["fusion_vs_best_component"]
+        if fused is not None:
+            lines.append(f"Fusion (hybrid) vs its best component ({sanity['best_component']}): "
+                         f"{fmt(fused['delta'], signed=True)} [{ci(fused, signed=True)}].")
+        if sanity["flag"]:
+            lines.append(f"⚠ **{sanity['flag']}.**")
+        text += "\n\n" + " ".join(lines)
+    return text
 
 
 def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any], metrics: Sequence[str],
                     oracle_measures: Sequence[str], top_n: int) -> str:
-    header = ["system"] + [f"{m} [95% CI]" for m in metrics] + [f"CandidateRecall@{top_n}"]
+    level = ci_label(compare["method"]["confidence"])
+    header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
     for system, values in compare["systems"].items():
@@ -91,11 +168,17 @@ def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any],
     return "## Systems\n\n" + table(header, rows) + "\n\n" + note
 
 
-def all_metrics_section(metrics_json: Mapping[str, Any]) -> str:
+def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequence[str] = ()) -> str:
+    """Every metric's mean; those in ``not_applicable`` (unjudged-based ones on positive-only qrels) show n/a."""
     systems = metrics_json["systems"]
     names = [name for name in next(iter(systems.values())) if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))]
-    rows = [[f"`{system}`"] + [fmt(values[name]) for name in names] for system, values in systems.items()]
-    return "## Every metric (means)\n\n" + table(["system"] + names, rows)
+    rows = [[f"`{system}`"] + ["n/a" if name in not_applicable else fmt(values[name]) for name in names]
+            for system, values in systems.items()]
+    text = "## Every metric (means)\n\n" + table(["system"] + names, rows)
+    if any(name in not_applicable for name in names):
+        text += ("\n\nn/a: measures that need judged non-relevant documents (Judged, Bpref, judged_only) mean "
+                 "nothing on these qrels, which judge none (see the unjudged watch).")
+    return text
 
 
 def deltas_section(compare: Mapping[str, Any]) -> str:
@@ -107,7 +190,8 @@ def deltas_section(compare: Mapping[str, Any]) -> str:
                      f"{p_value(item['p_ttest'])} / {p_value(item['p_ttest_adjusted'])}",
                      f"{item['improved']}/{item['tied']}/{item['regressed']}", fmt(item["median_delta"], signed=True),
                      fmt(item["cohens_dz"], 2, signed=True)])
-    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", "95% CI", "p rand (raw / adj)",
+    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare["method"]["confidence"]),
+              "p rand (raw / adj)",
               "p t (raw / adj)", "win/tie/loss", "Δ median", "d_z"]
     return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
 
@@ -121,10 +205,12 @@ def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, 
             + f"\n\n![depth curve]({plots}/depth_curve.png)")
 
 
-def slices_section(compare: Mapping[str, Any], metric: str, plots: str) -> str:
+def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None) -> str:
+    """Per-slice deltas with CIs; ``plots`` None leaves the plot links out."""
     if not compare["slices"]:
         return "## Slices\n\nThe queries carry no slice labels."
-    parts = [f"## Slices ({metric}, Δ vs `{compare['baseline']}` with 95% CI; ⚠ = fewer queries than the minimum)"]
+    level = ci_label(compare["method"]["confidence"])
+    parts = [f"## Slices ({metric}, Δ vs `{compare['baseline']}` with {level}; ⚠ = fewer queries than the minimum)"]
     for column, rows in compare["slices"].items():
         challengers = sorted({c["challenger"] for c in rows[0]["comparisons"]})
         lines = []
@@ -134,14 +220,20 @@ def slices_section(compare: Mapping[str, Any], metric: str, plots: str) -> str:
                          + [f"{fmt(by_challenger[c]['delta'], signed=True)} [{ci(by_challenger[c], signed=True)}]"
                             for c in challengers])
         parts.append(f"### {column}\n\n" + table([column, "queries"] + [f"`{c}`" for c in challengers], lines))
-    parts.append(f"![slice deltas]({plots}/slice_deltas.png)\n\n![per-query deltas]({plots}/delta_distribution.png)")
+    if plots is not None:
+        parts.append(f"![slice deltas]({plots}/slice_deltas.png)\n\n![per-query deltas]({plots}/delta_distribution.png)")
     return "\n\n".join(parts)
 
 
 def unjudged_section(compare: Mapping[str, Any]) -> str:
     unjudged = compare["unjudged"]
+    if not unjudged.get("applicable", True):
+        return (f"## Unjudged watch: not applicable\n\n{unjudged['not_applicable'][0].upper()}"
+                f"{unjudged['not_applicable'][1:]}. {unjudged['measure']}, judged-only measures and Bpref are shown "
+                "as n/a and the verdict does not check the unjudged rate.")
     rows = [[f"`{system}`", fmt(rate, 3)] for system, rate in unjudged["rate"].items()]
-    text = f"## Unjudged watch (1 - {unjudged['measure']}, margin {unjudged['margin']})\n\n"
+    margin = "no margin" if unjudged["margin"] is None else f"margin {unjudged['margin']}, the verdict's too"
+    text = f"## Unjudged watch (1 - {unjudged['measure']}, {margin})\n\n"
     text += table(["system", "unjudged rate"], rows)
     if unjudged["warnings"]:
         text += "\n\n" + "\n".join(f"- ⚠ {warning}" for warning in unjudged["warnings"])

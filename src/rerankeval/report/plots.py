@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..core.io import atomic_write
 from ..eval.funnel import pool_measures
+from ..stats.verdict import ci_label
 
 
 def _figure():
@@ -55,8 +56,9 @@ def _nothing_to_show(path: Path, message: str) -> None:
     _save(fig, path)
 
 
-def slice_deltas(rows: pd.DataFrame, metric: str, path: Path) -> None:
-    """``rows``: challenger, slice (``column=value``), delta, low, high, too_small. One panel per challenger."""
+def slice_deltas(rows: pd.DataFrame, metric: str, path: Path, confidence: float) -> None:
+    """``rows``: challenger, slice (``column=value``), delta, low, high, too_small (CIs at ``confidence``). One
+    panel per challenger."""
     if rows.empty:
         _nothing_to_show(path, "The queries carry no slice labels: no per-slice deltas.")
         return
@@ -75,7 +77,8 @@ def slice_deltas(rows: pd.DataFrame, metric: str, path: Path) -> None:
         axis.set_title(challenger, fontsize=9)
         axis.set_xlabel(f"Δ {metric}")
     axes[0][0].invert_yaxis()
-    fig.suptitle("Per-slice mean delta vs baseline with 95% CI (grey: fewer queries than the minimum)", fontsize=9)
+    fig.suptitle(f"Per-slice mean delta vs baseline with {ci_label(confidence)} (grey: fewer queries than the minimum)",
+                 fontsize=9)
     fig.tight_layout()
     _save(fig, path)
 

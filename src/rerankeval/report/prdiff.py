@@ -122,8 +122,9 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
     """
     import numpy as np
 
-    from .. import stats
+    from ..stats import domains
     from ..stats.comparison import finite
+    from ..stats.deltas import Comparison
 
     metrics = list(dict.fromkeys([*settings.metrics, primary_metric]))
     for revision in (base, head):
@@ -173,19 +174,22 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         return result
 
     family = [(system, metric) for system in changed for metric in metrics]
-    deltas = np.column_stack([head_scores[s][:, metrics.index(m)] - base_scores[s][:, metrics.index(m)]
-                              for s, m in family])
+    # Base and head of each system x metric; measures undefined on some queries go by their domain (stats.domains).
+    paired = domains.PairedFamily(
+        tuple(Comparison(s, m) for s, m in family),
+        np.column_stack([base_scores[s][:, metrics.index(m)] for s, m in family]),
+        np.column_stack([head_scores[s][:, metrics.index(m)] for s, m in family]))
     boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
                 method=settings.ci_method)
-    intervals = stats.bootstrap_ci(deltas, **boot)
-    tests = stats.significance(deltas, n_permutations=settings.permutations, seed=settings.seed,
-                               correction=settings.correction)
-    summaries = stats.summarise_deltas(deltas, tie_tol=settings.tie_tolerance, worst_n=0)
+    intervals = domains.family_intervals(paired, **boot)
+    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
+                                        correction=settings.correction)
+    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=0)
     for j, (system, metric) in enumerate(family):
         result["comparisons"].append({
             "system": system, "metric": metric,
-            "base": finite(base_scores[system][:, metrics.index(metric)].mean()),
-            "head": finite(head_scores[system][:, metrics.index(metric)].mean()),
+            "base": finite(np.nanmean(base_scores[system][:, metrics.index(metric)])),
+            "head": finite(np.nanmean(head_scores[system][:, metrics.index(metric)])),
             "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
             "p_randomisation": finite(tests.p_randomisation[j]),
             "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
@@ -197,8 +201,10 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
     primary = [j for j, (_, metric) in enumerate(family) if metric == primary_metric]
     labels = head.slices.reindex(query_ids)
     for column in labels.columns:
-        found = stats.slice_ci(deltas[:, primary], labels[column].fillna("(none)").astype(str).to_numpy(),
-                               min_slice_size=settings.min_slice_size, **boot)
+        primary_family = domains.PairedFamily(tuple(paired.comparisons[j] for j in primary),
+                                              paired.base[:, primary], paired.challenger[:, primary])
+        found = domains.family_slices(primary_family, labels[column].fillna("(none)").astype(str).to_numpy(),
+                                      min_slice_size=settings.min_slice_size, **boot)
         for k, value in enumerate(found.values):
             for i, system in enumerate(changed):
                 if found.low[k, i] > 0 or found.high[k, i] < 0:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..core.errors import ScoringFailure
+from ..core.errors import DeadlineExceeded, ScoringFailure
+from ..core.precision import stored_scores
 from ..systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Outcome
 from ..systems.pair_scoring import PAIR_STATS
 
@@ -34,6 +35,9 @@ RUN_SCHEMA = pa.schema(
 )
 
 
+DEADLINE_IN_RUN = "deadline: cold compute time over deadline_s (its seconds are in the latency table)"
+
+
 class PermutationError(AssertionError):
     """A run is not a permutation of its candidates: a bug, never a result."""
 
@@ -49,7 +53,7 @@ def _validated(values: np.ndarray, n: int) -> np.ndarray | str:
         return f"bad_response: system returned {scores.shape[0] if scores.ndim else 'a scalar'} scores for {n} candidates"
     if np.isnan(scores).any():
         return "bad_response: system returned NaN scores"
-    return scores
+    return stored_scores(scores)  # the declared precision; the order below is computed from these stored values
 
 
 def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> tuple[pd.DataFrame, str, str | None]:
@@ -67,7 +71,8 @@ def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> tuple[pd.Data
         reason = scores if isinstance(scores, str) else None
     if reason is not None:
         out["mode"] = FUSION_FALLBACK
-        out["degraded_reason"] = reason
+        # A missed deadline's detail is timing: it stays in the latency table, so the run is the same on every rerun.
+        out["degraded_reason"] = DEADLINE_IN_RUN if isinstance(outcome, DeadlineExceeded) else reason
         mode = FUSION_FALLBACK
     elif outcome.mode == SKIPPED:
         out.loc[: head - 1, "score"] = scores

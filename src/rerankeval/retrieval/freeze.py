@@ -1,35 +1,28 @@
-"""Freeze first-stage candidates: the fused top-N per query with the exact passage text every system will see."""
+"""Freeze first-stage candidates: the fused top-N per query, referring to the exact passage text every system sees.
+
+Retriever scores are stored at the declared precision (core.precision) and every rank is computed from the stored
+value, so the frozen file is the same on any machine whose arithmetic agrees to that precision.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pydantic import Field
 
 from ..core.config import StrictConfig
-from ..core.errors import ContractError
 from ..core.hashing import sha256_text
+from ..core.precision import SCORE_DECIMALS, stored_scores
+from .candidates import CANDIDATES_SCHEMA, passages_table
 from .dense import DenseRetriever
 from .fusion import rrf_top, top_k
+from .language import AUTO, auto_model
 from .lexical import Bm25Retriever
 from .text import passage_text
 
-CANDIDATES_SCHEMA = pa.schema(
-    [
-        ("query_id", pa.string()),
-        ("doc_id", pa.string()),
-        ("parent_id", pa.string()),
-        ("passage", pa.string()),
-        ("passage_sha256", pa.string()),
-        ("bm25_score", pa.float64()),
-        ("bm25_rank", pa.int32()),
-        ("dense_score", pa.float64()),
-        ("dense_rank", pa.int32()),
-        ("fused_score", pa.float64()),
-        ("fused_rank", pa.int32()),
-    ]
-)
 FIRST_STAGE_SCHEMA = pa.schema(
     [
         ("retriever", pa.string()),
@@ -51,10 +44,15 @@ class Bm25Config(StrictConfig):
 
 
 class DenseConfig(StrictConfig):
-    model: str = "minilm"
+    model: str = AUTO
+    """auto (see retrieval.language), e5-small, minilm, a local sentence-transformers directory or a hub id."""
     revision: str | None = None
-    max_length: int = Field(256, ge=8)
-    batch_size: int = Field(64, ge=1)
+    max_length: int | None = Field(None, ge=8)
+    """Tokens read per text; null: the model's own limit (MiniLM 256; e5-small reads whole texts in 510-token
+    windows)."""
+    batch_size: int = Field(16, ge=1)
+    """Texts per encoder call, embedding-cache commit and progress update (e5-small's throughput per core is the
+    same at 1, 16 or 64; 16 keeps both cores busy and commits often)."""
 
 
 class RetrievalConfig(StrictConfig):
@@ -65,9 +63,23 @@ class RetrievalConfig(StrictConfig):
     dense: DenseConfig = DenseConfig()
 
 
+@dataclass
+class Frozen:
+    candidates: pa.Table
+    """One row per (query, candidate), in (query, fused rank) order; passages by sha256 (CANDIDATES_SCHEMA)."""
+    passages: pa.Table
+    """Each distinct passage text once (candidates.PASSAGES_SCHEMA)."""
+    first_stage: pa.Table
+    """BM25's and dense's own top-N per query (FIRST_STAGE_SCHEMA)."""
+    dense: dict[str, Any] = field(default_factory=dict)
+    """Which encoder dense used and why: provenance, recorded in the outputs' metadata."""
+    encoding: str = ""
+    """What encoding cost (cache hits, texts encoded, rate): for the log only, it varies with the cache."""
+
+
 def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
-           lexical_retriever=Bm25Retriever, dense_retriever=DenseRetriever) -> tuple[pa.Table, pa.Table]:
-    """Return (candidates, first_stage): the fused top-N, and BM25's and dense's own top-N, for every query."""
+           lexical_retriever=Bm25Retriever, dense_retriever=DenseRetriever) -> Frozen:
+    """The fused top-N, and BM25's and dense's own top-N, for every query."""
     order = np.argsort(np.array(corpus.column("doc_id").to_pylist(), dtype=object), kind="stable")
     corpus = corpus.take(pa.array(order))  # doc-id order, so column index breaks first-stage ties by doc id
     doc_ids = np.array(corpus.column("doc_id").to_pylist(), dtype=object)
@@ -80,8 +92,13 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
     top_n = min(config.top_n, len(passages))
     depth = max(config.top_n, config.fusion_depth)
 
+    model, dense_info = config.dense.model, {"configured": config.dense.model}
+    if model == AUTO:
+        model, shares = auto_model(passages, query_texts)
+        dense_info["non_latin_share"] = shares
+    dense_info["model"] = model
     lexical = lexical_retriever(passages, k1=config.bm25.k1, b=config.bm25.b, method=config.bm25.method)
-    dense = dense_retriever(passages, model=config.dense.model, revision=config.dense.revision,
+    dense = dense_retriever(passages, model=model, revision=config.dense.revision,
                             max_length=config.dense.max_length, batch_size=config.dense.batch_size)
 
     candidates: dict[str, list] = {name: [] for name in CANDIDATES_SCHEMA.names}
@@ -89,14 +106,13 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
     chunk = max(1, min(256, SCORE_CELLS // len(passages)))
     for start in range(0, len(query_ids), chunk):
         rows = slice(start, start + chunk)
-        rankings = [top_k(lexical.scores(query_texts[rows]), depth), top_k(dense.scores(query_texts[rows]), depth)]
+        rankings = [top_k(stored_scores(retriever.scores(query_texts[rows])), depth) for retriever in (lexical, dense)]
         for row, query_id in enumerate(query_ids[rows]):
             fused = rrf_top(rankings, row, k=config.rrf_k, depth=config.fusion_depth, top_n=top_n)
             columns = fused.columns
             candidates["query_id"] += [query_id] * len(columns)
             candidates["doc_id"] += doc_ids[columns].tolist()
             candidates["parent_id"] += parent_ids[columns].tolist()
-            candidates["passage"] += [passages[column] for column in columns]
             candidates["passage_sha256"] += passage_hashes[columns].tolist()
             for name, ranking, ranks in zip(RETRIEVERS, rankings, fused.ranks):
                 candidates[f"{name}_score"] += ranking.row_scores[row, columns].tolist()
@@ -106,19 +122,18 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
                 own["doc_id"] += doc_ids[ranking.columns[row, :top_n]].tolist()
                 own["score"] += ranking.scores[row, :top_n].tolist()
                 own["rank"] += list(range(1, top_n + 1))
+            # RRF scores are sums of 1 / (k + rank) over integer ranks, in a fixed order: exact IEEE operations,
+            # the same on every machine, so they are stored as computed.
             candidates["fused_score"] += fused.scores.tolist()
             candidates["fused_rank"] += list(range(1, len(columns) + 1))
     candidates_table = pa.table(candidates, schema=CANDIDATES_SCHEMA).sort_by(
         [("query_id", "ascending"), ("fused_rank", "ascending")])
     own_table = pa.table(own, schema=FIRST_STAGE_SCHEMA).sort_by(
         [("retriever", "ascending"), ("query_id", "ascending"), ("rank", "ascending")])
-    return candidates_table, own_table
-
-
-def verify_passages(candidates: pd.DataFrame, path: object) -> None:
-    """Refuse candidates whose passage text no longer matches the hash frozen with it."""
-    for query_id, doc_id, passage, digest in zip(candidates["query_id"], candidates["doc_id"], candidates["passage"],
-                                                 candidates["passage_sha256"]):
-        if sha256_text(passage) != digest:
-            raise ContractError(f"{path}: the passage of ({query_id}, {doc_id}) does not match its sha256; the file "
-                                "was altered after it was frozen. Fix: `dvc repro --force freeze`.")
+    used = sorted(set(candidates["passage_sha256"]))
+    text_of = dict(zip(passage_hashes.tolist(), passages))
+    dense_info["score_decimals"] = SCORE_DECIMALS
+    if hasattr(dense, "encoder"):
+        dense_info["encoder"] = dense.encoder.identity
+    return Frozen(candidates_table, passages_table(used, [text_of[digest] for digest in used]), own_table,
+                  dense_info, dense.stats.summary() if hasattr(dense, "stats") else "")

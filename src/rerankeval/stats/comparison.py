@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -17,19 +18,19 @@ from pydantic import Field
 
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
-from . import deltas as delta_stats
-from .resampling import (DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED,
-                         DEFAULT_TIE_TOL, bootstrap_ci, slice_ci)
-from .significance import significance
-from .verdict import DeltaEvidence, Evidence, LatencyEvidence, ReleaseRule, SliceEvidence, decide
+from . import domains
+from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject
+from .resampling import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
+from .simulation import SIMULATED_DELTAS, SimulationConfig, operating_characteristics
+from .verdict import Evidence, FallbackEvidence, LatencyEvidence, ReleaseRule, UnjudgedEvidence, decide
 
 
 class UnjudgedWatch(StrictConfig):
-    """Flag challengers whose top documents are unjudged much more (or less) often than the baseline's."""
+    """Watch how often the top documents are unjudged, per system; the margin is the release rule's
+    ``unjudged_margin`` (one margin for the watch and the verdict)."""
 
     measure: MeasureName = "Judged@10"
     judged_only_measure: MeasureName | None = None
-    margin: float = Field(0.05, ge=0)
 
 
 class CompareConfig(StrictConfig):
@@ -47,13 +48,36 @@ class CompareConfig(StrictConfig):
     worst_n: int = Field(5, ge=0)
     min_slice_size: int = Field(DEFAULT_MIN_SLICE_SIZE, ge=1)
     unjudged: UnjudgedWatch = UnjudgedWatch()
+    simulation: SimulationConfig = SimulationConfig()
     release: ReleaseRule
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the verdicts weigh besides the per-query metrics; each part is optional (the CLI has only runs).
+
+    ``latency_p95_ms``: per system, None when not measured. ``fallbacks``: per system, (fallback queries, queries).
+    ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
+    ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
+    checks do not apply (``sanity.positive_only_reason``)."""
+
+    latency_p95_ms: Mapping[str, float | None] = field(default_factory=dict)
+    fallbacks: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
+    baseline_flag: str | None = None
+    positive_only: str | None = None
 
 
 def finite(value: float) -> float | None:
     """JSON has no infinities or NaN: those become null."""
     value = float(value)
     return round(value, 6) if math.isfinite(value) else None
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean over the queries where the measure is defined (NaN when it is defined on none)."""
+    defined = values[~np.isnan(values)]
+    return float(defined.mean()) if len(defined) else float("nan")
 
 
 def metric_arrays(per_query: pd.DataFrame, systems: Sequence[str], metrics: Sequence[str]) -> dict:
@@ -73,12 +97,14 @@ def metric_arrays(per_query: pd.DataFrame, systems: Sequence[str], metrics: Sequ
 
 
 def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule,
-            latency_p95_ms: Mapping[str, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+            facts: RunFacts = RunFacts()) -> tuple[dict[str, Any], dict[str, Any]]:
     """The comparison (deterministic: the same inputs give the same bytes) and the verdicts (which also weigh the
     measured latency, so they carry timing). ``slices``: one row per query (index query_id), a column per label."""
     systems = [settings.baseline] + sorted(set(per_query["system"]) - {settings.baseline})
     if settings.baseline not in set(per_query["system"]):
         raise ValueError(f"baseline {settings.baseline!r} is not among the systems {sorted(set(per_query['system']))}")
+    if len(systems) < 2:
+        raise ValueError(f"nothing to compare: only the baseline {settings.baseline!r} was evaluated")
     watch = [settings.unjudged.measure] + ([settings.unjudged.judged_only_measure] if settings.unjudged.judged_only_measure else [])
     metrics = list(dict.fromkeys([*settings.metrics, rule.primary_metric]))
     scores = metric_arrays(per_query, systems, list(dict.fromkeys(metrics + watch)))
@@ -86,25 +112,28 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
                 method=settings.ci_method)
 
+    # Measures undefined on some queries (NaN: ranking measures without a relevant document, answer measures outside
+    # their domain) are averaged over their domain; see stats.domains. Complete measures are computed as before.
     system_columns = [(system, metric) for system in systems for metric in metrics]
-    means = bootstrap_ci(np.column_stack([scores[s][m] for s, m in system_columns]), **boot)
+    means = domains.mean_intervals(np.column_stack([scores[s][m] for s, m in system_columns]), **boot)
     system_table: dict[str, dict] = {}
     for j, (system, metric) in enumerate(system_columns):
         system_table.setdefault(system, {})[metric] = {
             "mean": finite(means.mean[j]), "low": finite(means.low[j]), "high": finite(means.high[j])}
 
-    family, deltas = delta_stats.family_deltas({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline)
-    intervals = bootstrap_ci(deltas, **boot)
-    tests = significance(deltas, n_permutations=settings.permutations, seed=settings.seed,
-                               correction=settings.correction)
-    summaries = delta_stats.summarise_deltas(deltas, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
+    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline)
+    family = paired.comparisons
+    intervals = domains.family_intervals(paired, **boot)
+    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
+                                        correction=settings.correction)
+    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
     comparisons = []
     for j, item in enumerate(family):
         summary = summaries[j]
         comparisons.append({
             "challenger": item.challenger, "metric": item.metric,
-            "baseline_mean": finite(scores[settings.baseline][item.metric].mean()),
-            "challenger_mean": finite(scores[item.challenger][item.metric].mean()),
+            "baseline_mean": finite(_mean(scores[settings.baseline][item.metric])),
+            "challenger_mean": finite(_mean(scores[item.challenger][item.metric])),
             "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
             "p_randomisation": finite(tests.p_randomisation[j]),
             "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
@@ -115,75 +144,112 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             "worst_regressions": [str(query_ids[i]) for i in summary.worst_regressions],
         })
 
-    slice_results, slice_evidence = {}, {system: [] for system in systems[1:]}
     aligned = slices.reindex(query_ids)
-    for column in aligned.columns:
-        labels = aligned[column].fillna("(none)").astype(str).to_numpy()
-        result = slice_ci(deltas, labels, min_slice_size=settings.min_slice_size, **boot)
-        rows = []
-        for k, value in enumerate(result.values):
-            rows.append({"value": str(value), "queries": int(result.sizes[k]), "too_small": bool(result.too_small[k]),
-                         "comparisons": [{"challenger": item.challenger, "metric": item.metric,
-                                          "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
-                                          "high": finite(result.high[k, j])}
-                                         for j, item in enumerate(family)]})
-        slice_results[column] = rows
-        for j, item in enumerate(family):
-            if item.metric == rule.primary_metric:
-                slice_evidence[item.challenger].extend(SliceEvidence.from_intervals(column, result, j))
+    labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
+    slice_results = {}
+    for column, column_labels in labels.items():
+        result = domains.family_slices(paired, column_labels, min_slice_size=settings.min_slice_size, **boot)
+        slice_results[column] = [
+            {"value": str(value), "queries": int(result.sizes[k]), "too_small": bool(result.too_small[k]),
+             "comparisons": [{"challenger": item.challenger, "metric": item.metric,
+                              "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
+                              "high": finite(result.high[k, j])} for j, item in enumerate(family)]}
+            for k, value in enumerate(result.values)]
 
-    unjudged = {system: finite(1.0 - scores[system][settings.unjudged.measure].mean()) for system in systems}
-    warnings = []
-    for system in systems[1:]:
-        gap = unjudged[system] - unjudged[settings.baseline]
-        if abs(gap) > settings.unjudged.margin:
-            judged_only = ""
-            if settings.unjudged.judged_only_measure:
-                judged_only = (f"; judged-only {settings.unjudged.judged_only_measure}: "
-                               f"{scores[system][settings.unjudged.judged_only_measure].mean():.4f} vs "
-                               f"{scores[settings.baseline][settings.unjudged.judged_only_measure].mean():.4f}")
-            warnings.append(f"{system}: unjudged rate ({settings.unjudged.measure}) {unjudged[system]:.3f} vs "
-                            f"baseline {unjudged[settings.baseline]:.3f} (difference {gap:+.3f} exceeds the margin "
-                            f"{settings.unjudged.margin}); unjudged documents count as irrelevant{judged_only}")
-
+    unjudged = unjudged_watch(scores, systems, settings.unjudged, rule.unjudged_margin, facts.positive_only)
+    challengers = systems[1:]
+    primary = np.column_stack([scores[system][rule.primary_metric] - scores[settings.baseline][rule.primary_metric]
+                               for system in challengers])
+    # The verdict weighs the queries where the primary metric is defined: a slice outside that domain (the demo's
+    # abstention questions for nDCG@10) gives it no evidence.
+    defined = np.isfinite(primary).all(axis=1)
+    primary, labels = primary[defined], {column: values[defined] for column, values in labels.items()}
+    evidence_settings = dict(min_slice_size=settings.min_slice_size, seed=settings.seed,
+                             confidence=settings.confidence, method=settings.ci_method)
+    evidence = release_evidence(primary, labels, rule, n_samples=settings.samples, **evidence_settings)
     verdicts = {}
-    primary_index = {item.challenger: j for j, item in enumerate(family) if item.metric == rule.primary_metric}
-    for system in systems[1:]:
-        latency = None
-        if latency_p95_ms.get(system) is not None:
-            latency = LatencyEvidence(latency_p95_ms[system], latency_p95_ms.get(settings.baseline))
-        evidence = Evidence(
-            primary=DeltaEvidence.from_intervals(rule.primary_metric, intervals, primary_index[system]),
-            slices=tuple(slice_evidence[system]),
-            baseline_unjudged_rate=unjudged[settings.baseline], challenger_unjudged_rate=unjudged[system],
-            latency=latency)
-        verdict = decide(rule, evidence)
-        verdicts[system] = {"decision": str(verdict.decision), "reasons": list(verdict.reasons),
-                            "notes": list(verdict.notes)}
+    for j, system in enumerate(challengers):
+        delta, slice_evidence = evidence[j]
+        fallbacks = facts.fallbacks.get(system)
+        verdict = decide(rule, Evidence(
+            primary=delta, slices=slice_evidence,
+            unjudged=UnjudgedEvidence(unjudged["rate"][settings.baseline], unjudged["rate"][system],
+                                      facts.positive_only),
+            latency=LatencyEvidence(facts.latency_p95_ms.get(system), facts.latency_p95_ms.get(settings.baseline)),
+            fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
+            identical_queries=facts.identical_to_baseline.get(system), baseline_flag=facts.baseline_flag))
+        effects = list(dict.fromkeys([0.0, rule.min_delta]))
+        points = operating_characteristics(primary[:, j], labels, rule, effects, trials=settings.simulation.trials,
+                                           n_samples=settings.simulation.samples, **evidence_settings)
+        verdicts[system] = {
+            "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
+            "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
+            "confidence": settings.confidence, "reasons": list(verdict.reasons), "notes": list(verdict.notes),
+            "operating_characteristics": {"at_zero": points[0].to_dict(), "at_min_delta": points[-1].to_dict()}}
 
+    family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
+    method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
+              "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
+              "tests": ["paired randomisation (sign flip)", "paired t-test"],
+              "permutations": settings.permutations, "correction": settings.correction,
+              "family": f"{len(systems) - 1} challengers x {len(metrics)} metrics",
+              "tie_tolerance": settings.tie_tolerance}
+    partial = sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined})
+    if partial:
+        method["undefined_on_some_queries"] = {
+            "metrics": partial, "rule": "mean over the queries where the measure is defined; percentile CI of the "
+            "difference of the two means under the same resamples; randomisation test by per-query swaps"}
     return {
         "baseline": settings.baseline,
         "queries": int(len(query_ids)),
-        "method": {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
-                   "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
-                   "tests": ["paired randomisation (sign flip)", "paired t-test"],
-                   "permutations": settings.permutations, "correction": settings.correction,
-                   "family": f"{len(systems) - 1} challengers x {len(metrics)} metrics",
-                   "tie_tolerance": settings.tie_tolerance},
+        "method": method,
         "systems": system_table,
         "comparisons": comparisons,
         "slices": slice_results,
-        "unjudged": {"measure": settings.unjudged.measure, "rate": unjudged, "margin": settings.unjudged.margin,
-                     "warnings": warnings},
+        "unjudged": unjudged,
     }, {
         "baseline": settings.baseline,
+        "queries": int(len(query_ids)),
+        "verdict_queries": int(defined.sum()),
         "rule": {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
+                 "confidence": settings.confidence,
                  "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
-                 "max_unjudged_increase": rule.max_unjudged_increase, "latency_p95_max_ms": rule.latency_p95_max_ms},
-        "latency_p95_ms": {system: finite(value) if value is not None else None
-                           for system, value in latency_p95_ms.items()},
+                 "min_slice_size": settings.min_slice_size, "slices_that_can_reject": family_size,
+                 "slice_confidence": round(adjusted_confidence(settings.confidence, family_size), 6),
+                 "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
+                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio},
+        "baseline_flag": facts.baseline_flag,
+        "simulation": {"trials": settings.simulation.trials, "samples": settings.simulation.samples,
+                       "seed": settings.seed, "deltas": SIMULATED_DELTAS,
+                       "checks": "primary metric and critical slices (the deterministic checks do not vary)"},
+        "latency_p95_ms": {system: None if value is None else finite(value)
+                           for system, value in facts.latency_p95_ms.items()},
+        "fallbacks": {system: {"fallbacks": count, "queries": total} for system, (count, total) in facts.fallbacks.items()},
         "verdicts": verdicts,
     }
+
+
+def unjudged_watch(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str], watch: UnjudgedWatch,
+                   margin: float | None, positive_only: str | None) -> dict[str, Any]:
+    """Unjudged rate per system; warnings for challengers whose rate differs from the baseline's by more than
+    ``margin``, unless the qrels are positive-only (then the watch does not apply and says why)."""
+    baseline = systems[0]
+    rate = {system: finite(1.0 - _mean(scores[system][watch.measure])) for system in systems}
+    warnings = []
+    for system in systems[1:]:
+        gap = rate[system] - rate[baseline]
+        if positive_only or margin is None or abs(gap) <= margin:
+            continue
+        judged_only = ""
+        if watch.judged_only_measure:
+            judged_only = (f"; judged-only {watch.judged_only_measure}: "
+                           f"{_mean(scores[system][watch.judged_only_measure]):.4f} vs "
+                           f"{_mean(scores[baseline][watch.judged_only_measure]):.4f}")
+        warnings.append(f"{system}: unjudged rate ({watch.measure}) {rate[system]:.3f} vs baseline "
+                        f"{rate[baseline]:.3f} (difference {gap:+.3f} exceeds the margin {margin}); unjudged "
+                        f"documents count as irrelevant{judged_only}")
+    return {"measure": watch.measure, "rate": rate, "margin": margin, "applicable": positive_only is None,
+            "not_applicable": positive_only, "warnings": warnings}
 
 
 def relevant_doc_type(qrels: pd.DataFrame, corpus_metadata: pd.Series) -> pd.Series | None:

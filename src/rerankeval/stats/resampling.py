@@ -194,9 +194,7 @@ def bootstrap_ci(
     _check_ci_method(method)
     matrix = _as_deltas(deltas)
     replicates = bootstrap_means(matrix, n_samples=n_samples, seed=seed)
-    low, high = _interval(
-        replicates, _exact_mean(matrix), _jackknife_acceleration(matrix), confidence, method
-    )
+    low, high = _interval(replicates, _exact_mean(matrix), matrix, confidence, method)
     return Intervals(matrix.mean(axis=0), low, high, confidence, method, n_samples, seed)
 
 
@@ -266,8 +264,7 @@ def slice_ci(
         if used[k]:
             replicates = weighted_sums[k, drawn] / weight_totals[k, drawn, None]
             observed = sorted_gridded[members].sum(axis=0) / sizes[k]
-            acceleration = _jackknife_acceleration(sorted_deltas[members])
-            low[k], high[k] = _interval(replicates, observed, acceleration, confidence, method)
+            low[k], high[k] = _interval(replicates, observed, sorted_deltas[members], confidence, method)
     return SliceIntervals(
         values=values,
         sizes=sizes,
@@ -319,16 +316,18 @@ def _jackknife_acceleration(matrix: np.ndarray) -> np.ndarray:
 def _interval(
     replicates: np.ndarray,
     observed: np.ndarray,
-    acceleration: np.ndarray,
+    matrix: np.ndarray,
     confidence: float,
     method: CIMethod,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per column of ``replicates`` (n_replicates, n_comparisons)."""
+    """(low, high) per column of ``replicates`` (n_replicates, n_comparisons); ``matrix`` holds the deltas the
+    BCa acceleration is computed from."""
     n_replicates = len(replicates)
     tail = (1.0 - confidence) / 2.0
     if method == "percentile":
         levels = np.repeat([[tail], [1.0 - tail]], replicates.shape[1], axis=1)
     else:
+        acceleration = _jackknife_acceleration(matrix)
         below = np.mean(replicates < observed, axis=0)
         below += 0.5 * np.mean(replicates == observed, axis=0)
         # Clipping keeps z0 finite when the observed mean lies outside every replicate.

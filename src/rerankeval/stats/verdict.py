@@ -1,17 +1,22 @@
 """The release decision: turn a comparison's evidence into ACCEPT, REJECT or INCONCLUSIVE.
 
-Semantics (``decide``):
+The rule (``decide``; the README's "Release verdict" states it for users):
 
-* Hard constraints: the primary metric is not significantly worse (CI high >= 0); no critical
-  slice regresses by more than its budget; the unjudged-rate increase stays within its margin;
-  the latency budget holds. REJECT if any is violated; the reasons are every violation.
-* Otherwise ACCEPT if the primary mean delta is at least ``min_delta`` and its CI excludes 0
-  (CI low > 0); the reasons are every check, all passed.
-* Otherwise INCONCLUSIVE; the reasons are what kept it from ACCEPT: the CI includes 0, the
-  improvement is below ``min_delta``, or a configured critical slice has no evidence.
+* REJECT when any hard check fails, all of them listed; the first one in this order decided it:
+  more queries fell back to the fused order than ``max_fallback_rate``; the primary metric is significantly
+  worse (its CI lies below 0); a critical slice with at least ``min_slice_size`` queries regresses beyond its
+  budget *with evidence*: its CI, Bonferroni-adjusted for the number of such slices (confidence
+  1 - (1 - c) / m), lies entirely below -budget; the unjudged-rate increase exceeds ``unjudged_margin`` (only
+  where the qrels judge documents non-relevant); the latency budget is exceeded.
+* Otherwise INCONCLUSIVE when a soft check fails; the first decided it: the run is identical to the baseline's
+  (a configuration that probably never reached the system); the baseline is flagged as broken (a fused
+  baseline significantly below its best component); the primary CI includes 0; the mean delta is below
+  ``min_delta``; a critical slice's mean delta is below -budget without the evidence to REJECT (always so for a
+  slice with fewer than ``min_slice_size`` queries: too small to REJECT, it can only block ACCEPT); a critical
+  slice has no evidence; latency was not measured although a budget is set.
+* Otherwise ACCEPT.
 
-Checks that cannot run (latency not measured, no unjudged margin configured) are skipped and
-said so in ``Verdict.notes``, as are critical slices with too few queries for a reliable CI.
+How often this is wrong on a given query set is simulated by ``rerankeval.stats.simulation``.
 Pure: no I/O; the caller fills ``Evidence`` from ``rerankeval.stats`` results.
 """
 
@@ -56,29 +61,37 @@ class CriticalSlice(StrictConfig):
         """``column=value``, or ``column=*`` for every value."""
         return f"{self.column}={'*' if self.value is None else self.value}"
 
+    def matches(self, column: str, value: object) -> bool:
+        return column == self.column and self.value in (None, str(value))
+
 
 class ReleaseRule(StrictConfig):
     """Thresholds of the release decision (absolute metric units; rates as fractions).
 
-    ``slice_regression_needs_ci``: False fails a critical slice when its mean delta is below −budget; True
-    additionally requires its CI to exclude 0 (CI high < 0).
-    ``max_unjudged_increase``: largest allowed challenger − baseline unjudged rate; None skips it.
-    ``latency_p95_max_ms`` / ``latency_p95_max_ratio``: challenger p95 latency at most this many ms / at most
-    baseline p95 × ratio; None = no such budget.
+    ``unjudged_margin``: largest allowed challenger - baseline unjudged rate (the unjudged watch flags a difference
+    of either sign beyond it); None skips it. ``max_fallback_rate``: largest share of queries served by the
+    fused-order fallback (deadline or scoring failure); None skips it. ``latency_p95_max_ms`` /
+    ``latency_p95_max_ratio``: challenger p95 latency at most this many ms / at most baseline p95 x ratio; None = no
+    such budget.
     """
 
     primary_metric: MeasureName
     min_delta: float = Field(ge=0)
     critical_slices: list[CriticalSlice] = []
-    slice_regression_needs_ci: bool = False
-    max_unjudged_increase: float | None = Field(None, ge=0)
+    unjudged_margin: float | None = Field(None, ge=0)
+    max_fallback_rate: float | None = Field(None, ge=0, le=1)
     latency_p95_max_ms: float | None = Field(None, ge=0)
     latency_p95_max_ratio: float | None = Field(None, ge=0)
+
+    def statistical_part(self) -> ReleaseRule:
+        """The rule without its deterministic checks (unjudged, fallbacks, latency): what a simulation exercises."""
+        return self.model_copy(update={"unjudged_margin": None, "max_fallback_rate": None,
+                                       "latency_p95_max_ms": None, "latency_p95_max_ratio": None})
 
 
 @dataclass(frozen=True)
 class DeltaEvidence:
-    """Mean delta (challenger − baseline) of one metric over the queries, with its CI."""
+    """Mean delta (challenger - baseline) of one metric over the queries, with its CI."""
 
     metric: str
     mean: float
@@ -89,18 +102,17 @@ class DeltaEvidence:
     @classmethod
     def from_intervals(cls, metric: str, intervals: Intervals, comparison: int) -> DeltaEvidence:
         """Column ``comparison`` of a ``stats.bootstrap_ci`` result."""
-        return cls(
-            metric,
-            float(intervals.mean[comparison]),
-            float(intervals.low[comparison]),
-            float(intervals.high[comparison]),
-            intervals.confidence,
-        )
+        return cls(metric, float(intervals.mean[comparison]), float(intervals.low[comparison]),
+                   float(intervals.high[comparison]), intervals.confidence)
 
 
 @dataclass(frozen=True)
 class SliceEvidence:
-    """Primary-metric mean delta and CI within one slice (``column`` == ``value``)."""
+    """Primary-metric mean delta and CI within one slice (``column`` == ``value``).
+
+    ``confidence`` is the CI's level, ``adjusted_for`` the number of slices it was Bonferroni-adjusted for (the CI of
+    a ``too_small`` slice is never used to REJECT).
+    """
 
     column: str
     value: str | int
@@ -109,43 +121,61 @@ class SliceEvidence:
     ci_low: float
     ci_high: float
     too_small: bool = False
+    confidence: float = 0.95
+    adjusted_for: int = 1
 
     @classmethod
-    def from_intervals(
-        cls, column: str, intervals: SliceIntervals, comparison: int
-    ) -> tuple[SliceEvidence, ...]:
+    def from_intervals(cls, column: str, intervals: SliceIntervals, comparison: int,
+                       adjusted_for: int = 1) -> tuple[SliceEvidence, ...]:
         """Every slice of column ``comparison`` of a ``stats.slice_ci`` result for ``column``."""
         return tuple(
-            cls(
-                column=column,
-                value=value,
-                n_queries=int(intervals.sizes[k]),
-                mean=float(intervals.mean[k, comparison]),
-                ci_low=float(intervals.low[k, comparison]),
-                ci_high=float(intervals.high[k, comparison]),
-                too_small=bool(intervals.too_small[k]),
-            )
-            for k, value in enumerate(intervals.values)
-        )
+            cls(column=column, value=value, n_queries=int(intervals.sizes[k]),
+                mean=float(intervals.mean[k, comparison]), ci_low=float(intervals.low[k, comparison]),
+                ci_high=float(intervals.high[k, comparison]), too_small=bool(intervals.too_small[k]),
+                confidence=intervals.confidence, adjusted_for=adjusted_for)
+            for k, value in enumerate(intervals.values))
 
 
 @dataclass(frozen=True)
 class LatencyEvidence:
-    """p95 query latency in ms; ``baseline_p95_ms`` None when the baseline was not timed."""
+    """p95 query latency in ms (None: not measured); ``baseline_p95_ms`` None when the baseline was not timed."""
 
-    challenger_p95_ms: float
+    challenger_p95_ms: float | None
     baseline_p95_ms: float | None = None
 
 
 @dataclass(frozen=True)
+class UnjudgedEvidence:
+    """Unjudged rates in the top documents; ``not_applicable`` says why the check means nothing, if it does not."""
+
+    baseline_rate: float
+    challenger_rate: float
+    not_applicable: str | None = None
+
+
+@dataclass(frozen=True)
+class FallbackEvidence:
+    """Queries the challenger served with the fused-order fallback (deadline passed or scoring failed)."""
+
+    fallbacks: int
+    queries: int
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """Everything ``decide`` looks at; ``latency`` None means latency was not measured."""
+    """Everything ``decide`` looks at; None means not measured (latency, fallbacks) or not available (unjudged).
+
+    ``identical_queries``: the number of queries when the challenger's run equals the baseline's on every one of
+    them, else None. ``baseline_flag``: why the baseline cannot carry a decision, if it cannot.
+    """
 
     primary: DeltaEvidence
     slices: tuple[SliceEvidence, ...]
-    baseline_unjudged_rate: float
-    challenger_unjudged_rate: float
+    unjudged: UnjudgedEvidence | None = None
     latency: LatencyEvidence | None = None
+    fallbacks: FallbackEvidence | None = None
+    identical_queries: int | None = None
+    baseline_flag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,187 +193,195 @@ class Check:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The decision, every reason that decided it, notes on skipped checks, and all checks run."""
+    """The decision, the one reason that decided it, every reason, notes on skipped checks, and all checks run."""
 
     decision: Decision
+    decided_by: str
     reasons: tuple[str, ...]
     notes: tuple[str, ...]
     checks: tuple[Check, ...]
 
 
 def decide(rule: ReleaseRule, evidence: Evidence) -> Verdict:
-    """Apply ``rule`` to ``evidence`` (see the module docstring for the semantics)."""
+    """Apply ``rule`` to ``evidence`` (see the module docstring for the rule)."""
     if evidence.primary.metric != rule.primary_metric:
-        raise ValueError(
-            f"evidence is for metric {evidence.primary.metric!r}, "
-            f"the rule's primary metric is {rule.primary_metric!r}"
-        )
+        raise ValueError(f"evidence is for metric {evidence.primary.metric!r}, "
+                         f"the rule's primary metric is {rule.primary_metric!r}")
     _require_finite(evidence)
     notes: list[str] = []
+    # The order is the precedence of the reason that decides: the first failed hard check for REJECT, the first
+    # failed soft check for INCONCLUSIVE.
     checks = (
+        *_identical_run(evidence.identical_queries),
+        *_fallback_checks(rule, evidence.fallbacks, notes),
         _primary_not_worse(evidence.primary),
-        *_slice_checks(rule, evidence.slices, notes),
-        *_unjudged_checks(rule, evidence, notes),
-        *_latency_checks(rule, evidence.latency, notes),
+        *_baseline_check(evidence.baseline_flag),
         *_primary_improvement(rule, evidence.primary),
+        *_slice_checks(rule, evidence.slices),
+        *_unjudged_checks(rule, evidence.unjudged, notes),
+        *_latency_checks(rule, evidence.latency, notes),
     )
-
     violated = [c.message for c in checks if c.hard and not c.passed]
     if violated:
-        return Verdict(Decision.REJECT, tuple(violated), tuple(notes), checks)
+        return Verdict(Decision.REJECT, violated[0], tuple(violated), tuple(notes), checks)
     unmet = [c.message for c in checks if not c.passed]
     if unmet:
-        return Verdict(Decision.INCONCLUSIVE, tuple(unmet), tuple(notes), checks)
-    return Verdict(Decision.ACCEPT, tuple(c.message for c in checks), tuple(notes), checks)
+        return Verdict(Decision.INCONCLUSIVE, unmet[0], tuple(unmet), tuple(notes), checks)
+    primary = evidence.primary
+    summary = (f"{primary.metric} {primary.mean:+.4f}, {_ci_text(primary.ci_low, primary.ci_high, primary.confidence)}"
+               f" above 0 and at least min_delta {rule.min_delta:+.4f}; every check passed")
+    return Verdict(Decision.ACCEPT, summary, tuple(c.message for c in checks), tuple(notes), checks)
 
 
 # --------------------------------------------------------------------------- checks
 
 
+def _identical_run(identical_queries: int | None) -> list[Check]:
+    if identical_queries is None:
+        return []
+    return [Check("identical_run", False, False,
+                  f"run identical to the baseline's on all {identical_queries} queries: probably a configuration that "
+                  "never reached the system (a dropped model path or flag); check the system's config and run")]
+
+
+def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, notes: list[str]) -> list[Check]:
+    if rule.max_fallback_rate is None:
+        return []
+    if fallbacks is None or fallbacks.queries == 0:
+        notes.append("fallbacks not recorded; fallback limit skipped")
+        return []
+    rate = fallbacks.fallbacks / fallbacks.queries
+    passed = rate <= rule.max_fallback_rate
+    message = (f"{fallbacks.fallbacks}/{fallbacks.queries} queries ({rate:.1%}) fell back to the fused order, "
+               f"{'within' if passed else 'above'} the limit {rule.max_fallback_rate:.1%}")
+    return [Check("fallback_rate", passed, True, message)]
+
+
 def _primary_not_worse(primary: DeltaEvidence) -> Check:
     ci = _ci_text(primary.ci_low, primary.ci_high, primary.confidence)
     if primary.ci_high < 0:
-        message = (
-            f"primary {primary.metric} is significantly worse: mean delta {primary.mean:+.4f}, "
-            f"{ci} lies below 0"
-        )
-        return Check("primary_not_worse", False, True, message)
-    message = (
-        f"primary {primary.metric} not significantly worse: mean delta {primary.mean:+.4f}, "
-        f"{ci} reaches 0 or above"
-    )
-    return Check("primary_not_worse", True, True, message)
+        return Check("primary_not_worse", False, True,
+                     f"{primary.metric} significantly worse: mean delta {primary.mean:+.4f}, {ci} lies below 0")
+    return Check("primary_not_worse", True, True,
+                 f"{primary.metric} not significantly worse: mean delta {primary.mean:+.4f}, {ci} reaches 0 or above")
+
+
+def _baseline_check(baseline_flag: str | None) -> list[Check]:
+    if baseline_flag is None:
+        return []
+    return [Check("baseline_sane", False, False, f"{baseline_flag}; beating it proves little")]
 
 
 def _primary_improvement(rule: ReleaseRule, primary: DeltaEvidence) -> list[Check]:
     ci = _ci_text(primary.ci_low, primary.ci_high, primary.confidence)
-    name = f"primary {primary.metric}"
     significant = primary.ci_low > 0
     large_enough = primary.mean >= rule.min_delta
     return [
-        Check(
-            "primary_ci_excludes_0",
-            significant,
-            False,
-            f"{name}: {ci} {'excludes' if significant else 'includes'} 0",
-        ),
-        Check(
-            "primary_min_delta",
-            large_enough,
-            False,
-            f"{name}: mean delta {primary.mean:+.4f} "
-            f"{'meets' if large_enough else 'is below'} min_delta {rule.min_delta:+.4f}",
-        ),
+        Check("primary_ci_excludes_0", significant, False,
+              f"{primary.metric}: {ci} {'excludes' if significant else 'includes'} 0"),
+        Check("primary_min_delta", large_enough, False,
+              f"{primary.metric}: mean delta {primary.mean:+.4f} "
+              f"{'meets' if large_enough else 'is below'} min_delta {rule.min_delta:+.4f}"),
     ]
 
 
-def _slice_checks(
-    rule: ReleaseRule, slices: tuple[SliceEvidence, ...], notes: list[str]
-) -> list[Check]:
+def _slice_checks(rule: ReleaseRule, slices: tuple[SliceEvidence, ...]) -> list[Check]:
     checks = []
     for spec in rule.critical_slices:
-        matching = [
-            s for s in slices if s.column == spec.column and spec.value in (None, s.value)
-        ]
+        matching = [s for s in slices if spec.matches(s.column, s.value)]
         if not matching:
-            # Unverifiable: blocks ACCEPT (a failed check) without being a violation (not hard).
-            message = f"critical slice {spec.label()}: no slice evidence, budget cannot be checked"
-            checks.append(Check(f"slice {spec.label()}", False, False, message))
-        for found in matching:
-            checks.append(_slice_check(rule, spec, found))
-            if found.too_small:
-                notes.append(
-                    f"critical slice {found.column}={found.value} has only {found.n_queries} "
-                    "queries; its CI is unreliable"
-                )
+            checks.append(Check(f"slice {spec.label()}", False, False,
+                                f"critical slice {spec.label()}: no slice evidence, budget cannot be checked"))
+        checks += [_slice_check(spec, found) for found in matching]
     return checks
 
 
-def _slice_check(rule: ReleaseRule, spec: CriticalSlice, found: SliceEvidence) -> Check:
-    label = f"{found.column}={found.value}"
-    ci = _ci_text(found.ci_low, found.ci_high)
-    over_budget = found.mean < -spec.budget
-    if rule.slice_regression_needs_ci:
-        violated = over_budget and found.ci_high < 0
-        condition = "mean delta below -budget with CI excluding 0"
-    else:
-        violated = over_budget
-        condition = "mean delta below -budget"
-    verb = "regresses beyond" if violated else "within"
-    message = (
-        f"critical slice {label} (n={found.n_queries}): mean delta {found.mean:+.4f}, {ci}, "
-        f"{verb} budget -{spec.budget:.4f} (fails when {condition})"
-    )
-    return Check(f"slice {label}", not violated, True, message)
+def _slice_check(spec: CriticalSlice, found: SliceEvidence) -> Check:
+    name = f"slice {found.column}={found.value}"
+    head = f"critical slice {found.column}={found.value} (n={found.n_queries}"
+    delta = f"mean delta {found.mean:+.4f}"
+    if found.too_small:
+        head += ", too small to REJECT)"
+        if found.mean < -spec.budget:
+            return Check(name, False, False, f"{head}: {delta} below budget -{spec.budget:.4f} blocks ACCEPT")
+        return Check(name, True, False, f"{head}: {delta} within budget -{spec.budget:.4f}")
+    ci = _ci_text(found.ci_low, found.ci_high, found.confidence)
+    if found.adjusted_for > 1:
+        ci += f" (adjusted for {found.adjusted_for} slices)"
+    head += ")"
+    if found.ci_high < -spec.budget:
+        return Check(name, False, True, f"{head} regresses beyond its budget: {delta}, {ci} lies below "
+                                        f"-{spec.budget:.4f}")
+    if found.mean < -spec.budget:
+        return Check(name, False, False, f"{head}: {delta} below budget -{spec.budget:.4f} but not established "
+                                         f"({ci} reaches above it); blocks ACCEPT")
+    return Check(name, True, True, f"{head}: {delta}, {ci}, within budget -{spec.budget:.4f}")
 
 
-def _unjudged_checks(rule: ReleaseRule, evidence: Evidence, notes: list[str]) -> list[Check]:
-    if rule.max_unjudged_increase is None:
-        notes.append("unjudged-rate margin not configured; check skipped")
+def _unjudged_checks(rule: ReleaseRule, unjudged: UnjudgedEvidence | None, notes: list[str]) -> list[Check]:
+    if rule.unjudged_margin is None:
         return []
-    increase = evidence.challenger_unjudged_rate - evidence.baseline_unjudged_rate
-    passed = increase <= rule.max_unjudged_increase
-    message = (
-        f"unjudged rate: challenger {evidence.challenger_unjudged_rate:.4f} - baseline "
-        f"{evidence.baseline_unjudged_rate:.4f} = {increase:+.4f}, "
-        f"{'within' if passed else 'exceeds'} margin {rule.max_unjudged_increase:.4f}"
-    )
+    if unjudged is None:
+        notes.append("unjudged rates not available; unjudged check skipped")
+        return []
+    if unjudged.not_applicable:
+        notes.append(f"unjudged check not applicable: {unjudged.not_applicable}")
+        return []
+    increase = unjudged.challenger_rate - unjudged.baseline_rate
+    passed = increase <= rule.unjudged_margin
+    message = (f"unjudged rate: challenger {unjudged.challenger_rate:.4f} - baseline {unjudged.baseline_rate:.4f} = "
+               f"{increase:+.4f}, {'within' if passed else 'exceeds'} margin {rule.unjudged_margin:.4f}")
     return [Check("unjudged_margin", passed, True, message)]
 
 
-def _latency_checks(
-    rule: ReleaseRule, latency: LatencyEvidence | None, notes: list[str]
-) -> list[Check]:
-    budgets = rule.latency_p95_max_ms is not None or rule.latency_p95_max_ratio is not None
-    if not budgets:
+def _latency_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: list[str]) -> list[Check]:
+    if rule.latency_p95_max_ms is None and rule.latency_p95_max_ratio is None:
         return []
-    if latency is None:
-        notes.append("latency not measured; latency budget skipped")
-        return []
+    if latency is None or latency.challenger_p95_ms is None:
+        # A budget that cannot be checked must not pass silently: it blocks ACCEPT.
+        return [Check("latency_measured", False, False,
+                      "latency p95 not measured (no timed query), the latency budget cannot be checked")]
     checks = []
     p95 = latency.challenger_p95_ms
     if rule.latency_p95_max_ms is not None:
         passed = p95 <= rule.latency_p95_max_ms
-        message = (
-            f"latency p95: challenger {p95:.1f} ms "
-            f"{'within' if passed else 'exceeds'} budget {rule.latency_p95_max_ms:.1f} ms"
-        )
-        checks.append(Check("latency_p95_ms", passed, True, message))
+        checks.append(Check("latency_p95_ms", passed, True,
+                            f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} "
+                            f"budget {rule.latency_p95_max_ms:.1f} ms"))
     if rule.latency_p95_max_ratio is not None:
         if latency.baseline_p95_ms is None:
             notes.append("baseline latency not measured; latency ratio budget skipped")
         else:
             limit = latency.baseline_p95_ms * rule.latency_p95_max_ratio
             passed = p95 <= limit
-            message = (
-                f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} "
-                f"baseline {latency.baseline_p95_ms:.1f} ms x {rule.latency_p95_max_ratio:g} "
-                f"= {limit:.1f} ms"
-            )
-            checks.append(Check("latency_p95_ratio", passed, True, message))
+            checks.append(Check("latency_p95_ratio", passed, True,
+                                f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} baseline "
+                                f"{latency.baseline_p95_ms:.1f} ms x {rule.latency_p95_max_ratio:g} = {limit:.1f} ms"))
     return checks
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _ci_text(low: float, high: float, confidence: float | None = None) -> str:
-    level = "CI" if confidence is None else f"{confidence:.0%} CI"
-    return f"{level} [{low:+.4f}, {high:+.4f}]"
+def ci_label(confidence: float) -> str:
+    """``95% CI``; levels that are not whole percents keep one decimal (``99.4% CI``)."""
+    percent = confidence * 100
+    return f"{percent:.0f}% CI" if abs(percent - round(percent)) < 1e-9 else f"{percent:.1f}% CI"
 
 
+def _ci_text(low: float, high: float, confidence: float) -> str:
+    return f"{ci_label(confidence)} [{low:+.4f}, {high:+.4f}]"
 
 
 def _require_finite(evidence: Evidence) -> None:
-    numbers = {
-        "primary mean": evidence.primary.mean,
-        "primary ci_low": evidence.primary.ci_low,
-        "primary ci_high": evidence.primary.ci_high,
-        "baseline_unjudged_rate": evidence.baseline_unjudged_rate,
-        "challenger_unjudged_rate": evidence.challenger_unjudged_rate,
-    }
+    numbers = {"primary mean": evidence.primary.mean, "primary ci_low": evidence.primary.ci_low,
+               "primary ci_high": evidence.primary.ci_high}
+    if evidence.unjudged is not None:
+        numbers["baseline unjudged rate"] = evidence.unjudged.baseline_rate
+        numbers["challenger unjudged rate"] = evidence.unjudged.challenger_rate
     for s in evidence.slices:
-        for field in ("mean", "ci_low", "ci_high"):
+        fields = ("mean",) if s.too_small else ("mean", "ci_low", "ci_high")
+        for field in fields:
             numbers[f"slice {s.column}={s.value} {field}"] = getattr(s, field)
     for name, value in numbers.items():
         if not math.isfinite(value):

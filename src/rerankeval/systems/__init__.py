@@ -7,6 +7,7 @@ from .base import (FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, SYSTEM_KINDS,
                    QueryCandidates, Scores, System, SystemConfig, build_system, parse_system_config, register_system)
 from .learned import kinds  # noqa: F401  (registers cross_encoder, flag_reranker, bi_encoder)
 from . import composite  # noqa: F401  (registers blend, routed, cascade)
+from . import http_rerank, ray_executor  # noqa: F401  (registers http_rerank and the ray executor; imports neither)
 from .pairs import PairScorerConfig, PairSystem, register_pair_scorer
 from .pair_scoring import PairBatch, PairScorer
 

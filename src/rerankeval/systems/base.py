@@ -21,6 +21,7 @@ from pydantic import Field
 
 from ..core.config import StrictConfig
 from ..core.errors import DeadlineExceeded, InfrastructureError, ScoringFailure
+from ..core.progress import Progress
 from ..core.registry import Registry
 
 RERANKED, FUSED_TAIL, FUSION_FALLBACK, SKIPPED = "RERANKED", "FUSED_TAIL", "FUSION_FALLBACK", "SKIPPED"
@@ -41,7 +42,7 @@ class Query:
 
 @dataclass(frozen=True)
 class QueryCandidates:
-    """One query's candidates to score, in fused order (columns of ``candidates.parquet``)."""
+    """One query's candidates to score, in fused order (columns of ``retrieval.candidates.load_candidates``)."""
 
     query: Query
     frame: pd.DataFrame
@@ -98,6 +99,7 @@ class System:
     def score_all(self, queries: Sequence[QueryCandidates], deadline_s: float | None) -> dict[str, Outcome]:
         """Every query's scores, or the failure that degrades it (a system error, or a missed deadline)."""
         outcomes = {}
+        progress = Progress("rerank: scoring", len(queries), unit="queries")
         for query in queries:
             started = time.perf_counter()
             outcome = guarded(lambda: self.score(query))
@@ -108,6 +110,7 @@ class System:
             if isinstance(outcome, ScoringFailure):
                 outcome.compute_s = wall_s
             outcomes[query.query_id] = check_deadline(outcome, deadline_s)
+            progress.update()
         return outcomes
 
 

@@ -11,7 +11,6 @@ pass), so latency stays a measurement of the model, not of the cache: a cache hi
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.caches import CACHE_DIR_ENV, cache_dir  # noqa: F401 (cache_dir: re-exported for pair scorers)
 from ..core.errors import InfrastructureError
 from ..core.hashing import canonical_json, sha256_text
 
-DEFAULT_CACHE_DIR = "data/score_cache"
-CACHE_DIR_ENV = "RERANKEVAL_CACHE_DIR"
 DB_NAME = "pair_scores.v3.sqlite"
 """v2 added compute_s, v3 made the token counts optional (not every scorer has tokens); the file name carries the
 schema version, so an older cache is never misread."""
@@ -55,11 +53,6 @@ class PairScore:
     truncated: bool | None
     compute_s: float
     """Seconds this pair cost when it was scored (its share of its batch)."""
-
-
-def cache_dir(configured: str | None = None) -> Path:
-    """RERANKEVAL_CACHE_DIR, else the system config's ``cache_dir``, else data/score_cache."""
-    return Path(os.environ.get(CACHE_DIR_ENV) or configured or DEFAULT_CACHE_DIR)
 
 
 def _optional_int(value) -> int | None:

@@ -2,14 +2,18 @@
 them.
 
 ``local`` scores in this process, one query after another, handing back each batch as it comes (the cache stores
-it at once). An executor is chosen by the ``executor`` setting of a pair-scoring system; scores, caching and
-latency accounting do not depend on it.
+it at once); ``threads`` scores several queries at once in threads, for scorers that wait on a service (an HTTP API);
+``ray`` (``rerankeval.systems.ray_executor``) scores on a Ray cluster. An executor is chosen by the ``executor``
+setting of a pair-scoring system; scores, caching and latency accounting do not depend on it. Whatever the executor,
+``on_batch`` (the cache's store) runs in the calling thread.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,6 +102,22 @@ def score_item(scorer: PairScorer, item: WorkItem,
     return WorkResult(item.query_id, batches, failure, time.perf_counter() - started)
 
 
+@dataclass(frozen=True)
+class ScorerRecipe:
+    """How to build a system's scorer again in another process (a Ray actor): its registered factory, settings and
+    build context, and the directory relative paths in the settings are relative to."""
+
+    factory: Callable[[Any, Any], PairScorer]
+    settings: Any
+    context: Any
+    cwd: str = field(default_factory=os.getcwd)
+
+    def build(self) -> PairScorer:
+        if os.path.isdir(self.cwd):  # a worker on another machine of a cluster needs the same paths there
+            os.chdir(self.cwd)
+        return self.factory(self.settings, self.context)
+
+
 class LocalExecutor:
     name = "local"
 
@@ -107,8 +127,38 @@ class LocalExecutor:
             yield score_item(scorer, item, on_batch)
 
 
-EXECUTORS: dict[str, Callable[[], Any]] = {"local": LocalExecutor}
+class ThreadExecutor:
+    """Up to ``concurrency`` queries in flight at once, one thread each: for scorers that wait on a service (an HTTP
+    API: a query is one request). Not for in-process models, which already use every core for one batch."""
+
+    name = "threads"
+
+    def __init__(self, concurrency: int):
+        self.concurrency = concurrency
+
+    def run(self, scorer: PairScorer, items: Sequence[WorkItem],
+            on_batch: Callable[[WorkItem, PairBatch], None]) -> Iterator[WorkResult]:
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="pair-scoring") as pool:
+            pending = {pool.submit(score_item, scorer, item): item for item in items}
+            for future in as_completed(pending):
+                result = future.result()
+                for batch in result.batches:  # the cache's connection belongs to this thread
+                    on_batch(pending[future], batch)
+                yield result
 
 
-def build_executor(name: str):
-    return EXECUTORS[name]()
+EXECUTORS: dict[str, Callable[[ScorerRecipe], Any]] = {
+    "local": lambda recipe: LocalExecutor(),
+    "threads": lambda recipe: ThreadExecutor(getattr(recipe.settings, "max_concurrency", 1)),
+}
+"""Executor factories by name; a factory gets the recipe of the scorer it runs (``ray`` rebuilds it in workers)."""
+
+
+def register_executor(name: str, factory: Callable[[ScorerRecipe], Any]) -> None:
+    if name in EXECUTORS:
+        raise ValueError(f"executor {name!r} is already registered")
+    EXECUTORS[name] = factory
+
+
+def build_executor(name: str, recipe: ScorerRecipe):
+    return EXECUTORS[name](recipe)

@@ -27,7 +27,8 @@ from ..core.hashing import sha256_text
 from .base import (BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, check_deadline,
                    register_system)
 from .cache import PairScore, ScoreCache, cache_dir
-from .pair_scoring import EXECUTORS, PAIR_STATS, PairBatch, PairScorer, WorkItem, WorkResult, build_executor
+from .pair_scoring import (EXECUTORS, PAIR_STATS, PairBatch, PairScorer, ScorerRecipe, WorkItem, WorkResult,
+                           build_executor)
 
 NORMALIZE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": lambda scores: scores,
@@ -41,7 +42,8 @@ class PairScorerConfig(SystemConfig):
     cache_dir: str | None = None
     """Where the pair-score cache lives (RERANKEVAL_CACHE_DIR overrides it); default data/score_cache."""
     executor: str = "local"
-    """How uncached pairs are scored: ``local`` (this process) or another registered executor."""
+    """How uncached pairs are scored: ``local`` (this process), ``threads`` (queries in flight at once, for API
+    systems), ``ray`` (a Ray Data actor pool; ``RAY_ADDRESS`` joins a cluster) or another registered executor."""
 
     @field_validator("executor")
     @classmethod
@@ -137,15 +139,21 @@ def _pair_score(batch: PairBatch, position: int, index: int) -> PairScore:
                      stats.get("truncated"), float(batch.compute_s[position]))
 
 
+PAIR_SCORERS: dict[str, Callable[[Any, BuildContext], PairScorer]] = {}
+"""Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
+
+
 def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
     """Decorator registering ``factory(config, context) -> PairScorer`` as the system kind ``kind``."""
     def register(factory: Callable[[Any, BuildContext], PairScorer]):
         def build(settings: PairScorerConfig, context: BuildContext) -> System:
             scorer = factory(settings, context)
             cache = ScoreCache(cache_dir(settings.cache_dir), scorer.fingerprint())
-            return PairSystem(scorer, cache, settings.normalization, build_executor(settings.executor))
+            recipe = ScorerRecipe(factory, settings, context)
+            return PairSystem(scorer, cache, settings.normalization, build_executor(settings.executor, recipe))
 
         register_system(kind, config)(build)
+        PAIR_SCORERS[kind] = factory
         return factory
 
     return register

@@ -29,13 +29,15 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from ..core.config import StrictConfig
+from ..core.errors import ConfigError
 from ..core.hashing import canonical_json, sha256_text
 from ..core.io import write_json
+from ..core.progress import Progress
 from ..models.resolve import resolve_model
 
 MODEL_CARD = "model_card.json"
-PROGRESS_EVERY = 20
-"""Steps between progress lines."""
+LOSS_WINDOW = 20
+"""Steps whose mean loss the progress line shows."""
 
 
 class TrainConfig(StrictConfig):
@@ -52,6 +54,10 @@ class TrainConfig(StrictConfig):
     seed: int
     out_dir: str
     split: str = "train"
+    """The split of the evaluated dataset to train on."""
+    fallback_path: str | None = None
+    """A BEIR folder whose ``split`` is trained on when the evaluated dataset has none (the bundled demo's, in
+    conf/train); None: such a dataset is refused."""
     negative_pool_depth: int = Field(30, ge=1)
     """Only candidates at fused rank <= this are mined as negatives."""
     unjudged_skip_top: int = Field(3, ge=0)
@@ -100,7 +106,8 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
     """Groups of (positive, hard negatives) for the ``config.split`` queries, shuffled with ``config.seed``."""
     split_queries = queries[queries["split"] == config.split][["query_id", "text"]]
     if split_queries.empty:
-        raise ValueError(f"no queries in split {config.split!r}; splits present: {sorted(queries['split'].unique())}")
+        raise ConfigError(f"train.split: no queries in split {config.split!r} (splits present: "
+                          f"{sorted(queries['split'].unique())}). Fix: set train.split to one of them.")
     held_out = held_out_queries(sorted(split_queries["query_id"]), config)
     split_queries = split_queries[~split_queries["query_id"].isin(held_out)]
     train_ids = set(split_queries["query_id"])
@@ -129,8 +136,9 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
             groups.append(pd.concat([frame.loc[[index]].assign(label=lambda row: row["relevance"] / max_grade),
                                      negatives.iloc[picked].assign(label=0.0)]))
     if not groups:
-        raise ValueError(f"split {config.split!r}: no judged-relevant candidate with {config.negatives_per_positive} "
-                         "hard negatives to train on")
+        raise ConfigError(f"train.split {config.split!r}: no judged-relevant candidate with "
+                          f"{config.negatives_per_positive} hard negatives to train on. Fix: train on a split with "
+                          "relevant documents among the candidates, or lower train.negatives_per_positive.")
     order = rng.permutation(len(groups))
     examples = pd.concat([groups[index].assign(group=rank) for rank, index in enumerate(order)], ignore_index=True)
     columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", "fused_rank", "label"]
@@ -187,8 +195,11 @@ def _group_batches(n_groups: int, per_step: int, steps: int, rng: np.random.Gene
         cursor += per_step
 
 
-def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
-    """Fine-tune ``config.backbone`` with a fresh one-logit head; write the model and its card to ``out_dir``."""
+def train(training_set: TrainingSet, config: TrainConfig, source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Fine-tune ``config.backbone`` with a fresh one-logit head; write the model and its card to ``out_dir``.
+
+    ``source`` says where the training queries came from (dataset, path, split, whether it is the fallback); the
+    model card records it."""
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -202,7 +213,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
         network.base_model.embeddings.requires_grad_(False)
     layers = network.base_model.encoder.layer
     if config.frozen_layers > len(layers):
-        raise ValueError(f"train params: frozen_layers {config.frozen_layers} > the backbone's {len(layers)} layers")
+        raise ConfigError(f"train.frozen_layers: {config.frozen_layers} > the backbone's {len(layers)} layers.")
     for layer in layers[:config.frozen_layers]:
         layer.requires_grad_(False)
     encoder_prefix = network.base_model_prefix + ".encoder."
@@ -221,6 +232,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
     batches = _group_batches(training_set.stats["groups"], per_step, config.steps, np.random.default_rng(config.seed))
     losses, pairs = [], 0
     started = time.perf_counter()
+    progress = Progress("train", config.steps, unit="steps")
     with _deterministic_torch():
         for step, group_ids in enumerate(batches):
             batch = examples.loc[group_ids]
@@ -235,9 +247,8 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
             optimizer.zero_grad()
             losses.append(round(loss.item(), 6))
             pairs += len(batch)
-            if (step + 1) % PROGRESS_EVERY == 0 or step + 1 == config.steps:
-                print(f"train: step {step + 1}/{config.steps}, loss {np.mean(losses[-PROGRESS_EVERY:]):.4f}, "
-                      f"{pairs / (time.perf_counter() - started):.1f} pairs/s", flush=True)
+            progress.update(1, f"loss {np.mean(losses[-LOSS_WINDOW:]):.4f}, "
+                               f"{pairs / (time.perf_counter() - started):.1f} pairs/s")
     train_s = time.perf_counter() - started
 
     out_dir = Path(config.out_dir)
@@ -250,6 +261,7 @@ def train(training_set: TrainingSet, config: TrainConfig) -> dict[str, Any]:
         "backbone": {"model": config.backbone, "sha256": backbone.weights_sha256},
         "training_data_sha256": training_set.sha256,
         "split": config.split,
+        "source": dict(source or {}),
         "train_queries": training_set.stats["split_queries"],
         "data": training_set.stats,
         "loss": f"listwise softmax cross-entropy over 1 positive + {config.negatives_per_positive} negatives",

@@ -1,10 +1,11 @@
 """Measure values, their parsing, and the registry of measure families.
 
 Importing this package registers the built-in families: ``ranking`` (trec_eval's families,
-DCG and Judged) and ``candidates`` (CandidateRecall, Coverage).
+DCG and Judged), ``candidates`` (CandidateRecall, Coverage) and ``answers`` (the selected context
+and the generated answer: AnswerF1, CitationPrecision, EvidenceCoverage, ...).
 """
 
-from . import candidates, ranking  # noqa: F401  (registers the built-in families)
+from . import answers, candidates, ranking  # noqa: F401  (registers the built-in families)
 from .base import (
     GAINS,
     IDCGS,

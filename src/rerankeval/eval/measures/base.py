@@ -43,7 +43,8 @@ class Family:
 
     ``trec_eval`` names the trec_eval measure a cutoff k turns into ``{trec_eval}_{k}`` (for a
     family without cutoff: the measure itself); ``trec_eval_uncut`` the one without cutoff.
-    ``needs`` is the input kind the kernel reads (see ``register_input``).
+    ``needs`` is the input kind the kernel reads (see ``register_input``). ``defines_no_relevant``: the kernel
+    gives its own value (or NaN) on queries without a relevant document, which ``evaluate`` otherwise sets to 0.
     """
 
     name: str
@@ -55,6 +56,7 @@ class Family:
     trec_eval_uncut: str | None
     needs: str
     kernel: Kernel
+    defines_no_relevant: bool = False
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -72,6 +74,7 @@ def register_measure(
     trec_eval: str | None = None,
     trec_eval_uncut: str | None = None,
     needs: str = "ranking",
+    defines_no_relevant: bool = False,
 ) -> Callable[[Kernel], Kernel]:
     """Decorator declaring a measure family on its kernel ``kernel(measure, input) -> per-query values``."""
     unknown = [p for p in parameters if p not in PARAMETERS]
@@ -83,7 +86,7 @@ def register_measure(
             if key.lower() in _LOOKUP:
                 raise ValueError(f"measure name {key!r} is already registered (by {_LOOKUP[key.lower()]})")
         _FAMILIES[name] = Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval,
-                                 trec_eval_uncut, needs, kernel)
+                                 trec_eval_uncut, needs, kernel, defines_no_relevant)
         _LOOKUP.update({key.lower(): name for key in (name, *aliases)})
         return kernel
 
@@ -222,7 +225,7 @@ def _parse_value(param: str, token: str, text: str) -> object:
     return token
 
 
-_SYNTAX = re.compile(r"(?P<name>[A-Za-z]+)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
+_SYNTAX = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
 
 
 def as_measure(measure: Measure | str) -> Measure:

@@ -75,6 +75,17 @@ class _BatchedScorer:
                 timings={"tokenize_s": encode_share + collated - started, "forward_s": finished - collated})
 
 
+    def score_many(self, requests: list[tuple[str, list[str]]]) -> list[np.ndarray]:
+        """Raw scores of several queries' passages (a server's dynamic batch), one array per request."""
+        results = []
+        for query, passages in requests:
+            scores = np.empty(len(passages))
+            for batch in self.score_batches(query, passages):
+                scores[batch.indices] = batch.scores
+            results.append(scores)
+        return results
+
+
 class CrossEncoderScorer(_BatchedScorer):
     """A sequence-classification model scoring (query, passage) pairs with one logit each."""
 
@@ -131,6 +142,18 @@ class CrossEncoderScorer(_BatchedScorer):
         with torch.inference_mode():
             logits = self.model(**features).logits
         return logits[:, 0].float().numpy().astype(np.float64)
+
+    def score_many(self, requests: list[tuple[str, list[str]]]) -> list[np.ndarray]:
+        """Every request's pairs forwarded together, grouped by length across requests: a dynamic batch of small
+        requests fills the model's batches as one large request would."""
+        parts = [self.encode(query, passages) for query, passages in requests]
+        merged = Encoded("", [], [ids for part in parts for ids in part.inputs],
+                         np.concatenate([part.lengths for part in parts]), 0, np.empty(0), np.empty(0))
+        scores = np.empty(len(merged.inputs))
+        for batch in length_batches(merged.lengths, self.batch_size):
+            scores[batch] = self.forward(merged, self.collate(merged, batch))
+        bounds = np.cumsum([0, *(len(part.inputs) for part in parts)])
+        return [scores[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
 
 
 class BiEncoderScorer(_BatchedScorer):

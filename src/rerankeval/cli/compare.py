@@ -1,0 +1,153 @@
+"""``rerankeval compare``: the pipeline's paired comparison and release verdict for any runs, without the pipeline.
+
+The same ``stats.comparison.compare`` as the compare stage, on per-query metrics of TREC (or Parquet) runs. Queries:
+those with a relevant document in the qrels that at least one run answers; a run missing one of them scores 0 on
+it (trec_eval -c), and the command says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .registry import argument, measure_name, subcommand
+
+# The defaults of conf/compare/default.yaml (tests/test_cli_compare.py keeps them equal).
+DEFAULT_METRIC, DEFAULT_MIN_DELTA, DEFAULT_SLICE_BUDGET, DEFAULT_UNJUDGED_MARGIN = "nDCG@10", 0.03, 0.05, 0.10
+UNJUDGED_MEASURE = "Judged@10"
+NO_LABEL = "(none)"
+
+
+@subcommand(
+    "compare",
+    "paired comparison and release verdict (ACCEPT / REJECT / INCONCLUSIVE) of runs against a baseline run",
+    [
+        argument("--qrels", required=True, metavar="FILE", help="TREC qrels, BEIR qrels TSV or Parquet"),
+        argument("--baseline", required=True, metavar="[NAME=]FILE", help="the baseline run (TREC or Parquet)"),
+        argument("--run", required=True, action="append", metavar="[NAME=]FILE", dest="runs",
+                 help="a challenger run, named by its file stem unless NAME= is given; repeat for several"),
+        argument("--queries", metavar="FILE", help="BEIR queries.jsonl: its records' metadata labels the slices"),
+        argument("--critical-slice", action="append", default=[], metavar="COLUMN", dest="critical_slices",
+                 help="a metadata column of --queries; no value of it may regress beyond --slice-budget; repeat"),
+        argument("--metric", action="append", type=measure_name, metavar="MEASURE", dest="metrics",
+                 help=f"a compared metric, repeat for several; the first decides the verdict (default {DEFAULT_METRIC})"),
+        argument("--json", action="store_true", help="print JSON (each challenger's decision, CI and reasons)"),
+        argument("--min-delta", type=float, default=DEFAULT_MIN_DELTA,
+                 help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
+        argument("--slice-budget", type=float, default=DEFAULT_SLICE_BUDGET,
+                 help=f"largest tolerated regression of a critical slice (default {DEFAULT_SLICE_BUDGET})"),
+        argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)"),
+        argument("--samples", type=int, default=10000, help="bootstrap resamples and sign flips (default 10000)"),
+        argument("--trials", type=int, default=400,
+                 help="simulated query sets per effect for the verdict's error rates (default 400)"),
+        argument("--seed", type=int, default=17),
+    ],
+)
+def run_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..data.trec import read_qrels, read_run
+    from ..eval.evaluate import assign_ranks, evaluate
+    from ..stats.comparison import CompareConfig, RunFacts, compare
+    from ..stats.sanity import identical_to_baseline, positive_only_reason
+
+    baseline, named = _named(args.baseline), [_named(text) for text in args.runs]
+    names = [baseline[0]] + [name for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two runs are named alike ({', '.join(names)}); name them with NAME=FILE")
+    qrels = read_qrels(args.qrels)
+    runs = {name: read_run(path) for name, path in [baseline, *named]}
+    query_ids = _query_set(qrels, runs, args.qrels)
+    metrics = args.metrics or [DEFAULT_METRIC]
+    per_query = pd.concat([
+        evaluate(run, qrels, list(dict.fromkeys([*metrics, UNJUDGED_MEASURE])), queries=query_ids)
+        .rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
+    settings = CompareConfig.parse({
+        "baseline": baseline[0], "metrics": metrics, "samples": args.samples, "permutations": args.samples,
+        "seed": args.seed, "confidence": args.confidence, "simulation": {"trials": args.trials},
+        "release": {"primary_metric": metrics[0], "min_delta": args.min_delta,
+                    "unjudged_margin": DEFAULT_UNJUDGED_MARGIN,
+                    "critical_slices": [{"column": column, "budget": args.slice_budget}
+                                        for column in args.critical_slices]}}, "rerankeval compare")
+    facts = RunFacts(identical_to_baseline=identical_to_baseline({name: assign_ranks(run) for name, run in runs.items()},
+                                                                 baseline[0], query_ids),
+                     positive_only=positive_only_reason(qrels, query_ids))
+    result, verdicts = compare(per_query, _slices(args.queries, args.critical_slices, query_ids), settings,
+                               settings.release, facts)
+    print(json.dumps(_as_json(result, verdicts), indent=2) if args.json else _as_markdown(result, verdicts))
+    return 0
+
+
+def _named(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` or a bare path, named by its file stem."""
+    name, separator, path = text.partition("=")
+    if separator and name and "/" not in name:
+        return name, path
+    return Path(text).stem, text
+
+
+def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
+    """The queries with a relevant document that at least one run answers; warns of runs that miss some."""
+    relevant = set(qrels.loc[qrels["relevance"] >= 1, "query_id"])
+    answered = set().union(*(set(run["query_id"]) for run in runs.values()))
+    query_ids = sorted(relevant & answered)
+    if not query_ids:
+        raise ValueError(f"no query of {qrels_path} with a relevant document is in any run (query ids compare "
+                         f"exactly, case included: e.g. qrels {sorted(relevant)[:3]}, runs {sorted(answered)[:3]})")
+    for name, run in runs.items():
+        missing = len(set(query_ids) - set(run["query_id"]))
+        if missing:
+            print(f"rerankeval compare: warning: run {name!r} has no ranking for {missing} of the {len(query_ids)} "
+                  "compared queries; they score 0 there (trec_eval -c)", file=sys.stderr)
+    return query_ids
+
+
+def _slices(queries_path: str | None, columns: list[str], query_ids: list[str]):
+    """Slice labels (index query_id, a column per critical slice) from the metadata of a BEIR queries.jsonl."""
+    import pandas as pd
+
+    if columns and not queries_path:
+        raise ValueError("--critical-slice needs --queries (the queries.jsonl whose metadata labels the slices)")
+    labels: dict[str, dict[str, str]] = {}
+    if queries_path:
+        with open(queries_path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    query_id, metadata = str(record["_id"]), record.get("metadata") or {}
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise ValueError(f"{queries_path}:{line_no}: not a BEIR query record with an _id ({error})") from None
+                labels[query_id] = {column: str(metadata[column]) for column in columns
+                                    if isinstance(metadata, dict) and metadata.get(column) is not None}
+    for column in columns:
+        if not any(column in found for found in labels.values()):
+            raise ValueError(f"--critical-slice {column!r}: no query in {queries_path} has it in its metadata")
+    frame = pd.DataFrame.from_dict(labels, orient="index", columns=columns).reindex(query_ids)
+    return frame.fillna(NO_LABEL)
+
+
+def _as_json(result: dict[str, Any], verdicts: dict[str, Any]) -> dict[str, Any]:
+    challengers = {}
+    for name, verdict in verdicts["verdicts"].items():
+        challengers[name] = {**verdict, "metrics": {
+            item["metric"]: {key: item[key] for key in ("baseline_mean", "challenger_mean", "delta", "low", "high",
+                                                        "p_randomisation_adjusted")}
+            for item in result["comparisons"] if item["challenger"] == name}}
+    return {"baseline": verdicts["baseline"], "queries": verdicts["queries"], "rule": verdicts["rule"],
+            "simulation": verdicts["simulation"], "unjudged": result["unjudged"], "challengers": challengers}
+
+
+def _as_markdown(result: dict[str, Any], verdicts: dict[str, Any]) -> str:
+    from ..report import markdown as md
+
+    sections = [f"# rerankeval compare: {result['queries']} queries, baseline `{result['baseline']}`",
+                md.verdict_section(verdicts), md.deltas_section(result)]
+    if result["slices"]:
+        sections.append(md.slices_section(result, verdicts["rule"]["primary_metric"], plots=None))
+    sections.append(md.unjudged_section(result))
+    return md.render(sections)

@@ -1,0 +1,59 @@
+"""Stage `latency`: every system's per-query latency measured on its own (``rerankeval.serving.measure``), and the
+load test of ``serving.loadtest.system`` when it is enabled (``rerankeval.pipeline.loadtest``).
+
+One stage for all systems, after the rerank stages: it depends on their runs, which change whenever a system's model
+or config does. Its output folder persists across runs: a system whose config, run, candidates and measurement
+settings are those of its last measurement keeps it (no model is loaded for it), so a change to one system
+re-measures that one only. Delete data/latency to re-measure everything (e.g. on a quieter machine).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.hashing import canonical_json, sha256_file, sha256_text
+from ..core.io import read_json, write_json
+from ..serving.measure import measure_latency
+from ..systems import BuildContext, build_system, parse_system_config
+from . import loadtest
+from .eval_queries import eval_queries, heads
+from .params import load_params
+from .runs import system_file
+
+MEASUREMENT_VERSION = "latency/v1"
+
+
+def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
+        out_dir: str | Path, loadtest_path: str | Path) -> None:
+    params = load_params(params_path)
+    settings = params.serving.latency
+    snapshot, candidates, queries = eval_queries(params, snapshot_dir, candidates_path,
+                                                 settings.queries + settings.warmup_queries)
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems)
+    out_dir = Path(out_dir)
+    for stale in out_dir.glob("*.json") if out_dir.is_dir() else []:
+        if stale.stem not in params.system_names:
+            stale.unlink()
+    for name in params.system_names:
+        path, inputs = out_dir / f"{name}.json", measurement_inputs(name, params, candidates_path, run_pattern)
+        if path.exists() and read_json(path).get("inputs_sha256") == inputs:
+            print(f"latency[{name}]: unchanged since its last measurement, kept ({path})")
+            continue
+        depth = parse_system_config(name, params.systems[name]).depth
+        result = {"system": name, "depth": depth, "inputs_sha256": inputs,
+                  **measure_latency(build_system(name, params.systems[name], context), heads(candidates, queries, depth),
+                                    settings)}
+        write_json(path, result)
+        print(f"latency[{name}]: p95 {result['p95_ms']:.1f} ms, {result['queries']} queries x {result['repeats']} "
+              f"rounds (p95 by round {', '.join(f'{v:.1f}' for v in result['p95_ms_by_round'])}; load average "
+              f"{result['load_average_1m']['before']} -> {result['load_average_1m']['after']})")
+    loadtest.run(params_path, snapshot_dir, candidates_path, loadtest_path, run_pattern)
+
+
+def measurement_inputs(name: str, params, candidates_path: str | Path, run_pattern: str) -> str:
+    """What a system's measurement depends on: its config, its run (which changes with its model), the candidates
+    and the measurement settings."""
+    run_path = Path(system_file(run_pattern, name))
+    return sha256_text(canonical_json({
+        "version": MEASUREMENT_VERSION, "config": params.systems[name], "settings": params.serving.latency.to_dict(),
+        "run": sha256_file(run_path) if run_path.exists() else None, "candidates": sha256_file(candidates_path)}))

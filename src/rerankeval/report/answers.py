@@ -1,0 +1,217 @@
+"""The report's answers section: stages 3 and 4 side by side with ranking, per system and per query type.
+
+The ablation holds everything but the ranking fixed: the first-stage order (the comparison baseline) against each
+reranker, with the same select rule, generator and prompt. Its numbers come from compare.json (paired CIs over the
+same resamples as every other delta), the per-query table, and the generation timing. Pure text and one plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..rerank.latency import cold_seconds
+from .markdown import ci, fmt, p_value, table
+
+RANKING_MEASURE = "nDCG@10"
+HEADLINE = ("EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
+            "CitationPrecision")
+QUERY_TYPE_COLUMN = "query_type"
+OUTCOME_MEASURES = ("AnswerEM", "CorrectRefusal", "BoundaryPartial", "IncorrectAnswer", "FalseRefusal")
+
+
+@dataclass(frozen=True)
+class AnswerInputs:
+    """What the section reads besides compare.json and the per-query table."""
+
+    generator: Mapping[str, Any] = field(default_factory=dict)
+    select: Mapping[str, Any] = field(default_factory=dict)
+    calibration: Mapping[str, Any] = field(default_factory=dict)
+    timing: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # system -> query_id, generate_s, cache_hit
+
+
+def _system_rows(compare: Mapping[str, Any], per_query: pd.DataFrame, metrics: Sequence[str]) -> list[list[str]]:
+    rows = []
+    for system in compare["systems"]:
+        values = compare["systems"][system]
+        own = per_query[per_query["system"] == system]
+        row = [f"`{system}`"]
+        for metric in metrics:
+            if metric in values:
+                row.append(f"{fmt(values[metric]['mean'])} [{ci(values[metric])}]")
+            else:
+                row.append(fmt(_nanmean(own[metric])) if metric in own else "n/a")
+        rows.append(row)
+    return rows
+
+
+def _nanmean(values: pd.Series) -> float | None:
+    finite = values.dropna()
+    return float(finite.mean()) if len(finite) else None
+
+
+def _delta_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
+    return [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]),
+             f"{fmt(c['delta'], signed=True)} [{ci(c, signed=True)}]", p_value(c["p_randomisation_adjusted"]),
+             f"{c['improved']}/{c['tied']}/{c['regressed']}"]
+            for c in compare["comparisons"] if c["metric"] in metrics]
+
+
+def _query_type_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
+    rows = []
+    for row in compare["slices"].get(QUERY_TYPE_COLUMN, []):
+        by_challenger: dict[str, dict[str, Any]] = {}
+        for c in row["comparisons"]:
+            by_challenger.setdefault(c["challenger"], {})[c["metric"]] = c
+        for challenger, found in sorted(by_challenger.items()):
+            cells = [f"{fmt(found[m]['delta'], signed=True)} [{ci(found[m], signed=True)}]" if m in found else "n/a"
+                     for m in metrics]
+            rows.append([row["value"], f"{row['queries']}{' ⚠' if row['too_small'] else ''}", f"`{challenger}`",
+                         *cells])
+    return rows
+
+
+def outcome_counts(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Per system: how many answers were correct, partial, wrong, refused wrongly or rightly, or failed."""
+    rows = []
+    for system, frame in per_query.groupby("system", sort=False):
+        gold = frame["AnswerEM"].notna()
+        refusals = int(frame.loc[gold, "CorrectRefusal"].sum())
+        counts = {"correct": int(frame.loc[gold, "AnswerEM"].sum()) - refusals,
+                  "boundary_partial": int(frame.loc[gold, "BoundaryPartial"].sum()),
+                  "incorrect_answer": int(frame.loc[gold, "IncorrectAnswer"].sum()),
+                  "false_refusal": int(frame.loc[gold, "FalseRefusal"].sum()), "correct_refusal": refusals}
+        counts["failed"] = int(gold.sum()) - sum(counts.values())
+        rows.append({"system": system, **counts})
+    return pd.DataFrame(rows)
+
+
+def ranking_vs_answer(per_query: pd.DataFrame, baseline: str, ranking: str, answer: str) -> pd.DataFrame:
+    """Per challenger and query: delta of the ranking measure and of the answer measure against the baseline."""
+    base = per_query[per_query["system"] == baseline].set_index("query_id")
+    frames = []
+    for system, frame in per_query.groupby("system", sort=False):
+        if system == baseline:
+            continue
+        own = frame.set_index("query_id")
+        frames.append(pd.DataFrame({"challenger": system, "ranking_delta": own[ranking] - base[ranking],
+                                    "answer_delta": own[answer] - base[answer]}).dropna())
+    return pd.concat(frames).rename_axis("query_id").reset_index() if frames else pd.DataFrame(
+        columns=["query_id", "challenger", "ranking_delta", "answer_delta"])
+
+
+def _reach_rows(deltas: pd.DataFrame, tolerance: float = 1e-9) -> list[list[str]]:
+    rows = []
+    for challenger, frame in deltas.groupby("challenger", sort=False):
+        up, down = frame["ranking_delta"] > tolerance, frame["ranking_delta"] < -tolerance
+        gain, loss = frame["answer_delta"] > tolerance, frame["answer_delta"] < -tolerance
+        rows.append([f"`{challenger}`", int(up.sum()), int((up & gain).sum()), int((up & loss).sum()),
+                     int(down.sum()), int((down & loss).sum()), int((~up & ~down & (gain | loss)).sum())])
+    return rows
+
+
+def end_to_end(latencies: Mapping[str, pd.DataFrame], timing: Mapping[str, pd.DataFrame],
+               per_query: pd.DataFrame, warmup: int) -> list[list[str]]:
+    """Per system: p50/p95 of rerank (cold) + generation seconds per query, tokens and cost per 1k queries."""
+    rows = []
+    for system, latency in latencies.items():
+        if system not in timing:
+            continue
+        rerank = pd.Series(cold_seconds(latency).to_numpy(), index=latency["query_id"])
+        timed = latency.loc[latency["position"] >= warmup, "query_id"]
+        generate = timing[system].set_index("query_id")["generate_s"]
+        total = (rerank + generate.reindex(rerank.index).fillna(0.0)).reindex(timed).to_numpy() * 1000
+        own = per_query[per_query["system"] == system]
+        tokens = _nanmean(own["AnswerTokens"]) if "AnswerTokens" in own else None
+        cost = _nanmean(own["AnswerCost"]) if "AnswerCost" in own else None
+        rows.append([f"`{system}`", fmt(float(np.percentile(total, 50)) if len(total) else None, 1),
+                     fmt(float(np.percentile(total, 95)) if len(total) else None, 1),
+                     fmt(float(generate.mean() * 1000), 2), int(timing[system]["cache_hit"].sum()),
+                     fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
+    return rows
+
+
+def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latencies: Mapping[str, pd.DataFrame],
+                    inputs: AnswerInputs, warmup: int, plots_dir, plots_link: str) -> str:
+    """The section, or "" when no answer measures were evaluated."""
+    if "AnswerF1" not in per_query.columns:
+        return ""
+    baseline = compare["baseline"]
+    metrics = [m for m in (RANKING_MEASURE, *HEADLINE) if m in per_query.columns]
+    compared = [m for m in metrics if any(c["metric"] == m for c in compare["comparisons"])]
+    generator = inputs.generator
+    calibration = inputs.calibration.get("result", {})
+    lines = [f"## Answers: did the ranking gain reach the answer? (stages 3 and 4, Δ vs `{baseline}`)", "",
+             f"Every system's ranking goes through the same context selection ({_describe_select(inputs)}) and the "
+             f"same generator (`{generator.get('kind', 'n/a')}`"
+             + (f", abstains below evidence {calibration['abstain_below']} calibrated on the "
+                f"{inputs.calibration.get('split')} split: answer F1 {calibration.get('train_answer_f1')} there, "
+                f"{calibration.get('train_answer_f1_never_abstaining')} never abstaining"
+                if "abstain_below" in calibration else "")
+             + f"). {_query_counts(per_query, baseline)} Answer measures follow SQuAD 2.0 on unanswerable queries "
+               "(abstaining scores 1); ranking measures and evidence coverage are undefined there and averaged over "
+               "the queries with a relevant passage; "
+               "abstention precision, citation precision and claim support over the queries where the system "
+               "abstained, cited or answered (paired CIs of the two means, same resamples).", ""]
+    lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, per_query, metrics)), ""]
+    if compared:
+        lines += ["### Paired deltas", "",
+                  table(["challenger", "metric", "baseline", "challenger", "Δ [CI]", "p adj", "win/tie/loss"],
+                        _delta_rows(compare, [m for m in compared if m != RANKING_MEASURE])), ""]
+    type_rows = _query_type_rows(compare, compared)
+    if type_rows:
+        lines += [f"### Per query type (Δ vs `{baseline}`)", "",
+                  table(["query type", "queries", "challenger", *[f"Δ {m}" for m in compared]], type_rows), ""]
+    if set(OUTCOME_MEASURES) <= set(per_query.columns):
+        lines += ["### Outcomes (queries with gold answers)", "",
+                  table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal",
+                         "correct_refusal", "failed"], outcome_counts(per_query).values.tolist()), ""]
+    deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
+    plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png")
+    lines += [f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)", "",
+              table(["challenger", f"{RANKING_MEASURE} up", "… answer up", "… answer down", f"{RANKING_MEASURE} down",
+                     "… answer down", "ranking same, answer moved"], _reach_rows(deltas)), "",
+              f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
+    rows = end_to_end(latencies, inputs.timing, per_query, warmup)
+    if rows:
+        lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold + generate)", "",
+                  table(["system", "p50 ms", "p95 ms", "generate ms (mean)", "cached answers", "tokens / query",
+                         "cost / 1k queries (USD)"], rows)]
+    return "\n".join(lines)
+
+
+def _query_counts(per_query: pd.DataFrame, baseline: str) -> str:
+    own = per_query[per_query["system"] == baseline]
+    gold = int(own["AnswerEM"].notna().sum())
+    ranked = int(own[RANKING_MEASURE].notna().sum()) if RANKING_MEASURE in own else len(own)
+    return (f"{len(own)} queries: {gold} with gold answers, {ranked} with a relevant passage (ranking measures), "
+            f"{len(own) - ranked} without one.")
+
+
+def _describe_select(inputs: AnswerInputs) -> str:
+    return ", ".join(f"{key} {value}" for key, value in inputs.select.items() if value is not None) or "see params"
+
+
+def plot_ranking_vs_answer(deltas: pd.DataFrame, ranking: str, answer: str, path) -> None:
+    """One point per (challenger, query): Δ ranking measure (x) against Δ answer measure (y)."""
+    from .plots import _figure, _save
+
+    plt = _figure()
+    fig, axis = plt.subplots(figsize=(6.5, 5))
+    for challenger, frame in deltas.groupby("challenger", sort=False):
+        # Deterministic jitter separates the many identical deltas (a hash of the query id, not a random draw).
+        jitter = frame["query_id"].map(lambda q: (sum(map(ord, q)) % 17 - 8) / 400).to_numpy()
+        axis.scatter(frame["ranking_delta"] + jitter, frame["answer_delta"] - jitter, s=14, alpha=0.6,
+                     label=challenger)
+    axis.axhline(0, color="grey", linewidth=0.8)
+    axis.axvline(0, color="grey", linewidth=0.8)
+    axis.set(xlabel=f"Δ {ranking} (challenger - baseline)", ylabel=f"Δ {answer}",
+             title="Did the ranking gain reach the answer?")
+    if len(deltas):
+        axis.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)

@@ -1,0 +1,148 @@
+"""Report sections on latency as a service sees it: the dedicated latency measurement the verdict reads, the load
+test (table, latency-vs-concurrency plot, serving overhead), the served point on the Pareto plot, API prices in the
+cost table, and the ``efficiency`` block of evaluation.yaml."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import markdown as md
+from .plots import _figure, _save
+
+
+def _ms(value: float | None) -> str:
+    return md.fmt(value, 1)
+
+
+def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str]) -> str:
+    if not measurements:
+        return ""
+    rows = [[f"`{system}`", m["queries"], m["repeats"], _ms(m["p50_ms"]), _ms(m["p95_ms"]), _ms(m["p99_ms"]),
+             " / ".join(_ms(v) for v in m["p95_ms_by_round"]), md.fmt(m["pairs_per_s"], 1),
+             f"{m['load_average_1m']['before']} / {m['load_average_1m']['after']} ({m['cpus']} CPUs)",
+             sources.get(system, "in-process").split(",")[0]]
+            for system, m in measurements.items()]
+    return ("## Latency measured on its own (what the verdict's latency check reads)\n\n"
+            + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round", "pairs/s",
+                        "load average 1 min before / after", "verdict reads"], rows)
+            + "\n\nEach system scores the first queries of the split at its depth with nothing cached, after a warm-up, "
+              "in repeated rounds; the spread of p95 across rounds and the machine's load average state the noise. "
+              "A load test of a system, when one ran, replaces its figure in the verdict (p95 at the chosen "
+              "concurrency). The quality run's own timings (above) are not used for the verdict.")
+
+
+def loadtest_section(loadtest: Mapping[str, Any] | None, plots_link: str) -> str:
+    if not loadtest or not loadtest.get("ran"):
+        return ("## Served under load\n\nNo load test ran (`serving.loadtest.enabled` is false): "
+                "`dvc exp run -S serving.loadtest.enabled=true` or `rerankeval loadtest --out FILE` runs one.")
+    rows = [[level["concurrency"], level["requests"], _ms(level["p50_ms"]), _ms(level["p95_ms"]),
+             _ms(level["p99_ms"]), md.fmt(level["requests_per_s"], 2), md.fmt(level["pairs_per_s"], 1),
+             md.fmt(level["input_tokens_per_s"], 0), f"{level['timeout_rate']:.1%}", f"{level['retry_rate']:.1%}",
+             f"{level['error_rate']:.1%}", _ms(level["server_compute_p50_ms"])] for level in loadtest["levels"]]
+    local = loadtest.get("in_process")
+    if local:
+        rows.append(["in-process, 1 at a time", local["requests"], _ms(local["p50_ms"]), _ms(local["p95_ms"]),
+                     _ms(local["p99_ms"]), "", md.fmt(local["pairs_per_s"], 1), "", "", "", "", ""])
+    text = (f"## Served under load: `{loadtest['system']}` at {loadtest['endpoint']}\n\n"
+            f"Each request is one query's frozen candidates (depth {loadtest['depth']}, {loadtest['queries']} queries "
+            f"cycled); {loadtest['warmup_requests']} warm-up requests per level are not timed. Latency is the "
+            "client's, from first send to final reply (queue, serialisation, network and retries included).\n\n"
+            + md.table(["concurrency", "requests", "p50 ms", "p95 ms", "p99 ms", "requests/s", "pairs/s",
+                        "input tokens/s", "timeouts", "retries", "errors", "server time p50 ms"], rows))
+    overhead = loadtest.get("overhead") or {}
+    if overhead:
+        text += (f"\n\nServing overhead: at concurrency {overhead['concurrency']}, p50 is "
+                 f"{overhead['p50_ratio']:.2f}x and p95 {overhead['p95_ratio']:.2f}x the in-process latency of the "
+                 f"same requests; the best served throughput is {overhead['best_throughput_ratio']:.2f}x in-process.")
+    if loadtest.get("server_peak_rss_mib"):
+        text += f" Server peak memory: {loadtest['server_peak_rss_mib']:.0f} MiB."
+    machine = loadtest["machine"]
+    text += (f" Load average (1 min) before / after: {machine['before']['load_average_1m']} / "
+             f"{machine['after']['load_average_1m']} on {machine['before']['cpus']} CPUs.")
+    return text + f"\n\n![latency vs concurrency]({plots_link}/loadtest.png)"
+
+
+def loadtest_plot(loadtest: Mapping[str, Any] | None, path: Path) -> None:
+    if not loadtest or not loadtest.get("ran"):
+        return
+    plt = _figure()
+    levels = pd.DataFrame(loadtest["levels"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for column in ("p50_ms", "p95_ms", "p99_ms"):
+        left.plot(levels["concurrency"], levels[column], marker="o", label=column.replace("_ms", ""))
+    if loadtest.get("in_process"):
+        left.axhline(loadtest["in_process"]["p95_ms"], linestyle="--", color="grey", label="in-process p95")
+    left.set(xscale="log", xlabel="concurrent requests", ylabel="latency (ms)",
+             title=f"{loadtest['system']}: latency vs concurrency")
+    left.set_xticks(levels["concurrency"], [str(c) for c in levels["concurrency"]])
+    left.legend(fontsize=8)
+    right.plot(levels["concurrency"], levels["pairs_per_s"], marker="o")
+    right.set(xscale="log", xlabel="concurrent requests", ylabel="pairs/s", title="throughput")
+    left.set_ylim(bottom=0)
+    right.set_ylim(bottom=0)
+    right.set_xticks(levels["concurrency"], [str(c) for c in levels["concurrency"]])
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def served_pareto_points(points: pd.DataFrame, loadtest: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The served system at the load test's chosen concurrency, as one more configuration (its full-depth quality);
+    ``points`` as ``frontier.frontier_points`` gives them."""
+    from ..serving.measure import loadtest_p95
+
+    system = (loadtest or {}).get("system")
+    p95 = loadtest_p95(loadtest, system) if loadtest else None
+    own = points[points["policy"] == f"{system} depth"]
+    if p95 is None or own.empty:
+        return points
+    deepest = own.sort_values("position").iloc[-1]
+    served = {**deepest.to_dict(), "policy": f"{system} served", "p95_ms": p95,
+              "label": f"{deepest['label']} served, concurrency {loadtest['pareto_concurrency']}"}
+    return pd.concat([points, pd.DataFrame([served])], ignore_index=True)
+
+
+def api_cost_per_1k(config: Mapping[str, Any], latency: pd.DataFrame) -> float | None:
+    """Cost of 1,000 queries of an API system from its prices: searches (one per request of up to
+    documents_per_search documents) and the tokens it reports billing."""
+    per_search, per_token = config.get("price_per_search_usd"), config.get("price_per_million_tokens_usd")
+    if per_search is None and per_token is None:
+        return None
+    cost = 0.0
+    if per_search is not None:
+        searches = latency["n_pairs"].map(lambda n: max(1, math.ceil(n / config.get("documents_per_search", 100))))
+        cost += per_search * float(searches.mean())
+    if per_token is not None:
+        tokens = latency["timings"].map(lambda items: dict(items).get("billed_tokens"))
+        if tokens.isna().any():
+            return None  # the API does not report what it bills: no figure rather than a guess
+        cost += per_token / 1e6 * float(tokens.mean())
+    return cost * 1000
+
+
+def apply_api_prices(costs: dict[str, dict[str, Any]], systems: Mapping[str, Mapping[str, Any]],
+                     latencies: Mapping[str, pd.DataFrame]) -> None:
+    for system, entry in costs.items():
+        if systems[system].get("kind") == "http_rerank":
+            entry["cost_per_1k_queries"] = api_cost_per_1k(systems[system], latencies[system])
+
+
+def efficiency_record(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str],
+                      loadtest: Mapping[str, Any] | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "latency": {system: {"p50_ms": m["p50_ms"], "p95_ms": m["p95_ms"], "p99_ms": m["p99_ms"],
+                             "p95_ms_by_round": m["p95_ms_by_round"], "pairs_per_s": m["pairs_per_s"],
+                             "load_average_1m": m["load_average_1m"], "verdict_reads": sources.get(system)}
+                    for system, m in measurements.items()}}
+    if loadtest and loadtest.get("ran"):
+        record["loadtest"] = {
+            "system": loadtest["system"], "endpoint": loadtest["endpoint"], "depth": loadtest["depth"],
+            "levels": [{key: level[key] for key in ("concurrency", "p50_ms", "p95_ms", "p99_ms", "requests_per_s",
+                                                    "pairs_per_s", "input_tokens_per_s", "timeout_rate",
+                                                    "retry_rate")} for level in loadtest["levels"]],
+            "overhead": loadtest.get("overhead"), "server_peak_rss_mib": loadtest.get("server_peak_rss_mib")}
+    return record

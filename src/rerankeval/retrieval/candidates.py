@@ -1,0 +1,107 @@
+"""The frozen candidates on disk: each distinct passage text stored once, candidates referring to it by hash.
+
+``candidates.parquet`` holds one row per (query, candidate) with the passage's sha256 and no text; the passages file
+beside it holds each distinct text once, keyed by that sha256 (full KorQuAD: every paragraph is a candidate of ~100
+queries, so repeating the text per row made a 241 MB file). The candidates' metadata records the passages file's
+name and sha256, so one cannot change without the other. ``load_candidates`` is the one reader: it checks the
+passages file's hash and every text against its own hash, and returns the joined frame.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.errors import ContractError
+from ..core.hashing import sha256_file, sha256_text
+from ..core.io import read_table, table_metadata, write_table
+
+CANDIDATES_SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("parent_id", pa.string()),
+        ("passage_sha256", pa.string()),
+        ("bm25_score", pa.float64()),
+        ("bm25_rank", pa.int32()),
+        ("dense_score", pa.float64()),
+        ("dense_rank", pa.int32()),
+        ("fused_score", pa.float64()),
+        ("fused_rank", pa.int32()),
+    ]
+)
+PASSAGES_SCHEMA = pa.schema([("passage_sha256", pa.string()), ("passage", pa.string())])
+
+
+def passages_table(digests: Sequence[str], texts: Sequence[str]) -> pa.Table:
+    """Each distinct (sha256, text) once, in hash order."""
+    unique = dict(sorted(zip(digests, texts)))
+    return pa.table({"passage_sha256": list(unique), "passage": list(unique.values())}, schema=PASSAGES_SCHEMA)
+
+
+def write_candidates(candidates_path: str | Path, passages_path: str | Path, candidates: pa.Table,
+                     passages: pa.Table, metadata: dict[str, Any]) -> None:
+    """Write the passages, then the candidates recording the passages file's name (relative) and sha256."""
+    candidates_path, passages_path = Path(candidates_path), Path(passages_path)
+    write_table(passages_path, passages, metadata)
+    relative = os.path.relpath(passages_path.resolve(), candidates_path.resolve().parent)
+    write_table(candidates_path, candidates, {**metadata, "passages": {
+        "file": Path(relative).as_posix(), "sha256": sha256_file(passages_path), "rows": passages.num_rows}})
+
+
+def passages_path_of(candidates_path: str | Path) -> Path:
+    recorded = table_metadata(candidates_path).get("passages")
+    if not recorded or "file" not in recorded:
+        raise ContractError(f"{candidates_path}: no passages file is recorded in its metadata; it was written by an "
+                            "older rerankeval. Fix: `dvc repro --force freeze`.")
+    return Path(candidates_path).parent / recorded["file"]
+
+
+def load_passages(candidates_path: str | Path) -> dict[str, str]:
+    """sha256 -> text, after checking the passages file against the hash the candidates recorded and every text
+    against its own sha256."""
+    path = passages_path_of(candidates_path)
+    recorded = table_metadata(candidates_path)["passages"]
+    if not path.exists():
+        raise ContractError(f"{path}: not found, but {candidates_path} refers to it. Fix: `dvc repro freeze` (or "
+                            "`dvc checkout`) restores both.")
+    if sha256_file(path) != recorded.get("sha256"):
+        raise ContractError(f"{path}: its sha256 is not the one {candidates_path} recorded; the file was altered or "
+                            "replaced after it was frozen. Fix: `dvc repro --force freeze`.")
+    table = read_table(path, PASSAGES_SCHEMA)
+    texts = dict(zip(table.column("passage_sha256").to_pylist(), table.column("passage").to_pylist()))
+    for digest, text in texts.items():
+        if sha256_text(text) != digest:
+            raise ContractError(f"{path}: a passage does not match its sha256 {digest[:12]}; the file was altered "
+                                "after it was frozen. Fix: `dvc repro --force freeze`.")
+    return texts
+
+
+def load_candidates(path: str | Path, *, query_ids: Sequence[str] | None = None,
+                    columns: Sequence[str] | None = None, with_text: bool = True) -> pd.DataFrame:
+    """The frozen candidates as one frame (``columns`` of CANDIDATES_SCHEMA, all by default), restricted to
+    ``query_ids`` when given, with each row's verified ``passage`` text when ``with_text``."""
+    table = read_table(path, CANDIDATES_SCHEMA)
+    if query_ids is not None:
+        table = table.filter(pc.is_in(table.column("query_id"), value_set=pa.array(list(query_ids), pa.string())))
+    wanted = list(columns or CANDIDATES_SCHEMA.names)
+    if with_text and "passage_sha256" not in wanted:
+        wanted.append("passage_sha256")
+    frame = table.select(wanted).to_pandas()
+    if with_text:
+        texts = load_passages(path)
+        frame["passage"] = frame["passage_sha256"].map(texts)
+        unknown = frame["passage"].isna().to_numpy()
+        if np.any(unknown):
+            digest = frame.loc[unknown, "passage_sha256"].iloc[0]
+            raise ContractError(f"{path}: {int(unknown.sum())} candidates refer to passages that "
+                                f"{passages_path_of(path)} does not hold (first: {digest[:12]}). Fix: "
+                                "`dvc repro --force freeze`.")
+    return frame

@@ -1,0 +1,1 @@
+"""Serving models over HTTP (Ray Serve), load tests against endpoints, and the dedicated latency measurement."""

@@ -1,0 +1,69 @@
+"""Settings of serving, load testing and the dedicated latency measurement (``serving`` in params.yaml)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..core.config import StrictConfig
+
+
+class ServeConfig(StrictConfig):
+    """``rerankeval serve``: one Ray Serve deployment speaking Cohere's v2 rerank JSON."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    max_batch_size: int = Field(32, ge=1)
+    """Requests scored together: a batch is sent when it holds this many, or when its oldest waited batch_wait_s."""
+    batch_wait_s: float = Field(0.005, ge=0)
+    replicas: int = Field(1, ge=1)
+    cpus_per_replica: float = Field(1.0, gt=0)
+    score: Literal["sigmoid", "none", "clamp"] = "sigmoid"
+    """What the reply's relevance_score is: sigmoid(logit) (in [0, 1], as clients of rerank APIs expect), the raw
+    score, or the raw score clamped to [0, 1] (for models whose scores are probabilities already)."""
+
+
+class LoadTestConfig(StrictConfig):
+    """``rerankeval loadtest`` and the ``loadtest`` stage."""
+
+    enabled: bool = False
+    """Off in the default demo: with its Ray Serve start it adds about 2-3 minutes (README, Serving)."""
+    system: str = "ce_minilm_ft"
+    """A learned system (served with ``rerankeval serve`` for the test) or an ``http_rerank`` system (its endpoint)."""
+    concurrency: list[int] = [1, 8, 32]
+    warmup_requests: int = Field(8, ge=0)
+    requests: int = Field(64, ge=1)
+    """Measured requests per concurrency level (each replays one query's frozen candidates)."""
+    timeout_s: float = Field(60.0, gt=0)
+    pareto_concurrency: int = 8
+    """The concurrency whose p95 goes on the Pareto plot and, when the test ran, into the verdict's latency check."""
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, levels: list[int]) -> list[int]:
+        if not levels or min(levels) < 1 or levels != sorted(set(levels)):
+            raise ValueError(f"expected increasing positive levels, e.g. [1, 8, 32]; got {levels}")
+        return levels
+
+    @model_validator(mode="after")
+    def _pareto_level_is_tested(self) -> "LoadTestConfig":
+        if self.pareto_concurrency not in self.concurrency:
+            raise ValueError(f"pareto_concurrency {self.pareto_concurrency} is not among the levels {self.concurrency}")
+        return self
+
+
+class LatencyConfig(StrictConfig):
+    """The ``latency`` stage: each system's per-query latency measured on its own, in-process, warmed up and repeated."""
+
+    queries: int = Field(30, ge=1)
+    """Queries of the evaluated split timed (the first ones by query id; all when there are fewer)."""
+    warmup_queries: int = Field(3, ge=0)
+    repeats: int = Field(3, ge=1)
+    """Each query is timed this many times (rounds over all queries, so a burst of load hits every query alike)."""
+
+
+class ServingConfig(StrictConfig):
+    serve: ServeConfig = ServeConfig()
+    loadtest: LoadTestConfig = LoadTestConfig()
+    latency: LatencyConfig = LatencyConfig()

@@ -1,0 +1,188 @@
+"""Load test: the frozen candidates replayed against a rerank endpoint at several concurrency levels.
+
+Each request is one query's candidates at the system's depth (queries in id order, cycled). At each level, a fixed
+number of workers (the concurrency) send requests back to back: ``warmup_requests`` untimed, then ``requests``
+timed. A request's latency is from its first send to its final reply, retries included (429/5xx are retried with
+the http_rerank backoff); a timeout ends it. Per level: p50/p95/p99, requests/s and pairs/s over the timed phase,
+input tokens/s (the pairs' tokens from the system's run, before truncation), timeout, retry and error rates, and the
+server's time split when it reports it. The server's peak memory comes from its health endpoint (``rerankeval
+serve``). The same requests are also scored in-process, one at a time, so the report states serving's overhead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..systems.http_protocols import PROTOCOLS, BadResponse, server_seconds
+from .config import LoadTestConfig
+from .measure import percentiles_ms
+
+
+@dataclass(frozen=True)
+class Request:
+    query: str
+    documents: list[str]
+    tokens: int | None
+    """Input tokens of the request's pairs (query + passage, before truncation), when the system counts them."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    protocol: str = "cohere"
+    model: str = ""
+    api_key: str | None = None
+    max_retries: int = 2
+    backoff_s: float = 0.1
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    attempts: int
+    status: str
+    """ok | timeout | http_429 | http_5xx | error"""
+    server_s: float | None
+
+
+async def _send(client, endpoint: Endpoint, request: Request, timeout_s: float, jitter: random.Random) -> Outcome:
+    import httpx
+
+    protocol = PROTOCOLS[endpoint.protocol]
+    body = protocol.request(endpoint.model, request.query, request.documents)
+    started, status = time.perf_counter(), "error"
+    for attempt in range(endpoint.max_retries + 1):
+        try:
+            reply = await client.post(endpoint.base_url + protocol.path, json=body, timeout=timeout_s)
+        except httpx.TimeoutException:
+            return Outcome(time.perf_counter() - started, attempt + 1, "timeout", None)
+        except httpx.TransportError:
+            status = "error"
+        else:
+            if reply.status_code == 429 or reply.status_code >= 500:
+                status = "http_429" if reply.status_code == 429 else "http_5xx"
+            elif reply.status_code >= 400:
+                return Outcome(time.perf_counter() - started, attempt + 1, "error", None)
+            else:
+                try:
+                    protocol.scores(reply.json(), len(request.documents))
+                except (ValueError, BadResponse):
+                    return Outcome(time.perf_counter() - started, attempt + 1, "error", None)
+                return Outcome(time.perf_counter() - started, attempt + 1, "ok", server_seconds(reply.headers))
+        if attempt < endpoint.max_retries:
+            await asyncio.sleep(jitter.uniform(0, endpoint.backoff_s * 2 ** attempt))
+    return Outcome(time.perf_counter() - started, endpoint.max_retries + 1, status, None)
+
+
+async def _level(endpoint: Endpoint, requests: Sequence[Request], concurrency: int, warmup: int, measured: int,
+                 timeout_s: float) -> dict[str, Any]:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    jitter = random.Random(concurrency)
+    async with httpx.AsyncClient(headers=headers, limits=limits) as client:
+        async def drain(count: int, offset: int) -> tuple[list[tuple[Request, Outcome]], float]:
+            queue: asyncio.Queue = asyncio.Queue()
+            for index in range(count):
+                queue.put_nowait(requests[(offset + index) % len(requests)])
+            done: list[tuple[Request, Outcome]] = []
+
+            async def worker():
+                while not queue.empty():
+                    request = queue.get_nowait()
+                    done.append((request, await _send(client, endpoint, request, timeout_s, jitter)))
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(min(concurrency, count))))
+            return done, time.perf_counter() - started
+
+        await drain(warmup, 0)
+        done, wall_s = await drain(measured, warmup)
+    return summarise_level(concurrency, done, wall_s)
+
+
+def summarise_level(concurrency: int, done: Sequence[tuple[Request, Outcome]], wall_s: float) -> dict[str, Any]:
+    ok = [(request, outcome) for request, outcome in done if outcome.status == "ok"]
+    tokens = [request.tokens for request, _ in ok]
+    server = [outcome.server_s for _, outcome in ok if outcome.server_s is not None]
+    statuses = [outcome.status for _, outcome in done]
+    return {
+        "concurrency": concurrency, "requests": len(done), "ok": len(ok), "wall_s": wall_s,
+        **percentiles_ms([outcome.seconds for _, outcome in done]),
+        "requests_per_s": len(ok) / wall_s if wall_s > 0 else None,
+        "pairs_per_s": sum(len(request.documents) for request, _ in ok) / wall_s if wall_s > 0 else None,
+        "input_tokens_per_s": (sum(tokens) / wall_s if ok and None not in tokens and wall_s > 0 else None),
+        "timeout_rate": statuses.count("timeout") / len(done),
+        "error_rate": sum(status not in ("ok", "timeout") for status in statuses) / len(done),
+        "retry_rate": sum(outcome.attempts - 1 for _, outcome in done) / len(done),
+        "server_compute_p50_ms": float(np.median(server) * 1000) if server else None,
+    }
+
+
+def run_levels(endpoint: Endpoint, requests: Sequence[Request], settings: LoadTestConfig) -> list[dict[str, Any]]:
+    return [asyncio.run(_level(endpoint, requests, level, settings.warmup_requests, settings.requests,
+                               settings.timeout_s)) for level in settings.concurrency]
+
+
+def in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig, threads: int) -> dict[str, Any]:
+    """The measured requests scored in this process, one after another: what serving adds is measured against it.
+    torch gets the replica's ``threads`` (Ray gives an actor one thread per CPU it reserves), so the ratio is
+    serving's overhead, not a difference in threads (measured: 2 threads in-process were 3x slower than the 1-thread
+    replica on an oversubscribed machine)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    previous = torch.get_num_threads() if torch else None
+    if torch:
+        torch.set_num_threads(threads)
+    try:
+        return _in_process(scorer, requests, settings)
+    finally:
+        if torch:
+            torch.set_num_threads(previous)
+
+
+def _in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig) -> dict[str, Any]:
+    def score(request: Request) -> float:
+        started = time.perf_counter()
+        for _ in scorer.score_batches(request.query, request.documents):
+            pass
+        return time.perf_counter() - started
+
+    for index in range(settings.warmup_requests):
+        score(requests[index % len(requests)])
+    measured = [requests[(settings.warmup_requests + index) % len(requests)] for index in range(settings.requests)]
+    seconds = [score(request) for request in measured]
+    return {**percentiles_ms(seconds), "requests": len(seconds),
+            "pairs_per_s": sum(len(r.documents) for r in measured) / sum(seconds),
+            "torch_threads": _torch_threads()}
+
+
+def _torch_threads() -> int | None:
+    import sys
+
+    return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
+def overhead(levels: Sequence[dict[str, Any]], local: dict[str, Any] | None) -> dict[str, float | None]:
+    """Serving's cost against in-process scoring: latency at concurrency 1 (p50, p95) over in-process, and the best
+    served throughput over in-process throughput."""
+    if not local or not levels:
+        return {}
+    first = levels[0]
+    best = max((level["pairs_per_s"] or 0.0) for level in levels)
+    return {"p50_ratio": first["p50_ms"] / local["p50_ms"], "p95_ratio": first["p95_ms"] / local["p95_ms"],
+            "concurrency": first["concurrency"], "best_throughput_ratio": best / local["pairs_per_s"]}
+
+
+def machine_load() -> dict[str, Any]:
+    return {"load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}

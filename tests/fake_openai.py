@@ -1,0 +1,90 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 for tests: scripted failures, recorded requests.
+
+Each request takes the next behaviour from ``script`` (then ``ok``): ``ok`` (a reply from ``responder``), ``429``
+(with Retry-After: 0), ``500``, ``echo_key_500`` (a 500 whose body echoes the Authorization header, as a careless
+proxy might), ``400``, ``hang`` (answers after ``hang_s``, past the client's timeout), ``malformed`` (200 with a body
+that is not JSON), ``no_choices`` (200 with an empty choices list). A wrong or missing key gets 401.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeOpenAI:
+    def __init__(self, key: str | None = None, responder=None, hang_s: float = 1.0):
+        self.key = key
+        self.script: list[str] = []
+        self.requests: list[dict] = []
+        self.responder = responder or (lambda messages: "The answer [1].")
+        self.hang_s = hang_s
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                behaviour = fake.script.pop(0) if fake.script else "ok"
+                auth = self.headers.get("Authorization", "")
+                if fake.key is not None and auth != f"Bearer {fake.key}":
+                    return self._send(401, {"error": {"message": "invalid key"}})
+                if behaviour == "hang":
+                    time.sleep(fake.hang_s)
+                    behaviour = "ok"
+                if behaviour == "429":
+                    return self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+                if behaviour == "500":
+                    return self._send(500, {"error": {"message": "boom"}})
+                if behaviour == "echo_key_500":
+                    return self._send(500, {"error": {"message": f"upstream rejected {auth}"}})
+                if behaviour == "400":
+                    return self._send(400, {"error": {"message": "bad request"}})
+                if behaviour == "malformed":
+                    return self._send_raw(200, b"{this is not json")
+                if behaviour == "no_choices":
+                    return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                            "choices": []})
+                text = fake.responder(body["messages"])
+                return self._send(200, {
+                    "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+
+            def _send(self, status, payload, headers=None):
+                self._send_raw(status, json.dumps(payload).encode(), headers)
+
+            def _send_raw(self, status, data, headers=None):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)

@@ -1,0 +1,144 @@
+"""`rerankeval compare` on small TREC files: the pipeline's comparison and verdict, as Markdown and as JSON."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from rerankeval.cli import compare as cli_compare
+from rerankeval.cli.main import main
+from tests.test_cli_evaluate import rerankeval as console
+
+REPO = Path(__file__).resolve().parents[1]
+N_QUERIES = 40
+FAST = ["--samples", "500", "--trials", "40"]
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def rerankeval(capsys):
+    """The command in this process (the imports once); ``console`` runs the installed one."""
+
+    def run(*args, check=True):
+        returncode = main([str(arg) for arg in args])
+        out = capsys.readouterr()
+        if check:
+            assert returncode == 0, out.err
+        return Result(returncode, out.out, out.err)
+
+    return run
+
+
+def write_run(path, positions, tag):
+    """Each query ranks 10 documents; its relevant one, ``rel``, at ``positions[query]`` (1-based)."""
+    lines = []
+    for query, position in enumerate(positions):
+        others = iter(f"d{k}" for k in range(10))
+        docs = ["rel" if rank == position else next(others) for rank in range(1, 11)]
+        lines += [f"Q{query:02d} Q0 {doc} {rank} {10 - rank}.5 {tag}" for rank, doc in enumerate(docs, start=1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("compare")
+    rng = np.random.default_rng(5)
+    # Judged non-relevant d0 for every query: the qrels are not positive-only.
+    (folder / "qrels.txt").write_text("".join(f"Q{q:02d} 0 rel 1\nQ{q:02d} 0 d0 0\n" for q in range(N_QUERIES)))
+    baseline = rng.integers(2, 6, N_QUERIES)
+    write_run(folder / "fusion.trec", baseline, "fusion")
+    write_run(folder / "better.trec", np.ones(N_QUERIES, dtype=int), "better")
+    write_run(folder / "copy.trec", baseline, "copy")
+    worse_on_ko = np.where(np.arange(N_QUERIES) % 2 == 0, 10, 1)
+    write_run(folder / "ko_broken.trec", worse_on_ko, "ko")
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as handle:
+        for q in range(N_QUERIES):
+            language = "ko" if q % 2 == 0 else "en"
+            handle.write(json.dumps({"_id": f"Q{q:02d}", "text": f"query {q}", "metadata": {"language": language}})
+                         + "\n")
+    return folder
+
+
+def test_json_gives_each_challengers_decision_ci_and_reasons(files):
+    out = console("compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec",
+                     "--run", files / "better.trec", "--run", f"same={files / 'copy.trec'}",
+                     "--run", files / "ko_broken.trec", "--queries", files / "queries.jsonl",
+                     "--critical-slice", "language", "--metric", "nDCG@10", "--metric", "MRR@10", "--json",
+                     *FAST).stdout
+    result = json.loads(out)
+    assert result["baseline"] == "fusion" and result["queries"] == N_QUERIES
+    assert result["rule"]["critical_slices"] == ["language=* budget 0.05"]
+    assert sorted(result["challengers"]) == ["better", "ko_broken", "same"]
+    better = result["challengers"]["better"]
+    assert better["decision"] == "ACCEPT" and better["metric"] == "nDCG@10"
+    assert better["ci"][0] > 0 and better["delta"] > 0.03 and better["confidence"] == 0.95
+    assert better["reasons"] and set(better["operating_characteristics"]) == {"at_zero", "at_min_delta"}
+    assert set(better["metrics"]) == {"nDCG@10", "RR@10"}  # MRR@10 is RR@10's alias
+    same = result["challengers"]["same"]
+    assert same["decision"] == "INCONCLUSIVE"
+    assert same["decided_by"].startswith(f"run identical to the baseline's on all {N_QUERIES} queries")
+    broken = result["challengers"]["ko_broken"]
+    assert broken["decision"] == "REJECT"
+    assert broken["decided_by"].startswith("critical slice language=ko (n=20) regresses beyond its budget")
+    assert result["unjudged"]["applicable"] is True
+
+
+def test_markdown_puts_the_decision_and_its_reason_first(files, rerankeval):
+    out = rerankeval("compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec",
+                     "--run", files / "better.trec", "--confidence", "0.9", *FAST).stdout
+    assert out.startswith(f"# rerankeval compare: {N_QUERIES} queries, baseline `fusion`")
+    assert "## Release verdict vs `fusion`" in out
+    assert "| challenger | decision | Δ nDCG@10 [90% CI] | decided by |" in out
+    assert "| `better` | **ACCEPT** |" in out
+    assert "<details><summary>Every reason and note</summary>" in out
+    assert "REJECT at effect 0" in out and "95% CI" not in out
+
+
+def test_positive_only_qrels_turn_the_unjudged_check_off(files, rerankeval):
+    (files / "positive.txt").write_text("".join(f"Q{q:02d} 0 rel 1\n" for q in range(N_QUERIES)))
+    result = json.loads(rerankeval("compare", "--qrels", files / "positive.txt", "--baseline", files / "fusion.trec",
+                                   "--run", files / "better.trec", "--json", *FAST).stdout)
+    assert result["unjudged"]["applicable"] is False
+    assert result["challengers"]["better"]["decision"] == "ACCEPT"
+    assert any("unjudged check not applicable" in note for note in result["challengers"]["better"]["notes"])
+
+
+def test_bad_input_exits_2_with_a_message(files, rerankeval):
+    base = ["compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec", *FAST]
+    no_queries = rerankeval(*base, "--run", files / "better.trec", "--critical-slice", "language", check=False)
+    assert no_queries.returncode == 2 and "--critical-slice needs --queries" in no_queries.stderr
+    unknown = rerankeval(*base, "--run", files / "better.trec", "--queries", files / "queries.jsonl",
+                         "--critical-slice", "intent", check=False)
+    assert unknown.returncode == 2 and "'intent': no query in" in unknown.stderr
+    clash = rerankeval(*base, "--run", f"fusion={files / 'better.trec'}", check=False)
+    assert clash.returncode == 2 and "named alike" in clash.stderr
+    (files / "upper.txt").write_text("q00 0 rel 1\n")
+    disjoint = rerankeval("compare", "--qrels", files / "upper.txt", "--baseline", files / "fusion.trec",
+                          "--run", files / "better.trec", check=False)
+    assert disjoint.returncode == 2 and "case included" in disjoint.stderr
+
+
+def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):
+    lines = (files / "better.trec").read_text().splitlines()
+    (files / "partial.trec").write_text("\n".join(line for line in lines if not line.startswith("Q00 ")) + "\n")
+    result = rerankeval("compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec",
+                        "--run", files / "partial.trec", "--json", *FAST)
+    assert "run 'partial' has no ranking for 1 of the 40 compared queries" in result.stderr
+    assert json.loads(result.stdout)["queries"] == N_QUERIES
+
+
+def test_defaults_are_the_pipelines():
+    conf = yaml.safe_load((REPO / "conf" / "compare" / "default.yaml").read_text())
+    release = conf["release"]
+    assert (cli_compare.DEFAULT_METRIC, cli_compare.DEFAULT_MIN_DELTA, cli_compare.DEFAULT_UNJUDGED_MARGIN) == (
+        release["primary_metric"], release["min_delta"], release["unjudged_margin"])
+    assert cli_compare.UNJUDGED_MEASURE == conf["unjudged"]["measure"]
+    demo = yaml.safe_load((REPO / "conf" / "dataset" / "demo.yaml").read_text())
+    assert {spec["budget"] for spec in demo["critical_slices"]} == {cli_compare.DEFAULT_SLICE_BUDGET}

@@ -1,0 +1,88 @@
+"""The report's verdict, first-stage and unjudged sections: read in a minute, at the configured confidence level."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rerankeval.report import markdown as md
+from rerankeval.stats.comparison import CompareConfig, RunFacts, compare
+
+QUERIES = [f"q{i:02d}" for i in range(40)]
+FLAG = "the comparison baseline is broken on this collection: fusion (fused) is 0.550 below bm25 on nDCG@10"
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    base = np.linspace(0.2, 0.6, 40)
+    rows = [{"system": system, "query_id": query, "nDCG@10": value, "Judged@10": 1.0}
+            for system, values in (("fusion", base), ("model", base + 0.1), ("copy", base))
+            for query, value in zip(QUERIES, values)]
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 1000,
+                                    "permutations": 1000, "confidence": 0.9,
+                                    "simulation": {"trials": 100, "samples": 500},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03,
+                                                "unjudged_margin": 0.1,
+                                                "critical_slices": [{"column": "language", "budget": 0.05}]}},
+                                   "compare")
+    slices = pd.DataFrame({"language": ["ko"] * 20 + ["en"] * 20}, index=QUERIES)
+    return compare(pd.DataFrame(rows), slices, settings, settings.release,
+                   RunFacts(identical_to_baseline={"copy": 40}, baseline_flag=FLAG,
+                            positive_only="the qrels judge no document non-relevant (no grade <= 0)"))
+
+
+def test_the_verdict_table_gives_the_decision_and_the_one_reason(outputs):
+    _, verdicts = outputs
+    text = md.verdict_section(verdicts)
+    assert f"> ⚠ **{FLAG}.** No verdict against it is a bare ACCEPT." in text
+    assert "| challenger | decision | Δ nDCG@10 [90% CI] | decided by |" in text
+    assert "| `model` | **INCONCLUSIVE** | +0.1000 [+0.1000, +0.1000] | " + FLAG in text
+    assert "| `copy` | **INCONCLUSIVE** | +0.0000 [+0.0000, +0.0000] | run identical to the baseline's" in text
+    assert "a critical slice REJECTs only when its 95% CI (adjusted for 2 slices)" in text
+    assert "a slice under 20 queries can only block ACCEPT" in text
+    table_rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert all(line.count("|") == 5 for line in table_rows[:2])  # one reason per row, no <br> walls
+    assert "<br>" not in text
+    assert "| challenger | REJECT at effect 0 | ACCEPT at effect 0 | ACCEPT at +0.0300 | REJECT at +0.0300 |" in text
+    assert "100 trials per effect" in text and "±5.0 points" in text
+    details = text[text.index("<details>"):]
+    assert "**`model`: INCONCLUSIVE**" in details and "- note: unjudged check not applicable" in details
+    assert details.rstrip().endswith("</details>")
+
+
+def test_positive_only_qrels_show_the_unjudged_watch_as_not_applicable(outputs):
+    result, _ = outputs
+    text = md.unjudged_section(result)
+    assert text.startswith("## Unjudged watch: not applicable\n\nThe qrels judge no document non-relevant")
+    assert "unjudged rate" not in text.split("\n\n", 1)[1].lower().replace("check the unjudged rate", "")
+    metrics = {"systems": {"fusion": {"nDCG@10": 0.5, "Judged@10": 0.3}, "model": {"nDCG@10": 0.6, "Judged@10": 0.2}}}
+    every = md.all_metrics_section(metrics, ["Judged@10"])
+    assert "| `fusion` | 0.5000 | n/a |" in every and "n/a: measures that need judged non-relevant" in every
+
+
+def test_headers_show_the_configured_confidence(outputs):
+    result, _ = outputs
+    assert "| challenger | metric | baseline | challenger | Δ mean | 90% CI |" in md.deltas_section(result)
+    slices = md.slices_section(result, "nDCG@10", plots=None)
+    assert "with 90% CI" in slices and "![slice deltas]" not in slices
+    assert "95%" not in md.deltas_section(result) + slices
+
+
+def test_the_first_stage_section_names_the_best_and_the_flag():
+    sanity = {"metric": "nDCG@10", "confidence": 0.95, "queries": 40, "random": 0.05, "best": "bm25",
+              "best_component": "bm25", "baseline": "fusion", "flag": FLAG,
+              "fusion_vs_best_component": {"delta": -0.55, "low": -0.6, "high": -0.5},
+              "retrievers": {"bm25": {"mean": 0.8, "at_random_floor": False,
+                                      "vs_random": {"delta": 0.75, "low": 0.7, "high": 0.8}},
+                             "dense": {"mean": 0.06, "at_random_floor": True,
+                                       "vs_random": {"delta": 0.01, "low": -0.02, "high": 0.04}},
+                             "hybrid": {"mean": 0.25, "at_random_floor": False,
+                                        "vs_random": {"delta": 0.2, "low": 0.15, "high": 0.25}}}}
+    first_stage = {name: {"Success@100": 1.0, "R@100": 0.9, "nDCG@10": mean, "RR@10": mean}
+                   for name, mean in (("bm25", 0.8), ("dense", 0.06), ("hybrid", 0.25))}
+    text = md.first_stage_section(first_stage, 100, sanity)
+    assert "Δ nDCG@10 vs random [95% CI]" in text
+    assert "| dense | 1.0000 | 0.9000 | 0.0600 | 0.0600 | +0.0100 [-0.0200 .. +0.0400] ⚠ at the random floor |" in text
+    assert "Best first stage on nDCG@10: **bm25** (0.8000)." in text
+    assert "Fusion (hybrid) vs its best component (bm25): -0.5500 [-0.6000 .. -0.5000]." in text
+    assert f"⚠ **{FLAG}.**" in text
+    assert "vs random" not in md.first_stage_section(first_stage, 100)  # without the check: the plain table

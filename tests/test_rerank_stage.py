@@ -1,0 +1,127 @@
+"""The rerank stage as DVC runs it (pipeline.rerank.run): its run file is byte-identical across reruns, a deadline gives
+the same fallbacks cold and warm, the report counts them per system, and a run copied over another's is refused."""
+
+import shutil
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rerankeval.core.errors import ContractError
+from rerankeval.core.io import write_table
+from rerankeval.data.beir import load_beir
+from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
+from rerankeval.pipeline import rerank
+from rerankeval.pipeline.runs import load_latencies, load_runs
+from rerankeval.rerank.latency import summarise_latency
+from rerankeval.report.markdown import cost_section
+from rerankeval.retrieval.candidates import write_candidates
+from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from rerankeval.systems import FUSION_FALLBACK, PairBatch, PairScorerConfig, register_pair_scorer
+from tests.test_params import composed
+from tests.test_retrieval import FakeRetriever, PriorRetriever
+
+
+class SlowOnKoreanConfig(PairScorerConfig):
+    seconds_per_pair: float = 0.02
+
+
+class SlowOnKorean:
+    """Word overlap; a Korean query costs ``seconds_per_pair`` a pair, any other a twentieth of it."""
+
+    def __init__(self, config: SlowOnKoreanConfig):
+        self.config = config
+
+    def fingerprint(self) -> dict:
+        return {"scorer": "slow_on_korean/v1", "seconds_per_pair": self.config.seconds_per_pair}
+
+    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
+        korean = any("\uac00" <= character <= "\ud7a3" for character in query)
+        for start in range(0, len(passages), 2):
+            indices = np.arange(start, min(start + 2, len(passages)))
+            time.sleep(self.config.seconds_per_pair * len(indices) / (1 if korean else 20))
+            yield PairBatch(indices, np.array([len(set(query.split()) & set(passages[i].split())) for i in indices],
+                                              dtype=float))
+
+    def describe(self) -> dict:
+        return {"scorer": "slow on Korean"}
+
+
+register_pair_scorer("test_slow_on_korean", SlowOnKoreanConfig)(lambda config, context: SlowOnKorean(config))
+
+
+@pytest.fixture
+def stage(tmp_path, tiny_beir):
+    """A snapshot, frozen candidates and params.yaml with the fusion baseline and a pair scorer with a deadline."""
+    write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
+    snapshot = Snapshot(tmp_path / "snapshot")
+    config = RetrievalConfig(top_n=5, fusion_depth=5)
+    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config,
+                    lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                     frozen.passages, {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict()})
+    params = composed()
+    params["dataset"] = {"name": "tiny", "path": str(tiny_beir)}
+    # 5 pairs of a Korean query take 0.1 s (over the deadline after 4), of an English one 0.005 s.
+    params["systems"] = {"fusion": params["systems"]["fusion"],
+                         "slow": {"kind": "test_slow_on_korean", "depth": 5, "deadline_s": 0.06,
+                                  "cache_dir": str(tmp_path / "cache"), "depends_on": "tests"}}
+    params["system_names"] = list(params["systems"])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return tmp_path
+
+
+def run_stage(folder, system, tag):
+    run, latency = folder / f"run_{system}{tag}.parquet", folder / f"latency_{system}{tag}.parquet"
+    rerank.run(system, folder / "params.yaml", folder / "snapshot", folder / "candidates.parquet", run, latency)
+    return run, latency
+
+
+def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cache(stage, capsys):
+    cold_run, cold_latency = run_stage(stage, "slow", "_cold")
+    warm_run, warm_latency = run_stage(stage, "slow", "_warm")
+    cold, warm = pd.read_parquet(cold_latency), pd.read_parquet(warm_latency)
+    assert cold["cache_hits"].sum() == 0 and warm["cache_hits"].sum() > 0
+    # The same queries fall back, cold or warm: the Korean ones (q0, q2, q4 of the test split).
+    expected = ["q0", "q2", "q4"]
+    for latency in (cold, warm):
+        assert sorted(latency.loc[latency["mode"] == FUSION_FALLBACK, "query_id"]) == expected
+        assert latency.loc[latency["mode"] == FUSION_FALLBACK, "reason"].str.startswith("deadline: ").all()
+    assert cold_run.read_bytes() == warm_run.read_bytes()  # timing lives in the latency table only
+    assert "3 fallbacks" in capsys.readouterr().out
+
+    first, _ = run_stage(stage, "fusion", "_a")
+    second, _ = run_stage(stage, "fusion", "_b")
+    assert first.read_bytes() == second.read_bytes()
+
+    # The report's latency table counts the fallbacks (the missed deadlines) per system.
+    summary = summarise_latency(warm, warmup_queries=0)
+    assert summary["fallbacks"] == 3 and summary["queries"] == 6
+    section = cost_section({"slow": {**summary, "tokens_per_s": None, "pair_tokens_p50": None,
+                                     "pair_tokens_p95": None, "truncation_rate": None, "cost_per_1k_queries": 0.0}},
+                           1.0)
+    assert "| `slow` | 6 | 3 |" in section and "| system | queries | fallbacks |" in section
+
+
+def test_a_run_copied_over_another_systems_or_from_other_candidates_is_refused(stage):
+    run_stage(stage, "fusion", "")
+    pattern = str(stage / "run_{system}.parquet")
+    shutil.copy(stage / "run_fusion.parquet", stage / "run_oracle.parquet")
+    with pytest.raises(ContractError, match=r"run_oracle.parquet: this run was written for system 'fusion', not "
+                                            r"'oracle' \(a file copied over another\?\)"):
+        load_runs(pattern, ["oracle"])
+    assert set(load_runs(pattern, ["fusion"], str(stage / "candidates.parquet"))) == {"fusion"}
+    candidates = pd.read_parquet(stage / "candidates.parquet")
+    write_table(stage / "other.parquet", pa_table(candidates.assign(bm25_score=candidates["bm25_score"] + 1)))
+    with pytest.raises(ContractError, match=r"run_fusion.parquet: reranked candidates \w+, but .*other.parquet is now"):
+        load_runs(pattern, ["fusion"], str(stage / "other.parquet"))
+    assert len(load_latencies(str(stage / "latency_{system}.parquet"), ["fusion"])["fusion"]) == 6
+
+
+def pa_table(frame):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)

@@ -1,0 +1,82 @@
+"""What the fine-tuned reranker trains on: the dataset's train split, or, for a dataset without one (most BEIR sets),
+the declared fallback's (train.fallback_path); the model card records which and the report says it."""
+
+import functools
+
+import pytest
+import yaml
+
+from rerankeval.core.errors import CollectionError, ConfigError
+from rerankeval.data.beir import load_beir
+from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
+from rerankeval.pipeline import train as train_stage
+from rerankeval.report.training import training_section
+from rerankeval.retrieval.candidates import write_candidates
+from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from tests.test_params import composed
+from tests.test_retrieval import FakeRetriever, PriorRetriever
+
+fake_freeze = functools.partial(freeze, lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+
+
+@pytest.fixture
+def stage(tmp_path, tiny_beir, monkeypatch):
+    """Runs the train stage on the tiny collection (all splits, or some) with freeze and training faked."""
+    seen = {}
+
+    def fake_train(training_set, config, source):
+        seen.update(training_set=training_set, source=source)
+        return {"split": config.split, "source": source, "train_queries": training_set.stats["split_queries"],
+                "data": training_set.stats, "steps": config.steps, "train_s": 0.0, "pairs_per_s": 0.0}
+
+    monkeypatch.setattr(train_stage, "freeze", fake_freeze)
+    monkeypatch.setattr(train_stage, "train", fake_train)
+
+    def run(splits, eval_split="test", **train_overrides):
+        write_snapshot(load_beir(tiny_beir, splits), tmp_path / "snapshot", source={})
+        snapshot = Snapshot(tmp_path / "snapshot")
+        frozen = fake_freeze(snapshot.table("corpus"), snapshot.table("queries"),
+                             RetrievalConfig(top_n=24, fusion_depth=24))
+        write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                         frozen.passages, {"snapshot": retrieval_inputs(snapshot)})
+        params = composed()
+        params["dataset"] = {"name": "tiny", "path": str(tiny_beir), "splits": splits, "eval_split": eval_split}
+        params["train"].update(negatives_per_positive=1, batch_size=4, holdout=0, **train_overrides)
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        train_stage.run(tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet")
+        return seen
+
+    return run
+
+
+def test_a_dataset_with_a_train_split_trains_on_it(stage, capsys):
+    seen = stage(None)
+    assert seen["source"] == {"dataset": "tiny", "path": seen["source"]["path"], "split": "train", "fallback": False}
+    assert set(seen["training_set"].examples["query_id"]) == {"q6", "q7"}
+    assert "train: on the 'train' split of" in capsys.readouterr().out
+
+
+def test_a_dataset_without_one_trains_on_the_declared_fallback_and_the_report_says_so(stage, tiny_beir):
+    seen = stage(["test"], fallback_path=str(tiny_beir))
+    assert seen["source"] == {"dataset": "tiny", "path": str(tiny_beir), "split": "train", "fallback": True,
+                              "reason": f"{tiny_beir} has no split 'train'"}
+    assert set(seen["training_set"].examples["query_id"]) == {"q6", "q7"}  # the fallback's train queries
+    card = {"source": seen["source"], "train_queries": 2, "steps": 200}
+    systems = {"fusion": {"kind": "fusion"}, "ce": {"kind": "cross_encoder", "model": "data/models/ce-minilm-ft/"}}
+    assert training_section(card, "data/models/ce-minilm-ft", systems) == (
+        f"- Fine-tuned `ce`: trained on the fallback, the `train` split of `{tiny_beir}` ({tiny_beir} has no split "
+        "'train'; train.fallback_path), 2 queries, 200 steps.")
+    own = {**card, "source": {"split": "train", "fallback": False}}
+    assert training_section(own, "data/models/ce-minilm-ft", systems) == (
+        "- Fine-tuned `ce`: trained on the `train` split of this dataset, 2 queries, 200 steps.")
+    assert training_section(card, "data/models/other", systems) == ""  # no system uses the trained model
+
+
+def test_no_train_split_and_no_usable_fallback_is_refused_with_the_fix(stage, tmp_path, tiny_beir):
+    with pytest.raises(ConfigError, match=r"no 'train' split to train on \(splits: \['test'\]\) and "
+                                          r"train.fallback_path is not set. Fix: set train.fallback_path"):
+        stage(["test"], fallback_path=None)
+    with pytest.raises(CollectionError, match=r"train.fallback_path: .*dev.tsv: missing; available splits"):
+        stage(["test"], fallback_path=str(tiny_beir), split="dev")
+    with pytest.raises(ConfigError, match=r"train.split 'train' is the evaluation split \(dataset.eval_split\)"):
+        stage(None, eval_split="train")
