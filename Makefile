@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: demo test bench repro clean-runs
+.PHONY: demo test test-all bench repro clean-runs
 
 $(INSTALLED): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,12 @@ demo: $(INSTALLED)
 
 repro: demo
 
+# The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
 test: $(SERVE_INSTALLED)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
+
+test-all: test
+	$(BIN)/python -m pytest -m slow
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

@@ -98,7 +98,7 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     assert routed["composite_pairs"]["scored"] == 0 and routed["composite_pairs"]["from_cache"] > 0
     # The verdict's latency is the dedicated measurement of each system, not the quality run's timings.
     verdicts = json.loads((project / "reports" / "verdicts.json").read_text())
-    assert set(verdicts["latency_source"]) == set(SYSTEMS)
+    assert set(verdicts["latency_source"]) == {*SYSTEMS, *CONFIGURATIONS}
     assert all(source.startswith("in-process, 3 queries x 3 rounds") for source in verdicts["latency_source"].values())
     assert json.loads((project / "reports" / "loadtest.json").read_text())["ran"] is False
 
@@ -112,7 +112,7 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     run_metadata = pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata
     forced = dvc(project, "repro", "--force")
     # Nothing a measurement depends on changed: every system keeps its latency measurement (no model loads for it).
-    assert forced.count("unchanged since its last measurement, kept") == len(SYSTEMS)
+    assert forced.count("unchanged since its last measurement, kept") == len(SYSTEMS) + len(CONFIGURATIONS)
     assert pq.read_schema(project / "data" / "runs" / "run_ce_minilm_ft.parquet").metadata == run_metadata
     for name, content in frozen.items():
         assert (project / "reports" / name).read_bytes() == content, f"{name} changed on a forced rerun"

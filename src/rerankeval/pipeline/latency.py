@@ -18,6 +18,7 @@ from ..systems import BuildContext, build_system, parse_system_config
 from . import loadtest
 from .eval_queries import eval_queries, heads
 from .params import load_params
+from .rerank import split_candidates
 from .runs import system_file
 
 MEASUREMENT_VERSION = "latency/v1"
@@ -29,7 +30,9 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     settings = params.serving.latency
     snapshot, candidates, queries = eval_queries(params, snapshot_dir, candidates_path,
                                                  settings.queries + settings.warmup_queries)
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems)
+    # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,
+                           candidates_of=split_candidates(snapshot, candidates_path))
     out_dir = Path(out_dir)
     for stale in out_dir.glob("*.json") if out_dir.is_dir() else []:
         if stale.stem not in params.system_names:
