@@ -14,6 +14,20 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict | None = None) -> None:
+    """A JSON reply from a fake server's handler; a client that gave up (its timeout) is no error."""
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 class FakeOpenAI:
     def __init__(self, key: str | None = None, responder=None, hang_s: float = 1.0):
         self.key = key
@@ -58,19 +72,10 @@ class FakeOpenAI:
                     "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
 
             def _send(self, status, payload, headers=None):
-                self._send_raw(status, json.dumps(payload).encode(), headers)
+                send_json(self, status, json.dumps(payload).encode(), headers)
 
             def _send_raw(self, status, data, headers=None):
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for name, value in (headers or {}).items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                    pass
+                send_json(self, status, data, headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

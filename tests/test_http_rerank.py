@@ -14,6 +14,7 @@ from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems import FUSION_FALLBACK, RERANKED, BuildContext, Query, build_system
+from tests.fake_openai import send_json
 
 CONTEXT = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))
 SECRET = "sk-test-7f3a9c0e1d2b4a6f"
@@ -56,14 +57,7 @@ class FakeApi(BaseHTTPRequestHandler):
                                  "usage": {"total_tokens": 10 * len(documents)}}, {"x-compute-time": "1.5"})
 
     def _reply(self, status, payload, headers=None):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, json.dumps(payload).encode(), headers)
 
     def log_message(self, *args):  # keep the test output clean
         pass

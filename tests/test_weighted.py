@@ -68,6 +68,16 @@ def _collection(tmp_path, weights=None, traffic=None):
     return folder
 
 
+def test_a_measure_undefined_on_a_query_is_weighted_over_its_domain():
+    """An unanswerable question has no nDCG (NaN): weighted means and deltas leave it out, as the macro ones do."""
+    per_query = pd.DataFrame({"system": ["base"] * 4 + ["new"] * 4, "query_id": ["a", "b", "c", "u"] * 2,
+                              "m": [0.0, 0.0, 1.0, np.nan, 1.0, 0.0, 1.0, np.nan]})
+    result = weighted_comparison(per_query, pd.Series({"a": 2.0, "b": 1.0, "c": 1.0, "u": 5.0}), ["base", "new"],
+                                 ["m"], "base", n_samples=200, seed=1, confidence=0.95)
+    assert result["queries"] == 3 and result["total_weight"] == 4.0
+    assert result["comparisons"][0]["weighted"] == pytest.approx(0.5)
+
+
 def test_weights_come_from_metadata_or_a_traffic_file_into_the_queries_table(tmp_path):
     assert "weight" not in load_beir(_collection(tmp_path)).queries.column_names
     from_metadata = load_beir(_collection(tmp_path / "m", weights=[5, 0.5, 0])).queries

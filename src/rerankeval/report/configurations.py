@@ -21,6 +21,9 @@ from .markdown import fmt, table
 
 def _interval(values: np.ndarray, boot: Mapping[str, Any], scale: float = 1.0, digits: int = 4,
               percent: bool = False) -> str:
+    values = values[np.isfinite(values)]  # a measure's domain: queries where it is defined (stats.domains)
+    if not len(values):
+        return "n/a"
     result = bootstrap_ci(values, **boot)
     mean, low, high = (float(x[0]) * scale for x in (result.mean, result.low, result.high))
     if percent:

@@ -51,7 +51,8 @@ def precision_rows(pairs: Sequence[tuple[str, str]], per_query: pd.DataFrame, la
     rows = []
     values = per_query.pivot(index="query_id", columns="system", values=measure)
     for variant, twin in pairs:
-        delta = bootstrap_ci((values[variant] - values[twin]).to_numpy(dtype=np.float64), **boot)
+        # Over the measure's domain: queries where it is defined (an unanswerable question has no nDCG).
+        delta = bootstrap_ci((values[variant] - values[twin]).dropna().to_numpy(dtype=np.float64), **boot)
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1).dropna()
         replicates = bootstrap_means(seconds.to_numpy(dtype=np.float64), n_samples=boot["n_samples"],

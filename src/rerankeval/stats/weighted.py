@@ -73,17 +73,19 @@ def weighted_comparison(per_query: pd.DataFrame, weights: pd.Series, systems: Se
             if system != baseline:
                 deltas.append((system, metric, columns[-1] - frames[baseline][metric].reindex(query_ids).to_numpy()))
     boot = {"n_samples": n_samples, "seed": seed, "confidence": confidence}
-    means = weighted_bootstrap_ci(np.column_stack(columns), weight, **boot)
+    # A measure undefined on some queries (NaN) is averaged over its domain: the queries where it is defined.
+    domain = np.isfinite(np.column_stack(columns)).all(axis=1)
+    means = weighted_bootstrap_ci(np.column_stack(columns)[domain], weight[domain], **boot)
     table: dict[str, dict[str, Any]] = {}
     for j, (system, metric) in enumerate((s, m) for s in systems for m in metrics):
-        table.setdefault(system, {})[metric] = _entry(means, j, columns[j].mean())
+        table.setdefault(system, {})[metric] = _entry(means, j, columns[j][domain].mean())
     comparisons = []
     if deltas:
-        intervals = weighted_bootstrap_ci(np.column_stack([d for _, _, d in deltas]), weight, **boot)
-        comparisons = [{"challenger": system, "metric": metric, **_entry(intervals, j, delta.mean())}
+        intervals = weighted_bootstrap_ci(np.column_stack([d for _, _, d in deltas])[domain], weight[domain], **boot)
+        comparisons = [{"challenger": system, "metric": metric, **_entry(intervals, j, delta[domain].mean())}
                        for j, (system, metric, delta) in enumerate(deltas)]
-    return {"queries": int(len(query_ids)), "total_weight": round(float(weight.sum()), 6),
-            "effective_queries": round(means.effective_queries, 2), "zero_weight_queries": int((weight == 0).sum()),
+    return {"queries": int(domain.sum()), "total_weight": round(float(weight[domain].sum()), 6),
+            "effective_queries": round(means.effective_queries, 2), "zero_weight_queries": int((weight[domain] == 0).sum()),
             "systems": table, "comparisons": comparisons}
 
 
