@@ -135,6 +135,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                                               {s: m.get("describe", {}) for s, m in inputs.run_metadata.items()})
     tables = inputs.manifest["tables"]
     context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
+               "ranked_queries": inputs.verdicts.get("verdict_queries"),
                "no_relevant": evaluation.no_relevant,
                "snapshot": {name: entry["content_sha256"] for name, entry in tables.items()},
                "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}

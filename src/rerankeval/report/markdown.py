@@ -39,8 +39,11 @@ def header_section(context: Mapping[str, Any]) -> str:
     return "\n".join([
         f"# rerankeval report: {context['dataset']}",
         "",
-        f"- Evaluated split: `{context['split']}`, {context['queries']} queries "
-        f"(queries without a relevant document: {context['no_relevant']}).",
+        f"- Evaluated split: `{context['split']}`, {context['queries']} queries " + (
+            f"({context['queries'] - context['ranked_queries']} without a relevant document, kept as abstention "
+            f"cases: ranking measures average over the other {context['ranked_queries']})."
+            if context.get("ranked_queries") not in (None, context["queries"])
+            else f"(queries without a relevant document: {context['no_relevant']})."),
         f"- Snapshot content sha256: corpus `{snapshot['corpus'][:12]}`, queries `{snapshot['queries'][:12]}`, "
         f"qrels `{snapshot['qrels'][:12]}`.",
         f"- Candidates: fused top-{retrieval['top_n']} of BM25 (k1={retrieval['bm25']['k1']}, b={retrieval['bm25']['b']}) "

@@ -26,13 +26,15 @@ from .config import LatencyConfig
 SOURCE_IN_PROCESS, SOURCE_LOADTEST = "in-process", "load test"
 
 
-def score_uncached(system: System, query: QueryCandidates) -> None:
-    """Score one query as a cold request: a pair scorer bypasses its pair-score cache."""
+def score_uncached(system: System, query: QueryCandidates) -> float:
+    """Score one query as a cold request: a pair scorer bypasses its pair-score cache. Returns the compute seconds
+    of cache hits it could not bypass (a composite's components read the cache): the caller charges them, as
+    measured when those pairs were scored, so a blend of a cached cross-encoder costs what the cross-encoder does."""
     if isinstance(system, PairSystem):
         for _ in system.scorer.score_batches(query.query_text, query.passages):
             pass
-    else:
-        system.score(query)
+        return 0.0
+    return system.score(query).replayed_s
 
 
 def percentiles_ms(seconds: Sequence[float]) -> dict[str, float | None]:
@@ -75,11 +77,11 @@ def measure_latency(system: System, queries: Sequence[QueryCandidates], settings
 def _timed(system: System, query: QueryCandidates) -> tuple[float, int]:
     started = time.perf_counter()
     try:
-        score_uncached(system, query)
+        replayed_s = score_uncached(system, query)
         failed = 0
-    except ScoringFailure:  # a failed query still cost its time until it failed
-        failed = 1
-    return time.perf_counter() - started, failed
+    except ScoringFailure as failure:  # a failed query still cost its time until it failed
+        replayed_s, failed = getattr(failure, "replayed_s", 0.0), 1
+    return time.perf_counter() - started + replayed_s, failed
 
 
 def loadtest_p95(loadtest: Mapping[str, Any] | None, system: str) -> float | None:
