@@ -24,6 +24,7 @@ from pydantic import field_validator
 
 from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.hashing import sha256_text
+from ..core.progress import Progress
 from .base import (BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, check_deadline,
                    register_system)
 from .cache import PairScore, ScoreCache, cache_dir
@@ -93,7 +94,10 @@ class PairSystem(System):
         prepare = getattr(self.scorer, "prepare", None)
         if items and prepare is not None:  # e.g. load the model, now that a pair needs it (outside per-query guards)
             prepare()
-        results = {result.query_id: result for result in self.executor.run(self.scorer, items, store)}
+        progress, results = Progress("rerank: scoring", len(items), unit="queries"), {}
+        for result in self.executor.run(self.scorer, items, store):
+            results[result.query_id] = result
+            progress.update()
         for query in queries:
             if query.query_id in outcomes:
                 continue
