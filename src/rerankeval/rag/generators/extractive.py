@@ -88,12 +88,14 @@ class ExtractiveGenerator(Generator):
     def best_sentence(self, question: str, passages: Sequence[str]) -> tuple[float, int, str, set[str]]:
         """(evidence, passage index, sentence, question tokens) of the best sentence; evidence 0 when none."""
         wanted = content_tokens(question)
-        total = sum(self.idf(t) for t in wanted)
+        # fsum: exactly rounded whatever the order, and a set's order changes with each process's hash seed (a plain
+        # sum made a tie between two passages go either way, so answers differed between reruns).
+        total = math.fsum(self.idf(t) for t in wanted)
         best = (0.0, -1, "", wanted)
         for index, passage in enumerate(passages):
             for sentence in sentences(passage):
                 found = wanted & set(tokenize(sentence))
-                score = sum(self.idf(t) for t in found) / total if total else 0.0
+                score = math.fsum(self.idf(t) for t in found) / total if total else 0.0
                 if score > best[0]:
                     best = (score, index, sentence, wanted)
         return best
