@@ -9,10 +9,11 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import RERANKED, SKIPPED, Query, QueryCandidates, build_system
+from rerankeval.systems import RERANKED, SKIPPED, Query, QueryCandidates, SplitCandidates, build_system
 from rerankeval.systems.composite.components import normalise, pair_counts
 from rerankeval.systems.composite.features import DEFAULT_IDENTIFIER_PATTERN, QueryFeatures
-from tests.composite_fixtures import QUERIES, SCORED, candidates, context, order, systems  # noqa: F401, F811  (fixture)
+from tests.composite_fixtures import (QRELS, QUERIES, SCORED, candidates, context, order,  # noqa: F401, F811
+                                      systems)  # (fixture)
 
 
 def test_normalisations_by_hand():
@@ -54,7 +55,7 @@ def test_blend_weight_is_fit_on_the_train_split_not_the_evaluated_one(systems):
 
     def candidates_of(split):
         asked.append(split)
-        return train, train_queries
+        return SplitCandidates(train, train_queries, QRELS, {"split": split, "fallback": False})
 
     shared = context(systems, candidates_of=candidates_of)
     system = build_system("blend", systems["blend"], shared)
@@ -74,8 +75,8 @@ def test_blend_fit_uses_the_queries_held_out_of_the_models_training(systems, tmp
     systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"],
                         "weight": "fit", "weight_grid": [0.0, 1.0], "fit": {"split": "train"}}
     train_queries = {"t1": Query("t1", "first"), "t2": Query("t2", "second")}
-    system = build_system("blend", systems["blend"], context(systems, candidates_of=lambda split: (
-        candidates(("t1", "t2")), train_queries)))
+    system = build_system("blend", systems["blend"], context(systems, candidates_of=lambda split: SplitCandidates(
+        candidates(("t1", "t2")), train_queries, QRELS, {"split": split, "fallback": False})))
     assert system.fit["queries"] == queries and system.fit["in_sample"] == in_sample
     assert system.fit["held_out_of_training"] == bool(held_out)
 

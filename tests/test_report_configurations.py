@@ -78,3 +78,17 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
     assert "| 50% [" in text and "| 0 / 60 |" in text  # skip rate with its CI; pairs scored / from the cache
     assert "No configuration beats `fusion` with a CI above 0" in text
     assert "1 of them lose, 0 gain" in text and "| a | PAY-1042 retry? | -0.5000 |" in text
+
+
+def test_a_blend_fitted_on_the_fallback_says_where():
+    from rerankeval.report.configurations import _what
+
+    fit = {"split": "train", "queries": 30, "measure": "nDCG@10", "curve": [{"mean": 0.61}, {"mean": 0.64}],
+           "held_out_of_training": True, "in_sample": [],
+           "source": {"path": "datasets/demo", "fallback": True, "reason": "cranfield has no split 'train'"}}
+    text = _what("blend", {"blend": "0.45 x ce + 0.55 x fusion", "fit": fit})
+    assert text == ("0.45 x ce + 0.55 x fusion; weight fitted on the train split of the fallback `datasets/demo` "
+                    "(cranfield has no split 'train') (30 queries held out of the model's training, best mean "
+                    "nDCG@10 0.6400 over 2 weights)")
+    own = _what("blend", {"blend": "b", "fit": {**fit, "source": {"fallback": False}}})
+    assert "weight fitted on the train split (30 queries" in own

@@ -1,5 +1,6 @@
-"""What the fine-tuned reranker trains on: the dataset's train split, or, for a dataset without one (most BEIR sets),
-the declared fallback's (train.fallback_path); the model card records which and the report says it."""
+"""What the fine-tuned reranker trains on and a blend fits its weight on: the dataset's train split, or, for a dataset
+without one (most BEIR sets), the declared fallback's (train.fallback_path); the model card and the blend's fit record
+say which and the report says it."""
 
 import functools
 
@@ -9,10 +10,12 @@ import yaml
 from rerankeval.core.errors import CollectionError, ConfigError
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
-from rerankeval.pipeline import train as train_stage
+from rerankeval.pipeline import splits, train as train_stage
+from rerankeval.pipeline.params import load_params
 from rerankeval.report.training import training_section
 from rerankeval.retrieval.candidates import write_candidates
 from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from rerankeval.systems import BuildContext, build_system
 from tests.test_params import composed
 from tests.test_retrieval import FakeRetriever, PriorRetriever
 
@@ -29,7 +32,7 @@ def stage(tmp_path, tiny_beir, monkeypatch):
         return {"split": config.split, "source": source, "train_queries": training_set.stats["split_queries"],
                 "data": training_set.stats, "steps": config.steps, "train_s": 0.0, "pairs_per_s": 0.0}
 
-    monkeypatch.setattr(train_stage, "freeze", fake_freeze)
+    monkeypatch.setattr(splits, "freeze", fake_freeze)
     monkeypatch.setattr(train_stage, "train", fake_train)
 
     def run(splits, eval_split="test", **train_overrides):
@@ -73,10 +76,29 @@ def test_a_dataset_without_one_trains_on_the_declared_fallback_and_the_report_sa
 
 
 def test_no_train_split_and_no_usable_fallback_is_refused_with_the_fix(stage, tmp_path, tiny_beir):
-    with pytest.raises(ConfigError, match=r"no 'train' split to train on \(splits: \['test'\]\) and "
+    with pytest.raises(ConfigError, match=r"no 'train' split \(splits: \['test'\]\) and "
                                           r"train.fallback_path is not set. Fix: set train.fallback_path"):
         stage(["test"], fallback_path=None)
     with pytest.raises(CollectionError, match=r"train.fallback_path: .*dev.tsv: missing; available splits"):
         stage(["test"], fallback_path=str(tiny_beir), split="dev")
     with pytest.raises(ConfigError, match=r"train.split 'train' is the evaluation split \(dataset.eval_split\)"):
         stage(None, eval_split="train")
+
+
+def test_a_blend_weight_fit_on_a_dataset_without_the_split_uses_the_fallback(stage, tmp_path, tiny_beir):
+    stage(["test"], fallback_path=str(tiny_beir))
+    params = load_params(tmp_path / "params.yaml")
+    snapshot = Snapshot(tmp_path / "snapshot")
+    candidates_of = splits.split_candidates(params, snapshot, tmp_path / "candidates.parquet")
+    systems = {"fusion": {"kind": "fusion", "depth": 5},
+               "blend": {"kind": "blend", "depth": 5, "components": ["column:bm25_score", "fusion"],
+                         "weight": "fit", "weight_grid": [0.0, 0.5, 1.0], "fit": {"split": "train"}}}
+    # The evaluated snapshot's qrels hold no train query: the fit must score against the fallback's.
+    qrels = snapshot.table("qrels").to_pandas()
+    assert not set(qrels["query_id"]) & {"q6", "q7"}
+    blend = build_system("blend", systems["blend"], BuildContext(qrels=qrels, systems=systems,
+                                                                 candidates_of=candidates_of))
+    assert blend.fit["source"] == {"dataset": "tiny", "path": str(tiny_beir), "split": "train", "fallback": True,
+                                   "reason": f"{tiny_beir} has no split 'train'"}
+    assert blend.fit["queries"] == 2 and all(point["queries"] == 2 for point in blend.fit["curve"])
+    assert candidates_of("train") is candidates_of("train")  # frozen once per process

@@ -18,8 +18,8 @@ from ..systems import BuildContext, build_system, parse_system_config
 from . import loadtest
 from .eval_queries import eval_queries, heads
 from .params import load_params
-from .rerank import split_candidates
 from .runs import system_file
+from .splits import split_candidates
 
 MEASUREMENT_VERSION = "latency/v1"
 
@@ -32,7 +32,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
                                                  settings.queries + settings.warmup_queries)
     # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).
     context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,
-                           candidates_of=split_candidates(snapshot, candidates_path))
+                           candidates_of=split_candidates(params, snapshot, candidates_path))
     out_dir = Path(out_dir)
     for stale in out_dir.glob("*.json") if out_dir.is_dir() else []:
         if stale.stem not in params.system_names:

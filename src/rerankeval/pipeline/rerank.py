@@ -6,8 +6,6 @@ import resource
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from ..core.errors import ConfigError
 from ..core.hashing import sha256_file
 from ..core.io import table_metadata, write_table
@@ -15,25 +13,11 @@ from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
-from ..retrieval.candidates import load_candidates
-from ..systems import BuildContext, Query, build_system, parse_system_config
+from ..systems import BuildContext, build_system, parse_system_config
 from ..systems.base import FUSION_FALLBACK
 from ..systems.composite.components import pair_counts
 from .params import load_params
-
-
-def split_candidates(snapshot: Snapshot, candidates_path: str | Path):
-    """``candidates_of(split)``: that split's candidates (verified against their hashes) and query views, read from
-    the frozen candidates."""
-
-    def candidates_of(split: str) -> tuple[pd.DataFrame, dict[str, Query]]:
-        queries = snapshot.queries_of(split)
-        candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
-        labels = [column for column in snapshot.slice_columns if column in queries.columns]
-        return candidates, {row["query_id"]: Query(row["query_id"], row["text"], {c: row[c] for c in labels})
-                            for row in queries.to_dict("records")}
-
-    return candidates_of
+from .splits import split_candidates
 
 
 def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
@@ -48,8 +32,8 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     snapshot = Snapshot(snapshot_dir)
     check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
 
-    candidates_of = split_candidates(snapshot, candidates_path)
-    candidates, query_views = candidates_of(split)
+    candidates_of = split_candidates(params, snapshot, candidates_path)
+    candidates, query_views, _, _ = candidates_of(split)
 
     started = time.perf_counter()
     context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,

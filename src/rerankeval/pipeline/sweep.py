@@ -17,8 +17,8 @@ from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
 from ..policies.sweep import run_policy
 from ..systems import BuildContext
 from .params import load_params
-from .rerank import split_candidates
 from .runs import load_runs
+from .splits import split_candidates
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
@@ -29,8 +29,8 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
     snapshot = Snapshot(snapshot_dir)
     qrels = snapshot.table("qrels").to_pandas()
-    candidates_of = split_candidates(snapshot, candidates_path)
-    candidates, queries = candidates_of(split)
+    candidates_of = split_candidates(params, snapshot, candidates_path)
+    candidates, queries, _, _ = candidates_of(split)
     baseline_run = load_runs(run_pattern, [baseline_name], str(candidates_path))[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
     context = BuildContext(qrels=qrels, systems=params.systems, candidates_of=candidates_of)

@@ -41,8 +41,10 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
         text = described["blend"]
         if fit:
             held_out = " held out of the model's training" if fit.get("held_out_of_training") else ""
-            text += (f"; weight fitted on the {fit['split']} split ({fit['queries']} queries{held_out}, best mean "
-                     f"{fit['measure']} {max(p['mean'] for p in fit['curve']):.4f} over {len(fit['curve'])} weights)")
+            source = fit.get("source", {})
+            where = f" of the fallback `{source['path']}` ({source['reason']})" if source.get("fallback") else ""
+            text += (f"; weight fitted on the {fit['split']} split{where} ({fit['queries']} queries{held_out}, "
+                     f"best mean {fit['measure']} {max(p['mean'] for p in fit['curve']):.4f} over {len(fit['curve'])} weights)")
             if fit.get("in_sample"):
                 text += (f"; {', '.join(fit['in_sample'])} was fine-tuned on that split, so the fit is in-sample for "
                          "it and favours it")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -151,6 +151,16 @@ class SystemConfig(StrictConfig):
     """What DVC watches for this system besides the candidates (dvc.yaml): its model directory or run file."""
 
 
+class SplitCandidates(NamedTuple):
+    """One split's frozen candidates (fused order, with text), its queries and qrels, and where they come from."""
+
+    candidates: pd.DataFrame
+    queries: Mapping[str, Query]
+    qrels: pd.DataFrame
+    source: Mapping[str, Any]
+    """dataset, path, split, and ``fallback`` (with its reason) when the split came from ``train.fallback_path``."""
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """What some system kinds need besides their own config."""
@@ -158,9 +168,9 @@ class BuildContext:
     qrels: pd.DataFrame
     systems: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Every configured system by name, for kinds composed of other systems."""
-    candidates_of: Callable[[str], tuple[pd.DataFrame, Mapping[str, Query]]] | None = None
-    """A split's candidates (all of them, fused order) and its queries, for kinds that fit a setting on another split
-    than the evaluated one (a blend's weight on the train split)."""
+    candidates_of: Callable[[str], SplitCandidates] | None = None
+    """A split's candidates (all of them, fused order), queries and qrels, for kinds that fit a setting on another
+    split than the evaluated one (a blend's weight on the train split)."""
     name: str = ""
     """The name (under ``systems``) of the system being built; ``build_system`` sets it."""
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

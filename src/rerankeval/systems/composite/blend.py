@@ -11,7 +11,9 @@ pair-score cache are read, not recomputed) and tries every weight on those score
 records the curve and the chosen weight. A model fine-tuned on the fit split scores its own training queries far
 better than new ones (the demo's cross-encoder: nDCG@10 0.72 on its training queries, 0.54 on test), so a fit there
 favours it (weight 0.75, test Δ +0.015 against up to +0.06 at 0.3-0.5). When the model card lists queries held out of
-training (``train.holdout``), the fit uses only those; otherwise the record names the in-sample components.
+training (``train.holdout``), the fit uses only those; otherwise the record names the in-sample components. A
+dataset without the fit split fits on that split of ``train.fallback_path``, where the train stage trained the model
+(``source`` in the record says which).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
     if context.candidates_of is None:
         raise ConfigError(f"systems.{name}.weight: 'fit' needs the {fit.split!r} split's candidates, which this "
                           "caller does not provide. Fix: set a number.")
-    frame, queries = context.candidates_of(fit.split)
+    frame, queries, split_qrels, source = context.candidates_of(fit.split)
     query_ids = sorted(frame["query_id"].unique())
     in_sample, held_out = training_queries(parts, fit.split)
     if held_out is not None:
@@ -122,7 +124,7 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
                           "weight. Fix: set a number.")
     normalised = {qid: [normalise(outcomes[part.name][qid].values, config.normalization) for part in parts]
                   for qid in usable}
-    qrels = context.qrels[context.qrels["query_id"].isin(usable)]
+    qrels = split_qrels[split_qrels["query_id"].isin(usable)]
     curve = []
     for weight in config.weight_grid:
         run = pd.concat([ranked(frames[qid], weight * first + (1.0 - weight) * second)
@@ -130,9 +132,10 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
         values = evaluate(run, qrels, [fit.measure], queries=usable, no_relevant="drop")[fit.measure]
         curve.append({"weight": weight, "mean": round(float(values.mean()), 6), "queries": int(len(values))})
     best = max(curve, key=lambda point: point["mean"])  # max keeps the first of equal means
-    return best["weight"], {"split": fit.split, "measure": fit.measure, "queries": len(usable),
-                            "failed_queries": len(frames) - len(usable), "weight": best["weight"], "curve": curve,
-                            "held_out_of_training": held_out is not None, "in_sample": in_sample}
+    return best["weight"], {"split": fit.split, "source": dict(source), "measure": fit.measure,
+                            "queries": len(usable), "failed_queries": len(frames) - len(usable),
+                            "weight": best["weight"], "curve": curve, "held_out_of_training": held_out is not None,
+                            "in_sample": in_sample}
 
 
 def training_queries(parts: Sequence[Component], split: str) -> tuple[list[str], set[str] | None]:

@@ -1,0 +1,68 @@
+"""A split's queries, qrels and frozen candidates, for what is fitted on another split than the evaluated one: the
+cross-encoder's training, a blend's weight. A dataset without that split (most BEIR sets have a test split only) reads
+the same split of ``train.fallback_path`` instead, frozen by the same first stage, and says so in ``source``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import CollectionError, ConfigError
+from ..data.beir import load_beir
+from ..data.snapshot import Snapshot
+from ..retrieval.candidates import load_candidates
+from ..retrieval.freeze import freeze
+from ..systems import Query, SplitCandidates
+from .params import Params
+
+
+def split_candidates(params: Params, snapshot: Snapshot,
+                     candidates_path: str | Path) -> Callable[[str], SplitCandidates]:
+    """``candidates_of(split)``: that split's candidates (texts verified against their hashes, fused order), query
+    views and qrels; from ``train.fallback_path`` when the snapshot lacks the split (frozen once per process)."""
+    frozen_fallbacks: dict[str, SplitCandidates] = {}
+
+    def candidates_of(split: str) -> SplitCandidates:
+        if split not in snapshot.splits:
+            if split not in frozen_fallbacks:
+                frozen_fallbacks[split] = fallback_split(params, snapshot, split)
+            return frozen_fallbacks[split]
+        queries = snapshot.queries_of(split)
+        query_ids = queries["query_id"].tolist()
+        candidates = load_candidates(candidates_path, query_ids=query_ids)
+        qrels = snapshot.table("qrels").to_pandas()
+        labels = [column for column in snapshot.slice_columns if column in queries.columns]
+        return SplitCandidates(candidates, _views(queries, labels), qrels[qrels["query_id"].isin(set(query_ids))],
+                               {"dataset": params.dataset.name, "path": params.dataset.path, "split": split,
+                                "fallback": False})
+
+    return candidates_of
+
+
+def fallback_split(params: Params, snapshot: Snapshot, split: str) -> SplitCandidates:
+    """``split`` of ``train.fallback_path``, frozen with the evaluated dataset's retrieval settings."""
+    path = params.train.fallback_path
+    if path is None:
+        raise ConfigError(f"{params.dataset.path}: no {split!r} split (splits: {snapshot.splits}) and "
+                          "train.fallback_path is not set. Fix: set train.fallback_path to a BEIR folder with "
+                          f"a {split!r} split (e.g. datasets/demo), or use another split (train.split, fit.split).")
+    try:
+        collection = load_beir(path, [split])
+    except CollectionError as err:
+        raise CollectionError(f"train.fallback_path: {err}") from None
+    frozen = freeze(collection.corpus, collection.queries, params.retrieval)
+    passages = frozen.passages.to_pydict()
+    texts = dict(zip(passages["passage_sha256"], passages["passage"]))
+    candidates = frozen.candidates.to_pandas()
+    candidates["passage"] = candidates["passage_sha256"].map(texts)
+    queries = collection.queries.to_pandas().sort_values("query_id", ignore_index=True)
+    return SplitCandidates(candidates, _views(queries, []), collection.qrels.to_pandas(),
+                           {"dataset": Path(path).name, "path": path, "split": split, "fallback": True,
+                            "reason": f"{params.dataset.path} has no split {split!r}"})
+
+
+def _views(queries: pd.DataFrame, labels: list[str]) -> dict[str, Query]:
+    return {row["query_id"]: Query(row["query_id"], row["text"], {column: row[column] for column in labels})
+            for row in queries.to_dict("records")}
