@@ -86,3 +86,16 @@ def test_the_first_stage_section_names_the_best_and_the_flag():
     assert "Fusion (hybrid) vs its best component (bm25): -0.5500 [-0.6000 .. -0.5000]." in text
     assert f"⚠ **{FLAG}.**" in text
     assert "vs random" not in md.first_stage_section(first_stage, 100)  # without the check: the plain table
+
+
+def test_the_first_stage_section_states_the_rrf_weights_and_why():
+    first_stage = {"bm25": {"Success@100": 1.0, "R@100": 0.9, "nDCG@10": 0.9, "RR@10": 0.9}}
+    fitted = {"weights": {"bm25": 1.5, "dense": 0.5}, "how": "fit",
+              "fit": {"split": "train", "reason": "best BM25 share 0.75, nDCG@10 +0.0110 [+0.0010, +0.0210] vs "
+                                                  "equal weights on 747 queries"}}
+    assert md.first_stage_section(first_stage, 100, fusion=fitted).endswith(
+        "Hybrid RRF weights: bm25 1.50, dense 0.50 (fitted on the train split: best BM25 share 0.75, nDCG@10 "
+        "+0.0110 [+0.0010, +0.0210] vs equal weights on 747 queries).")
+    plain = {"weights": {"bm25": 1.0, "dense": 1.0}, "how": "equal"}
+    assert md.first_stage_section(first_stage, 100, fusion=plain).endswith(
+        "Hybrid RRF weights: bm25 1.00, dense 1.00 (plain RRF).")

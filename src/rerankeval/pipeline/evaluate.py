@@ -50,7 +50,8 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     write_table(eval_dir / FIRST_STAGE_FILE, pa.Table.from_pandas(first_stage, preserve_index=False),
                 {"split": split})
     metrics = {"queries": len(set(per_query["query_id"])), "systems": means(per_query),
-               "first_stage": means(first_stage, key="retriever")}
+               "first_stage": means(first_stage, key="retriever"),
+               "fusion": table_metadata(first_stage_path).get("fusion", {})}
     write_json(metrics_path, metrics)
     headline = str(depth_measures[0] if depth_measures else measures[0])
     for system, values in metrics["systems"].items():

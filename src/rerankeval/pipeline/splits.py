@@ -52,7 +52,7 @@ def fallback_split(params: Params, snapshot: Snapshot, split: str) -> SplitCandi
         collection = load_beir(path, [split])
     except CollectionError as err:
         raise CollectionError(f"train.fallback_path: {err}") from None
-    frozen = freeze(collection.corpus, collection.queries, params.retrieval)
+    frozen = freeze(collection.corpus, collection.queries, params.retrieval, collection.qrels)
     passages = frozen.passages.to_pydict()
     texts = dict(zip(passages["passage_sha256"], passages["passage"]))
     candidates = frozen.candidates.to_pandas()

@@ -146,7 +146,8 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
                             compare["baseline"], systems, [s for s in systems if params.systems[s]["kind"] in
                                                            REFERENCE_KINDS]) if inputs.qrels is not None else "",
-        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage")),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
+                              inputs.metrics.get("fusion")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
         md.deltas_section(compare),
         weighted.weighted_section(compare.get("weighted"), primary),

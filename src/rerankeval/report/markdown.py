@@ -121,9 +121,10 @@ def _cell(text: str) -> str:
 
 
 def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int,
-                        sanity: Mapping[str, Any] | None = None) -> str:
+                        sanity: Mapping[str, Any] | None = None, fusion: Mapping[str, Any] | None = None) -> str:
     """Each retriever's own top ``top_n``; with ``sanity`` (``stats.sanity.first_stage_sanity``) also each one
-    against the random floor, the best first stage, and the flag of a baseline that cannot carry a decision."""
+    against the random floor, the best first stage, and the flag of a baseline that cannot carry a decision; with
+    ``fusion`` (the freeze's record, ``retrieval.fusion_fit``) the RRF weights and why."""
     vs_random = (sanity or {}).get("retrievers", {})
     header = ["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10", "RR@10"]
     if sanity and sanity["random"] is not None:
@@ -148,6 +149,12 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
         if sanity["flag"]:
             lines.append(f"⚠ **{sanity['flag']}.**")
         text += "\n\n" + " ".join(lines)
+    if fusion:
+        weights = ", ".join(f"{name} {weight:.2f}" for name, weight in fusion["weights"].items())
+        why = {"equal": "plain RRF", "declared": "declared in retrieval.fusion.weights"}.get(fusion["how"])
+        if "fit" in fusion:
+            why = f"fitted on the {fusion['fit']['split']} split: {fusion['fit']['reason']}"
+        text += f"\n\nHybrid RRF weights: {weights} ({why})."
     return text
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field
 
 from ..core.config import StrictConfig
@@ -19,6 +20,7 @@ from ..core.precision import SCORE_DECIMALS, stored_scores
 from .candidates import CANDIDATES_SCHEMA, passages_table
 from .dense import DenseRetriever
 from .fusion import rrf_top, top_k
+from .fusion_fit import EQUAL_SHARE, FusionConfig, fit_share, ranked_rows, share_weights
 from .language import AUTO, auto_model
 from .lexical import Bm25Retriever
 from .text import passage_text
@@ -61,6 +63,7 @@ class RetrievalConfig(StrictConfig):
     rrf_k: int = Field(60, ge=0)
     bm25: Bm25Config = Bm25Config()
     dense: DenseConfig = DenseConfig()
+    fusion: FusionConfig = FusionConfig()
 
 
 @dataclass
@@ -75,11 +78,14 @@ class Frozen:
     """Which encoder dense used and why: provenance, recorded in the outputs' metadata."""
     encoding: str = ""
     """What encoding cost (cache hits, texts encoded, rate): for the log only, it varies with the cache."""
+    fusion: dict[str, Any] = field(default_factory=dict)
+    """The RRF weights and, when fitted, the fit's record (retrieval.fusion_fit): provenance."""
 
 
-def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
+def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, qrels: pa.Table | None = None, *,
            lexical_retriever=Bm25Retriever, dense_retriever=DenseRetriever) -> Frozen:
-    """The fused top-N, and BM25's and dense's own top-N, for every query."""
+    """The fused top-N, and BM25's and dense's own top-N, for every query. ``qrels`` (of the fit split, or all) are
+    read only to fit the fusion weights (``retrieval.fusion.weights: fit``)."""
     order = np.argsort(np.array(corpus.column("doc_id").to_pylist(), dtype=object), kind="stable")
     corpus = corpus.take(pa.array(order))  # doc-id order, so column index breaks first-stage ties by doc id
     doc_ids = np.array(corpus.column("doc_id").to_pylist(), dtype=object)
@@ -101,14 +107,32 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
     dense = dense_retriever(passages, model=model, revision=config.dense.revision,
                             max_length=config.dense.max_length, batch_size=config.dense.batch_size)
 
+    chunk = max(1, min(256, SCORE_CELLS // len(passages)))
+
+    def chunks(texts: list[str]):
+        for start in range(0, len(texts), chunk):
+            yield start, [top_k(stored_scores(retriever.scores(texts[start:start + chunk])), depth)
+                          for retriever in (lexical, dense)]
+
+    def fused_top(rankings, row, weights):
+        return rrf_top(rankings, row, k=config.rrf_k, depth=config.fusion_depth, top_n=top_n, weights=weights)
+
+    def fit_run(fit_ids: list[str], fit_texts: list[str]):
+        """The fit queries' fused top-N under every BM25 share of the grid, ranking each query once."""
+        lists: dict[float, list] = {share: [] for share in config.fusion.grid}
+        for start, rankings in chunks(fit_texts):
+            for row in range(len(rankings[0].columns)):
+                for share, docs in lists.items():
+                    docs.append(doc_ids[fused_top(rankings, row, share_weights(share)).columns].tolist())
+        return lambda share: ranked_rows(fit_ids, [d for docs in lists[share] for d in docs],
+                                         [len(docs) for docs in lists[share]])
+
+    weights, fusion_info = fusion_weights(config.fusion, queries, qrels, fit_run)
     candidates: dict[str, list] = {name: [] for name in CANDIDATES_SCHEMA.names}
     own: dict[str, list] = {name: [] for name in FIRST_STAGE_SCHEMA.names}
-    chunk = max(1, min(256, SCORE_CELLS // len(passages)))
-    for start in range(0, len(query_ids), chunk):
-        rows = slice(start, start + chunk)
-        rankings = [top_k(stored_scores(retriever.scores(query_texts[rows])), depth) for retriever in (lexical, dense)]
-        for row, query_id in enumerate(query_ids[rows]):
-            fused = rrf_top(rankings, row, k=config.rrf_k, depth=config.fusion_depth, top_n=top_n)
+    for start, rankings in chunks(query_texts):
+        for row, query_id in enumerate(query_ids[start:start + chunk]):
+            fused = fused_top(rankings, row, weights)
             columns = fused.columns
             candidates["query_id"] += [query_id] * len(columns)
             candidates["doc_id"] += doc_ids[columns].tolist()
@@ -122,8 +146,8 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
                 own["doc_id"] += doc_ids[ranking.columns[row, :top_n]].tolist()
                 own["score"] += ranking.scores[row, :top_n].tolist()
                 own["rank"] += list(range(1, top_n + 1))
-            # RRF scores are sums of 1 / (k + rank) over integer ranks, in a fixed order: exact IEEE operations,
-            # the same on every machine, so they are stored as computed.
+            # RRF scores are sums of weight / (k + rank) over integer ranks, in a fixed order: exact IEEE
+            # operations, the same on every machine, so they are stored as computed.
             candidates["fused_score"] += fused.scores.tolist()
             candidates["fused_rank"] += list(range(1, len(columns) + 1))
     candidates_table = pa.table(candidates, schema=CANDIDATES_SCHEMA).sort_by(
@@ -136,4 +160,24 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, *,
     if hasattr(dense, "encoder"):
         dense_info["encoder"] = dense.encoder.identity
     return Frozen(candidates_table, passages_table(used, [text_of[digest] for digest in used]), own_table,
-                  dense_info, dense.stats.summary() if hasattr(dense, "stats") else "")
+                  dense_info, dense.stats.summary() if hasattr(dense, "stats") else "", fusion_info)
+
+
+def fusion_weights(config: FusionConfig, queries: pa.Table, qrels: pa.Table | None,
+                   fit_run) -> tuple[list[float], dict[str, Any]]:
+    """(BM25, dense) RRF weights and their record: declared, or fitted on the fit split (retrieval.fusion_fit)."""
+    if isinstance(config.weights, dict):
+        weights = [float(config.weights[name]) for name in RETRIEVERS]
+        return weights, {"weights": dict(zip(RETRIEVERS, weights)), "how": "declared"}
+    equal = {"weights": dict(zip(RETRIEVERS, share_weights(EQUAL_SHARE))), "how": "equal"}
+    if config.weights == "equal":
+        return list(share_weights(EQUAL_SHARE)), equal
+    split = queries.filter(pc.field("split") == config.fit_split) if "split" in queries.schema.names else None
+    if qrels is None or split is None or split.num_rows == 0:
+        return list(share_weights(EQUAL_SHARE)), {**equal, "how": "fit", "fit": {
+            "split": config.fit_split, "share": EQUAL_SHARE,
+            "reason": f"no {config.fit_split!r} queries with judgments: equal weights"}}
+    fit_ids, fit_texts = split.column("query_id").to_pylist(), split.column("text").to_pylist()
+    share, record = fit_share(config, fit_run(fit_ids, fit_texts), qrels.to_pandas(), fit_ids)
+    return list(share_weights(share)), {"weights": dict(zip(RETRIEVERS, share_weights(share))), "how": "fit",
+                                        "fit": record}

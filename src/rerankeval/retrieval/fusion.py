@@ -11,6 +11,7 @@ the rest are ordered by their best single rank, and the first of them all lie wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,8 +60,10 @@ class Fused:
     ranks: list[np.ndarray]
 
 
-def rrf_top(rankings: list[TopK], row: int, *, k: int, depth: int, top_n: int) -> Fused:
-    """Reciprocal rank fusion of one query: sum over retrievers of 1 / (k + rank) for ranks within ``depth``.
+def rrf_top(rankings: list[TopK], row: int, *, k: int, depth: int, top_n: int,
+            weights: Sequence[float] | None = None) -> Fused:
+    """Reciprocal rank fusion of one query: sum over retrievers of weight / (k + rank) for ranks within ``depth``
+    (weights 1 by default: plain RRF).
 
     Ties go to the better best single rank, then the lower column (doc id)."""
     pool = np.unique(np.concatenate([ranking.columns[row] for ranking in rankings]))
@@ -71,9 +74,9 @@ def rrf_top(rankings: list[TopK], row: int, *, k: int, depth: int, top_n: int) -
         rank[position] = np.arange(1, ranking.columns.shape[1] + 1)
         known.append(rank)
     fused = np.zeros(len(pool), dtype=np.float64)
-    for rank in known:
+    for weight, rank in zip(weights or [1.0] * len(known), known):
         inside = (rank >= 1) & (rank <= depth)
-        fused += np.where(inside, 1.0 / (k + rank), 0.0)
+        fused += np.where(inside, weight / (k + rank), 0.0)
     best = np.min([np.where(rank >= 1, rank, np.iinfo(np.int64).max) for rank in known], axis=0)
     order = np.lexsort((pool, best, -fused))[:top_n]
     columns = pool[order]
