@@ -41,11 +41,10 @@ def serving_recipe(system_name: str, systems: Mapping[str, Mapping[str, Any]]) -
 
 
 def score_requests(scorer, requests: list[tuple[str, list[str]]]) -> list:
-    """Raw scores of a batch of requests: all pairs together when the scorer can (``score_many``)."""
+    """Raw scores of a batch of requests, one array each, request by request through any pair scorer's
+    ``score_batches`` (which batches each request's pairs by length)."""
     import numpy as np
 
-    if hasattr(scorer, "score_many"):
-        return scorer.score_many(requests)
     results = []
     for query, documents in requests:
         scores = np.empty(len(documents))

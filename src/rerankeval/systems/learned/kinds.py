@@ -77,9 +77,6 @@ class LearnedModel:
     def score_batches(self, query: str, passages: list[str]):
         return self.scorer.score_batches(query, passages)
 
-    def score_many(self, requests: list[tuple[str, list[str]]]):
-        return self.scorer.score_many(requests)
-
     def describe(self) -> dict[str, Any]:
         config = self.config
         return {

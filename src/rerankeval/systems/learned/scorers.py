@@ -75,17 +75,6 @@ class _BatchedScorer:
                 timings={"tokenize_s": encode_share + collated - started, "forward_s": finished - collated})
 
 
-    def score_many(self, requests: list[tuple[str, list[str]]]) -> list[np.ndarray]:
-        """Raw scores of several queries' passages (a server's dynamic batch), one array per request."""
-        results = []
-        for query, passages in requests:
-            scores = np.empty(len(passages))
-            for batch in self.score_batches(query, passages):
-                scores[batch.indices] = batch.scores
-            results.append(scores)
-        return results
-
-
 class CrossEncoderScorer(_BatchedScorer):
     """A sequence-classification model scoring (query, passage) pairs with one logit each."""
 
