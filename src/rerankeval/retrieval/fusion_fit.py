@@ -52,7 +52,8 @@ class FusionConfig(StrictConfig):
 
 
 def share_weights(share: float) -> tuple[float, float]:
-    return 2.0 * share, 2.0 * (1.0 - share)
+    """(BM25, dense) weights of a BM25 share, rounded so that a share of the grid gives its decimal weights."""
+    return round(2.0 * share, 12), round(2.0 * (1.0 - share), 12)
 
 
 def fit_share(config: FusionConfig, fused_run: Callable[[float], pd.DataFrame], qrels: pd.DataFrame,
