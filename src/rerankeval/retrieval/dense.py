@@ -41,7 +41,8 @@ def encoder_for(model: str, revision: str | None, max_length: int | None) -> Enc
 
 @dataclass
 class EncodingStats:
-    """What encoding cost, per role: texts asked for, distinct texts, cache hits, texts encoded and seconds."""
+    """What encoding cost, per role: texts asked for, distinct texts looked up per call (the fusion fit looks its
+    queries up again), cache hits, texts encoded and seconds."""
 
     counts: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -54,7 +55,7 @@ class EncodingStats:
         parts = []
         for role, row in self.counts.items():
             rate = f", {row['encoded'] / row['encode_s']:.1f}/s" if row["encoded"] and row["encode_s"] else ""
-            parts.append(f"{PLURAL[role]}: {row['distinct']:.0f} distinct, {row['cache_hits']:.0f} cache hits, "
+            parts.append(f"{PLURAL[role]}: {row['distinct']:.0f} looked up, {row['cache_hits']:.0f} cache hits, "
                          f"{row['encoded']:.0f} encoded in {row['encode_s']:.1f}s{rate}")
         return "; ".join(parts)
 
