@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..core.io import read_table, write_json, write_table
+from ..core.io import read_table, table_metadata, write_json, write_table
 from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
