@@ -1,6 +1,7 @@
 """The rerank stage as DVC runs it (pipeline.rerank.run): its run file is byte-identical across reruns, a deadline gives
 the same fallbacks cold and warm, the report counts them per system, and a run copied over another's is refused."""
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from rerankeval.core.errors import ContractError
 from rerankeval.core.io import write_table
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
-from rerankeval.pipeline import rerank
+from rerankeval.pipeline import evaluate, rerank
 from rerankeval.pipeline.runs import load_latencies, load_runs
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section
@@ -59,10 +60,12 @@ def stage(tmp_path, tiny_beir):
     write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
     snapshot = Snapshot(tmp_path / "snapshot")
     config = RetrievalConfig(top_n=5, fusion_depth=5)
-    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config,
+    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"),
                     lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict(), "fusion": frozen.fusion}
     write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
-                     frozen.passages, {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict()})
+                     frozen.passages, provenance)
+    write_table(tmp_path / "first_stage.parquet", frozen.first_stage, provenance)
     params = composed()
     params["dataset"] = {"name": "tiny", "path": str(tiny_beir)}
     # 5 pairs of a Korean query take 0.1 s (over the deadline after 4), of an English one 0.005 s.
@@ -125,3 +128,15 @@ def pa_table(frame):
     import pyarrow as pa
 
     return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def test_the_evaluate_stage_writes_metrics_with_the_fusion_weights(stage):
+    for system in ("fusion", "slow"):
+        run_stage(stage, system, "")
+    evaluate.run(stage / "params.yaml", stage / "snapshot", stage / "candidates.parquet", stage / "first_stage.parquet",
+                 str(stage / "run_{system}.parquet"), stage / "eval", stage / "metrics.json")
+    metrics = json.loads((stage / "metrics.json").read_text())
+    assert metrics["queries"] == 6 and set(metrics["systems"]) == {"fusion", "slow"}
+    assert set(metrics["first_stage"]) == {"bm25", "dense", "hybrid"}
+    # The tiny collection's 2 train queries are too few to move the weights: plain RRF, and the record says why.
+    assert metrics["fusion"]["weights"] == {"bm25": 1.0, "dense": 1.0} and metrics["fusion"]["fit"]["queries"] == 2
