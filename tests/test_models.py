@@ -266,3 +266,18 @@ def test_a_missed_deadline_falls_back_and_keeps_the_scored_batches(tiny_ce, tmp_
     assert run["degraded_reason"].str.startswith("deadline: ").all()
     assert system.cache.count() == 2  # the first batch finished before the deadline was checked again
     assert system.score(query("q1", texts["q1"].text, PASSAGES)).cache_hits == 2
+
+
+def test_a_run_records_the_model_directory_relative_to_the_project(tmp_path, monkeypatch):
+    """A run's metadata must be the same bytes in every clone: no absolute path of the clone in it."""
+    project = tmp_path / "project"
+    model_dir = save_tiny_bert(project / "data" / "models" / "tiny", "BertForSequenceClassification")
+    monkeypatch.chdir(project)
+    system = build_system("ce", {"kind": "cross_encoder", "model": "data/models/tiny", "depth": 2, "max_length": 32,
+                                 "cache_dir": str(tmp_path / "cache")}, BuildContext(qrels=pd.DataFrame()))
+    assert system.describe()["model_dir"] == "data/models/tiny"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the model outside the working directory: its absolute path
+    outside = build_system("ce", {"kind": "cross_encoder", "model": str(model_dir), "depth": 2, "max_length": 32,
+                                  "cache_dir": str(tmp_path / "cache")}, BuildContext(qrels=pd.DataFrame()))
+    assert outside.describe()["model_dir"] == str(model_dir.resolve())

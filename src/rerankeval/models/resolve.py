@@ -30,6 +30,15 @@ class ResolvedModel:
     def identity(self) -> str:
         return f"{self.reference}@{self.revision}" if self.weights_sha256 is None else f"local:{self.weights_sha256}"
 
+    @property
+    def portable_directory(self) -> str:
+        """The directory relative to the working directory (the project root in a stage) when it lies inside it, so
+        that what records it (a run's metadata) is the same bytes in every clone; absolute otherwise."""
+        try:
+            return self.directory.relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            return str(self.directory)
+
 
 def local_model_hash(directory: Path) -> str:
     files = sorted(path for path in directory.rglob("*") if path.is_file() and path.suffix in MODEL_FILE_SUFFIXES

@@ -81,7 +81,7 @@ class LearnedModel:
         config = self.config
         return {
             "kind": config.kind, "model": config.model, "revision": self.resolved.revision,
-            "weights_sha256": self.resolved.weights_sha256, "model_dir": str(self.resolved.directory),
+            "weights_sha256": self.resolved.weights_sha256, "model_dir": self.resolved.portable_directory,
             "dtype": config.dtype, "precision": describe_precision(config.dtype), "max_length": config.max_length,
             "truncation": config.truncation,
             "raw_scores": "cosine" if self.family == "bi" else "logits",
