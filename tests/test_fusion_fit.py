@@ -83,7 +83,7 @@ def test_no_train_split_means_equal_weights_with_the_reason(tiny_beir):
     result = freeze(collection.corpus, collection.queries, RetrievalConfig(top_n=5, fusion_depth=5),
                     collection.qrels, lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
     assert result.fusion["weights"] == {"bm25": 1.0, "dense": 1.0}
-    assert result.fusion["fit"]["reason"] == "no 'train' queries with judgments: equal weights"
+    assert result.fusion["fit"]["reason"] == "no 'train' queries to fit on: equal weights"
 
 
 @pytest.mark.parametrize("bad", [{"grid": [0.3, 0.7]}, {"grid": [0.0, 0.5]}, {"weights": {"bm25": 1.0}},

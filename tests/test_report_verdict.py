@@ -94,7 +94,7 @@ def test_the_first_stage_section_states_the_rrf_weights_and_why():
               "fit": {"split": "train", "reason": "best BM25 share 0.75, nDCG@10 +0.0110 [+0.0010, +0.0210] vs "
                                                   "equal weights on 747 queries"}}
     assert md.first_stage_section(first_stage, 100, fusion=fitted).endswith(
-        "Hybrid RRF weights: bm25 1.50, dense 0.50 (fitted on the train split: best BM25 share 0.75, nDCG@10 "
+        "Hybrid RRF weights: bm25 1.50, dense 0.50 (fit on the train split: best BM25 share 0.75, nDCG@10 "
         "+0.0110 [+0.0010, +0.0210] vs equal weights on 747 queries).")
     plain = {"weights": {"bm25": 1.0, "dense": 1.0}, "how": "equal"}
     assert md.first_stage_section(first_stage, 100, fusion=plain).endswith(

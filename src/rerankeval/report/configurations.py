@@ -43,8 +43,9 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
             held_out = " held out of the model's training" if fit.get("held_out_of_training") else ""
             source = fit.get("source", {})
             where = f" of the fallback `{source['path']}` ({source['reason']})" if source.get("fallback") else ""
+            best = max(point["mean"] for point in fit["curve"])
             text += (f"; weight fitted on the {fit['split']} split{where} ({fit['queries']} queries{held_out}, "
-                     f"best mean {fit['measure']} {max(p['mean'] for p in fit['curve']):.4f} over {len(fit['curve'])} weights)")
+                     f"best mean {fit['measure']} {best:.4f} over {len(fit['curve'])} weights)")
             if fit.get("in_sample"):
                 text += (f"; {', '.join(fit['in_sample'])} was fine-tuned on that split, so the fit is in-sample for "
                          "it and favours it")

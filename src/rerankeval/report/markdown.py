@@ -153,7 +153,7 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
         weights = ", ".join(f"{name} {weight:.2f}" for name, weight in fusion["weights"].items())
         why = {"equal": "plain RRF", "declared": "declared in retrieval.fusion.weights"}.get(fusion["how"])
         if "fit" in fusion:
-            why = f"fitted on the {fusion['fit']['split']} split: {fusion['fit']['reason']}"
+            why = f"fit on the {fusion['fit']['split']} split: {fusion['fit']['reason']}"
         text += f"\n\nHybrid RRF weights: {weights} ({why})."
     return text
 

@@ -118,7 +118,9 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, qrels: 
         return rrf_top(rankings, row, k=config.rrf_k, depth=config.fusion_depth, top_n=top_n, weights=weights)
 
     def fit_run(fit_ids: list[str], fit_texts: list[str]):
-        """The fit queries' fused top-N under every BM25 share of the grid, ranking each query once."""
+        """The fit queries' fused top-N under every BM25 share of the grid, ranking each query once. The main pass
+        below scores these queries again (the weights are unknown until here) rather than keeping their full score rows in
+        memory: the whole fit adds about 2.5 s to SciFact's warm freeze (809 train queries; 2.1 s -> 4.5 s)."""
         lists: dict[float, list] = {share: [] for share in config.fusion.grid}
         for start, rankings in chunks(fit_texts):
             for row in range(len(rankings[0].columns)):
@@ -176,7 +178,7 @@ def fusion_weights(config: FusionConfig, queries: pa.Table, qrels: pa.Table | No
     if qrels is None or split is None or split.num_rows == 0:
         return list(share_weights(EQUAL_SHARE)), {**equal, "how": "fit", "fit": {
             "split": config.fit_split, "share": EQUAL_SHARE,
-            "reason": f"no {config.fit_split!r} queries with judgments: equal weights"}}
+            "reason": f"no {config.fit_split!r} queries to fit on: equal weights"}}
     fit_ids, fit_texts = split.column("query_id").to_pylist(), split.column("text").to_pylist()
     share, record = fit_share(config, fit_run(fit_ids, fit_texts), qrels.to_pandas(), fit_ids)
     return list(share_weights(share)), {"weights": dict(zip(RETRIEVERS, share_weights(share))), "how": "fit",

@@ -7,7 +7,7 @@ them with a paired bootstrap CI above 0, at ``confidence`` Bonferroni-adjusted f
 retriever can be much weaker on a collection (an embedder on a language it reads poorly, korquad-a: equal-weight
 RRF 0.023 nDCG@10 below BM25 alone), and equal weights then drag the baseline down; a fit that moves only on
 evidence leaves collections where the retrievers are balanced on plain RRF (measured: the demo, SciFact and
-squad-sb50 keep equal weights; korquad-a moves to a BM25 share of 0.75). The evaluated split is never used.
+squad-sb50 keep equal weights; korquad-a moves to a BM25 share of 0.8). The evaluated split is never used.
 """
 
 from __future__ import annotations
