@@ -13,7 +13,8 @@ export TRANSFORMERS_VERBOSITY := error
 
 .PHONY: demo test test-all bench repro clean-runs
 
-$(INSTALLED): pyproject.toml requirements.lock
+# setup.py and the C sources: the editable install compiles the metric engine's kernels.
+$(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'

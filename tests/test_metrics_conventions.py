@@ -289,26 +289,70 @@ def chunked(column):
     return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(parts)), dtype="str")
 
 
-@pytest.mark.parametrize("layout", ["category", "object", "chunked", "grouped"])
-def test_input_layouts_give_identical_results(layout):
-    run, qrels = random_collection(1)
+def sliced(column):
+    """The column as an Arrow array that starts one row into its buffers (a nonzero offset)."""
+    values = pa.array(["padding", *column.tolist()], type=pa.large_string())
+    return pd.Series(pd.arrays.ArrowStringArray(values.slice(1)), dtype="str")
+
+
+CONVERSIONS = {
+    "category": lambda column: column.astype("category"),
+    "object": lambda column: column.astype(object),
+    "python": lambda column: column.astype(pd.StringDtype("python")),
+    "arrow_string": lambda column: column.astype(pd.ArrowDtype(pa.string())),  # 32-bit offsets
+    "chunked": chunked,
+    "sliced": sliced,
+}
+
+
+@pytest.mark.parametrize("doc_id", ["doc-{}", "문서-{}-é"])  # ASCII; Korean and accented
+@pytest.mark.parametrize("layout", [*CONVERSIONS, "grouped"])
+def test_input_layouts_give_identical_results(layout, doc_id):
+    run, qrels = random_collection(1, doc_id=doc_id)
     expected = evaluate(run, qrels, MEASURES, no_relevant="zero")
     if layout == "grouped":
         run = run.sort_values("query_id", kind="stable").reset_index(drop=True)
         qrels = qrels.sort_values(["query_id", "doc_id"]).reset_index(drop=True)
     else:
-        convert = chunked if layout == "chunked" else (lambda column: column.astype(layout))
+        convert = CONVERSIONS[layout]
         run = run.assign(query_id=convert(run["query_id"]), doc_id=convert(run["doc_id"]))
         qrels = qrels.assign(query_id=convert(qrels["query_id"]), doc_id=convert(qrels["doc_id"]))
     pd.testing.assert_frame_equal(evaluate(run, qrels, MEASURES, no_relevant="zero"), expected)
 
 
+def test_ties_break_by_utf8_bytes_in_every_layout():
+    # trec_eval's strcmp: byte order of the UTF-8 ids, which is code-point order ("가" > "z" > "Z").
+    run = frame([("q", "Z", 1.0), ("q", "가", 1.0), ("q", "z", 1.0), ("q", "za", 1.0)],
+                ["query_id", "doc_id", "score"])
+    for convert in CONVERSIONS.values():
+        ranked = assign_ranks(run.assign(doc_id=convert(run["doc_id"])))
+        assert ranked.sort_values("rank")["doc_id"].astype(str).tolist() == ["가", "za", "z", "Z"]
+
+
+@pytest.mark.parametrize("column", ["query_id", "doc_id"])
+def test_object_columns_with_a_value_that_is_not_a_string_are_named(column):
+    run = frame([("q1", "a", 1), ("q1", "b", 2), ("q1", "c", 3)], ["query_id", "doc_id", "rank"]).astype(object)
+    run[column] = run[column].astype(object)
+    number = run.copy()
+    number.loc[2, column] = 7
+    raises(rf"run column '{column}' must hold strings, got int 7 at row 2; convert it with run\['{column}'\]"
+           r"\.astype\(str\)", number, GOOD_QRELS)
+    missing = run.copy()
+    missing.loc[1, column] = None
+    raises(rf"run column '{column}' has a missing value at row 1", missing, GOOD_QRELS)
+    qrels = GOOD_QRELS.astype({column: object})
+    qrels.loc[0, column] = float("nan")
+    raises(rf"qrels column '{column}' has a missing value at row 0", run, qrels)
+
+
+@pytest.mark.parametrize("layout", ["str", "object"])
 @pytest.mark.parametrize("doc_id", ["doc-{}", "document{:04d}"])  # of varying length; of one length
-def test_hash_collisions_fall_back_to_exact_codes(monkeypatch, doc_id):
+def test_hash_collisions_change_nothing(monkeypatch, doc_id, layout):
     run, qrels = random_collection(2, doc_id=doc_id)
+    run, qrels = (frame.astype({"query_id": layout, "doc_id": layout}) for frame in (run, qrels))
     expected = evaluate(run, qrels, MEASURES)
-    # Every document id then hashes to 0.
-    monkeypatch.setattr(matrix, "_doc_hashes", lambda docs: np.zeros(len(docs), dtype=np.uint64))
+    # Every query and document id then hashes to 0: only the byte comparisons tell them apart.
+    monkeypatch.setattr(matrix, "_HASH_MASK", 0)
     pd.testing.assert_frame_equal(evaluate(run, qrels, MEASURES), expected)
     repeated = pd.concat([run, run.iloc[[5]]], ignore_index=True)
     pair = (run["query_id"].iloc[5], run["doc_id"].iloc[5])
@@ -327,7 +371,7 @@ def test_doc_ids_that_differ_only_by_trailing_nul_bytes_are_distinct():
 
 
 def test_one_query_with_many_judgments():
-    # The qrels' widest query is far wider than the rest: the join takes its flat path.
+    # The qrels' widest query is far wider than the rest.
     run = frame([("big", f"d{i}", float(-i)) for i in range(10)] + [(f"s{q}", "x", 1.0) for q in range(300)],
                 ["query_id", "doc_id", "score"])
     judged = [("big", "d0", 1), ("big", "d3", 2)] + [("big", f"n{i}", 0) for i in range(5000)]

@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 from rerankeval.eval import Measure, evaluate, families
 
 QUERIES = ["q0", "q1", "q2", "q3"]
-# Prefixes of one another, mixed case and lengths: docno order is byte order.
-JUDGEABLE_DOCS = ["d0", "d1", "d10", "d2", "d2a", "D3", "e"]
-UNJUDGED_DOCS = ["u0", "u1", "d11"]
+# Prefixes of one another, mixed case and lengths: docno order is byte order. The long ones share
+# their first 16 bytes (the tie-break kernel's sort key), so only their later bytes order them.
+LONG = "shared/prefix/16"
+JUDGEABLE_DOCS = ["d0", "d1", "d10", "d2", "d2a", "D3", "e", LONG + "b", LONG + "ab"]
+UNJUDGED_DOCS = ["u0", "u1", "d11", LONG + "a", LONG]
 # Few distinct scores, so ties are common; 1.0 + 1e-9 ties with 1.0 as a 32-bit float, -0.0 with 0.0.
 SCORES = [0.0, -0.0, 0.5, 1.0, 1.0 + 1e-9, 2.0, -1.5]
 TOLERANCE = 1e-9
@@ -42,9 +44,12 @@ def collections(draw):
         run_rows += [(query, doc, draw(st.sampled_from(SCORES))) for doc in docs]
     qrels = pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"])
     run = pd.DataFrame(run_rows, columns=["query_id", "doc_id", "score"])
+    # Rows in any order, ids as Arrow strings or Python str objects: the kernels' every path.
+    run = run.sample(frac=1, random_state=draw(st.integers(0, 2**16))).reset_index(drop=True)
+    ids = draw(st.sampled_from(["str", "object"]))
     return (
-        run.astype({"query_id": "str", "doc_id": "str", "score": "float64"}),
-        qrels.astype({"query_id": "str", "doc_id": "str", "relevance": "int64"}),
+        run.astype({"query_id": ids, "doc_id": ids, "score": "float64"}),
+        qrels.astype({"query_id": ids, "doc_id": ids, "relevance": "int64"}),
     )
 
 

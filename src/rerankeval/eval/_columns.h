@@ -1,0 +1,151 @@
+/* What the string kernels share: a column of string ids read in place, the id hash, buffers.
+ *
+ * A column is a tuple: (0, int32 offsets, data) or (1, int64 offsets, data) for Arrow strings,
+ * (2, object array) for Python str. Every buffer is C-contiguous; outputs are buffers the
+ * caller allocates. No numpy headers: buffers only.
+ */
+#ifndef RERANKEVAL_COLUMNS_H
+#define RERANKEVAL_COLUMNS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int kind;
+    Py_ssize_t n;
+    Py_buffer first, second; /* offsets and data, or the objects */
+    int have_first, have_second;
+} Column;
+
+static inline void column_release(Column *c) {
+    if (c->have_first) PyBuffer_Release(&c->first);
+    if (c->have_second) PyBuffer_Release(&c->second);
+    c->have_first = c->have_second = 0;
+}
+
+static inline int column_parse(PyObject *spec, Column *c) {
+    memset(c, 0, sizeof(*c));
+    PyObject *first = NULL, *second = NULL;
+    if (!PyArg_ParseTuple(spec, "iO|O", &c->kind, &first, &second)) return -1;
+    if (PyObject_GetBuffer(first, &c->first, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    c->have_first = 1;
+    if (c->kind == 2) {
+        c->n = c->first.len / (Py_ssize_t)sizeof(PyObject *);
+        return 0;
+    }
+    if ((c->kind != 0 && c->kind != 1) || second == NULL) {
+        PyErr_SetString(PyExc_ValueError, "column: (0|1, offsets, data) or (2, objects)");
+        column_release(c);
+        return -1;
+    }
+    if (PyObject_GetBuffer(second, &c->second, PyBUF_C_CONTIGUOUS) < 0) {
+        column_release(c);
+        return -1;
+    }
+    c->have_second = 1;
+    Py_ssize_t width = c->kind == 0 ? 4 : 8;
+    c->n = c->first.len / width - 1;
+    if (c->n < 0) c->n = 0;
+    return 0;
+}
+
+/* The UTF-8 bytes of row i. Returns 0, or -1 when the object is not a str (no Python error set),
+ * or -2 with a Python error set (a str that cannot be encoded). */
+static inline int column_get(const Column *c, Py_ssize_t i, const char **bytes, Py_ssize_t *size) {
+    if (c->kind == 0) {
+        const int32_t *offsets = (const int32_t *)c->first.buf;
+        *bytes = (const char *)c->second.buf + offsets[i];
+        *size = offsets[i + 1] - offsets[i];
+        return 0;
+    }
+    if (c->kind == 1) {
+        const int64_t *offsets = (const int64_t *)c->first.buf;
+        *bytes = (const char *)c->second.buf + offsets[i];
+        *size = (Py_ssize_t)(offsets[i + 1] - offsets[i]);
+        return 0;
+    }
+    PyObject *value = ((PyObject *const *)c->first.buf)[i];
+    if (!PyUnicode_Check(value)) return -1;
+    if (PyUnicode_IS_COMPACT_ASCII(value)) {
+        *bytes = (const char *)PyUnicode_DATA(value);
+        *size = PyUnicode_GET_LENGTH(value);
+        return 0;
+    }
+    *bytes = PyUnicode_AsUTF8AndSize(value, size);
+    return *bytes == NULL ? -2 : 0;
+}
+
+/* A row that is not a str: ValueError("not a str", column index, row), which the caller words. */
+static inline void set_bad_row(int column, Py_ssize_t row) {
+    PyObject *args = Py_BuildValue("(sin)", "not a str", column, row);
+    if (args != NULL) {
+        PyErr_SetObject(PyExc_ValueError, args);
+        Py_DECREF(args);
+    }
+}
+
+static inline uint64_t load64(const char *p) {
+    uint64_t word;
+    memcpy(&word, p, 8);
+    return word;
+}
+
+static inline uint64_t load32(const char *p) {
+    uint32_t word;
+    memcpy(&word, p, 4);
+    return word;
+}
+
+/* Multiply-xorshift over 8-byte words, the last word overlapping the one before (its length is
+ * mixed in, so equal strings still hash equal); not cryptographic: equal hashes are always
+ * compared on the bytes. */
+static inline uint64_t hash_bytes(const char *p, Py_ssize_t n, uint64_t mask) {
+    const uint64_t k = 0x9fb21c651e98df25ULL;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)n * k);
+    if (n >= 8) {
+        const char *last = p + n - 8;
+        for (; p < last; p += 8) h = (h ^ load64(p)) * k;
+        h = (h ^ load64(last)) * k;
+    } else if (n >= 4) {
+        h = (h ^ ((load32(p) << 32) | load32(p + n - 4))) * k;
+    } else if (n > 0) {
+        const unsigned char *u = (const unsigned char *)p;
+        h = (h ^ (((uint64_t)u[0] << 16) | ((uint64_t)u[n >> 1] << 8) | u[n - 1])) * k;
+    }
+    h ^= h >> 32;
+    h *= k;
+    h ^= h >> 29;
+    return h & mask;
+}
+
+static inline int same_bytes(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+    return na == nb && memcmp(a, b, (size_t)na) == 0;
+}
+
+/* A C-contiguous buffer of at least n items of item_size bytes. */
+static inline int get_view(PyObject *object, Py_buffer *view, Py_ssize_t n, Py_ssize_t item_size, int writable,
+                    const char *what) {
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (view->len < n * item_size) {
+        PyErr_Format(PyExc_ValueError, "%s: buffer too small", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+/* column_get for a row read for the first time: a value that is not a str becomes set_bad_row's
+ * error (index: which of the kernel's columns). */
+static inline int read_row(const Column *c, int index, Py_ssize_t row, const char **bytes, Py_ssize_t *size) {
+    int got = column_get(c, row, bytes, size);
+    if (got == -1) set_bad_row(index, row);
+    return got;
+}
+
+/* In _ties.c. */
+PyObject *rerankeval_sort_keys(PyObject *self, PyObject *args);
+PyObject *rerankeval_break_ties(PyObject *self, PyObject *args);
+
+#endif
