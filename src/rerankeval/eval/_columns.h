@@ -144,8 +144,24 @@ static inline int read_row(const Column *c, int index, Py_ssize_t row, const cha
     return got;
 }
 
+/* The tie-break's sort key of an id: its first 16 bytes as two big-endian words, zero-padded. */
+static inline uint64_t big_endian(const char *bytes, Py_ssize_t size) {
+    if (size <= 0) return 0;
+    uint64_t word = 0;
+    memcpy(&word, bytes, (size_t)(size < 8 ? size : 8));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return word;
+#else
+    return __builtin_bswap64(word); /* the first byte becomes the most significant */
+#endif
+}
+
+static inline void sort_key(const char *bytes, Py_ssize_t size, uint64_t *high, uint64_t *low) {
+    *high = big_endian(bytes, size);
+    *low = big_endian(bytes + 8, size - 8);
+}
+
 /* In _ties.c. */
-PyObject *rerankeval_sort_keys(PyObject *self, PyObject *args);
 PyObject *rerankeval_break_ties(PyObject *self, PyObject *args);
 
 #endif

@@ -16,37 +16,35 @@
 /* factorize(columns, codes_out, hash_mask) -> list of distinct str, in order of first appearance.
  * codes_out gets each row's code, the columns' rows one after the other. */
 
+/* Open addressing; a slot's hash and code side by side, so a lookup reads one cache line. */
 typedef struct {
-    uint64_t *hashes;
-    int64_t *codes; /* -1: empty */
+    uint64_t hash;
+    int64_t code; /* -1: empty */
+} Slot;
+
+typedef struct {
+    Slot *slots;
     size_t mask;
 } Table;
 
 static int table_init(Table *t, size_t capacity) {
-    t->hashes = malloc(capacity * sizeof(uint64_t));
-    t->codes = malloc(capacity * sizeof(int64_t));
-    if (!t->hashes || !t->codes) return -1;
-    memset(t->codes, 0xff, capacity * sizeof(int64_t));
+    t->slots = malloc(capacity * sizeof(Slot));
+    if (!t->slots) return -1;
+    memset(t->slots, 0xff, capacity * sizeof(Slot));
     t->mask = capacity - 1;
     return 0;
-}
-
-static void table_free(Table *t) {
-    free(t->hashes);
-    free(t->codes);
 }
 
 static int table_grow(Table *t) {
     Table bigger;
     if (table_init(&bigger, (t->mask + 1) * 2) < 0) return -1;
     for (size_t i = 0; i <= t->mask; i++) {
-        if (t->codes[i] < 0) continue;
-        size_t slot = t->hashes[i] & bigger.mask;
-        while (bigger.codes[slot] >= 0) slot = (slot + 1) & bigger.mask;
-        bigger.hashes[slot] = t->hashes[i];
-        bigger.codes[slot] = t->codes[i];
+        if (t->slots[i].code < 0) continue;
+        size_t slot = t->slots[i].hash & bigger.mask;
+        while (bigger.slots[slot].code >= 0) slot = (slot + 1) & bigger.mask;
+        bigger.slots[slot] = t->slots[i];
     }
-    table_free(t);
+    free(t->slots);
     *t = bigger;
     return 0;
 }
@@ -124,9 +122,9 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
             uint64_t h = hash_bytes(bytes, size, hash_mask);
             size_t slot = h & table.mask;
             int64_t code = -1;
-            while (table.codes[slot] >= 0) {
-                int64_t candidate = table.codes[slot];
-                if (table.hashes[slot] == h &&
+            while (table.slots[slot].code >= 0) {
+                int64_t candidate = table.slots[slot].code;
+                if (table.slots[slot].hash == h &&
                     same_bytes(bytes, size, distinct.arena + distinct.starts[candidate],
                                distinct.starts[candidate + 1] - distinct.starts[candidate])) {
                     code = candidate;
@@ -140,8 +138,7 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
                     PyErr_NoMemory();
                     goto done;
                 }
-                table.hashes[slot] = h;
-                table.codes[slot] = code;
+                table.slots[slot] = (Slot){h, code};
                 if (distinct.n * 2 > table.mask + 1 && table_grow(&table) < 0) {
                     PyErr_NoMemory();
                     goto done;
@@ -167,14 +164,15 @@ done:
     for (Py_ssize_t k = 0; k < n_columns; k++) column_release(&columns[k]);
     free(columns);
     if (have_codes) PyBuffer_Release(&codes_view);
-    table_free(&table);
+    free(table.slots);
     free(distinct.arena);
     free(distinct.starts);
     return result;
 }
 
 /* ------------------------------------------------------------------------------------------- */
-/* hash_rows(column, hashes_out, hash_mask): every row's hash, in input order. */
+/* row_keys(column, out, hash_mask, sort): every row's 64-bit hash (sort false) or its tie-break
+ * sort key (two words, sort true), in input order. */
 
 static int hash_column(const Column *c, int index, uint64_t *out, uint64_t mask) {
     for (Py_ssize_t i = 0; i < c->n; i++) {
@@ -186,18 +184,29 @@ static int hash_column(const Column *c, int index, uint64_t *out, uint64_t mask)
     return 0;
 }
 
-static PyObject *hash_rows(PyObject *self, PyObject *args) {
+static int sort_key_column(const Column *c, uint64_t *out) {
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        const char *bytes;
+        Py_ssize_t size;
+        if (read_row(c, 0, i, &bytes, &size) < 0) return -1;
+        sort_key(bytes, size, &out[2 * i], &out[2 * i + 1]);
+    }
+    return 0;
+}
+
+static PyObject *row_keys(PyObject *self, PyObject *args) {
     PyObject *spec, *out_object;
     unsigned long long hash_mask;
-    if (!PyArg_ParseTuple(args, "OOK", &spec, &out_object, &hash_mask)) return NULL;
+    int sort;
+    if (!PyArg_ParseTuple(args, "OOKp", &spec, &out_object, &hash_mask, &sort)) return NULL;
     Column column;
     Py_buffer out;
     if (column_parse(spec, &column) < 0) return NULL;
-    if (get_view(out_object, &out, column.n, 8, 1, "hashes") < 0) {
+    if (get_view(out_object, &out, column.n, sort ? 16 : 8, 1, "keys") < 0) {
         column_release(&column);
         return NULL;
     }
-    int failed = hash_column(&column, 0, out.buf, hash_mask);
+    int failed = sort ? sort_key_column(&column, out.buf) : hash_column(&column, 0, out.buf, hash_mask);
     PyBuffer_Release(&out);
     column_release(&column);
     return failed ? NULL : Py_NewRef(Py_None);
@@ -210,7 +219,7 @@ static PyObject *hash_rows(PyObject *self, PyObject *args) {
  *
  * Rows are grouped by query code: code q's rows are grouped[bounds[q]:bounds[q + 1]]. Each
  * query's qrels documents, then its run documents, go into a small table of their own, so the
- * work stays in cache. hashes: None, or each row's hash in grouped order (hash_rows gathered
+ * work stays in cache. hashes: None, or each row's hash in grouped order (row_keys' gathered
  * by grouped). For a shuffled run that order is what keeps the loop sequential: hashing the
  * rows as they come would read every row's bytes at random (0.94 s on 10M shuffled rows). */
 
@@ -232,6 +241,25 @@ static inline int grouped_hash(const Column *c, int index, const uint64_t *hashe
     if (read_row(c, index, row, &bytes, &size) < 0) return -1;
     *h = hash_bytes(bytes, size, mask);
     return 0;
+}
+
+/* Scans query q's entries from h's slot to the first free one, which it returns. A stored row
+ * whose bytes equal those of row (of column) is recorded: a qrels row in *same_qrels, a run row in
+ * *same_run. Bytes are read only when the hashes are equal. */
+static inline size_t scan(const Entry *entries, size_t mask, int64_t q, uint64_t h, const Column *column, int64_t row,
+                          const Column *run, const Column *qrels, int64_t *same_qrels, int64_t *same_run) {
+    const char *bytes = NULL, *other = NULL;
+    Py_ssize_t size = 0, other_size = 0;
+    int fetched = 0;
+    size_t slot = h & mask;
+    for (; entries[slot].stamp == q; slot = (slot + 1) & mask) {
+        if (entries[slot].hash != h) continue;
+        if (!fetched) fetched = column_get(column, row, &bytes, &size) == 0;
+        int64_t stored = entries[slot].row, stored_row = stored < 0 ? -stored - 1 : stored;
+        column_get(stored < 0 ? qrels : run, stored_row, &other, &other_size);
+        if (same_bytes(bytes, size, other, other_size)) *(stored < 0 ? same_qrels : same_run) = stored_row;
+    }
+    return slot;
 }
 
 static PyObject *join(PyObject *self, PyObject *args) {
@@ -279,7 +307,6 @@ static PyObject *join(PyObject *self, PyObject *args) {
     }
     for (size_t i = 0; i < capacity; i++) entries[i].stamp = -1;
 
-    /* The bytes of two rows are compared only when their hashes are equal. */
     Py_ssize_t pairs = 0;
     int run_duplicate = 0, qrels_duplicate = 0;
     for (Py_ssize_t q = 0; q < n_codes; q++) {
@@ -288,40 +315,19 @@ static PyObject *join(PyObject *self, PyObject *args) {
         size_t mask = 15;
         while (mask + 1 < (size_t)width * 2) mask = mask * 2 + 1;
         for (int64_t at = qrels_bounds[q]; at < qrels_bounds[q + 1]; at++) {
-            int64_t row = qrels_grouped[at];
-            const char *bytes = NULL, *other = NULL;
-            Py_ssize_t size = 0, other_size = 0;
+            int64_t row = qrels_grouped[at], same_qrels = -1, same_run = -1;
             uint64_t h;
             if (grouped_hash(&qrels, 1, qrels_hashes, at, row, hash_mask, &h) < 0) goto done;
-            size_t slot = h & mask;
-            for (; entries[slot].stamp == q; slot = (slot + 1) & mask) {
-                if (entries[slot].hash != h) continue;
-                column_get(&qrels, row, &bytes, &size);
-                column_get(&qrels, -entries[slot].row - 1, &other, &other_size);
-                qrels_duplicate |= same_bytes(bytes, size, other, other_size);
-            }
+            size_t slot = scan(entries, mask, q, h, &qrels, row, &run, &qrels, &same_qrels, &same_run);
+            qrels_duplicate |= same_qrels >= 0;
             entries[slot] = (Entry){h, -row - 1, q};
         }
         for (int64_t at = run_bounds[q]; at < run_bounds[q + 1]; at++) {
-            int64_t row = run_grouped[at];
-            const char *bytes = NULL, *other = NULL;
-            Py_ssize_t size = 0, other_size = 0;
+            int64_t row = run_grouped[at], judged_by = -1, same_run = -1;
             uint64_t h;
             if (grouped_hash(&run, 0, run_hashes, at, row, hash_mask, &h) < 0) goto done;
-            size_t slot = h & mask;
-            int64_t judged_by = -1;
-            for (; entries[slot].stamp == q; slot = (slot + 1) & mask) {
-                if (entries[slot].hash != h) continue;
-                column_get(&run, row, &bytes, &size);
-                int64_t stored = entries[slot].row;
-                if (stored < 0) {
-                    column_get(&qrels, -stored - 1, &other, &other_size);
-                    if (same_bytes(bytes, size, other, other_size)) judged_by = -stored - 1;
-                } else {
-                    column_get(&run, stored, &other, &other_size);
-                    run_duplicate |= same_bytes(bytes, size, other, other_size);
-                }
-            }
+            size_t slot = scan(entries, mask, q, h, &run, row, &run, &qrels, &judged_by, &same_run);
+            run_duplicate |= same_run >= 0;
             entries[slot] = (Entry){h, row, q};
             if (judged_by >= 0) {
                 run_rows[pairs] = row;
@@ -342,8 +348,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"factorize", factorize, METH_VARARGS, "Codes of string ids, in order of first appearance; returns the ids."},
-    {"hash_rows", hash_rows, METH_VARARGS, "Each row's 64-bit hash, in input order."},
-    {"sort_keys", rerankeval_sort_keys, METH_VARARGS, "Each row's first 16 bytes as two big-endian words, in input order."},
+    {"row_keys", row_keys, METH_VARARGS, "Each row's 64-bit hash, or its tie-break sort key, in input order."},
     {"join", join, METH_VARARGS, "Run rows and the qrels rows that judge them, per query; duplicate rows."},
     {"break_ties", rerankeval_break_ties, METH_VARARGS, "Reorder tied slots by doc_id descending."},
     {NULL, NULL, 0, NULL},

@@ -11,22 +11,6 @@ typedef struct {
     int64_t slot;
 } Keyed;
 
-static inline uint64_t big_endian(const char *bytes, Py_ssize_t size) {
-    if (size <= 0) return 0;
-    uint64_t word = 0;
-    memcpy(&word, bytes, (size_t)(size < 8 ? size : 8));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return word;
-#else
-    return __builtin_bswap64(word); /* the first byte becomes the most significant */
-#endif
-}
-
-static inline void sort_key(const char *bytes, Py_ssize_t size, uint64_t *high, uint64_t *low) {
-    *high = big_endian(bytes, size);
-    *low = big_endian(bytes + 8, size - 8);
-}
-
 /* The column compared when two 16-byte prefixes are equal (qsort takes no context; the GIL is
  * held throughout, so no other call can change it). */
 static const Column *tie_docs;
@@ -46,33 +30,6 @@ static int descending(const void *a, const void *b) {
     return -c;
 }
 
-/* sort_keys(column, keys_out): each row's first 16 bytes as two big-endian words, in input order. */
-PyObject *rerankeval_sort_keys(PyObject *self, PyObject *args) {
-    PyObject *spec, *out_object;
-    if (!PyArg_ParseTuple(args, "OO", &spec, &out_object)) return NULL;
-    Column column;
-    Py_buffer out;
-    if (column_parse(spec, &column) < 0) return NULL;
-    if (get_view(out_object, &out, column.n, 16, 1, "keys") < 0) {
-        column_release(&column);
-        return NULL;
-    }
-    uint64_t *keys = out.buf;
-    PyObject *result = Py_None;
-    for (Py_ssize_t i = 0; i < column.n; i++) {
-        const char *bytes;
-        Py_ssize_t size;
-        if (read_row(&column, 0, i, &bytes, &size) < 0) {
-            result = NULL;
-            break;
-        }
-        sort_key(bytes, size, &keys[2 * i], &keys[2 * i + 1]);
-    }
-    PyBuffer_Release(&out);
-    column_release(&column);
-    return Py_XNewRef(result);
-}
-
 PyObject *rerankeval_break_ties(PyObject *self, PyObject *args) {
     PyObject *objects[6], *docs_spec;
     Py_ssize_t width;
@@ -86,7 +43,7 @@ PyObject *rerankeval_break_ties(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (column_parse(docs_spec, &docs) < 0) goto done;
     /* order (n_codes x width, int64), same (n_codes x (width - 1), bytes), queries, starts, grouped,
-     * keys (None, or sort_keys' keys in grouped order) */
+     * keys (None, or row_keys' sort keys in grouped order) */
     const char *names[6] = {"order", "same", "queries", "starts", "grouped", "keys"};
     const Py_ssize_t item_sizes[6] = {8, 1, 8, 8, 8, 16};
     for (int k = 0; k < 6; k++) {

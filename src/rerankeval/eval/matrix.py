@@ -227,7 +227,7 @@ class JudgedRun:
         keys = None
         if not layout.in_order and layout.counts[tied].sum() > layout.n // 8:  # a few tied queries: read in place
             keys = np.empty((layout.n, 2), dtype=np.uint64)
-            _native([(self.run, "run", "doc_id")], _strings.sort_keys, self.run_docs, keys)
+            _native([(self.run, "run", "doc_id")], _strings.row_keys, self.run_docs, keys, _HASH_MASK, True)
             # Gathered as one 16-byte item per row (complex128, bits copied as they are): numpy's
             # 1-D take, 0.05 s for 10M rows where the same gather of (n, 2) rows takes 0.6 s.
             keys = keys.view(np.complex128).ravel()[layout.grouped].view(np.uint64)
@@ -315,7 +315,7 @@ def _grouped_hashes(column: tuple, layout: _Layout, sources) -> np.ndarray | Non
     if layout.in_order:
         return None
     hashes = np.empty(layout.n, dtype=np.uint64)
-    _native(sources, _strings.hash_rows, column, hashes, _HASH_MASK)
+    _native(sources, _strings.row_keys, column, hashes, _HASH_MASK, False)
     return hashes[layout.grouped]
 
 
