@@ -262,6 +262,18 @@ static inline size_t scan(const Entry *entries, size_t mask, int64_t q, uint64_t
     return slot;
 }
 
+/* Adds the row at position at of a side's grouped rows to query q's entries: hashes it, scans
+ * (above), stores it, a qrels row tagged negative. Returns -1 on a value that is not a str. */
+static inline int add_row(Entry *entries, size_t mask, int64_t q, const Column *side, int index,
+                          const uint64_t *hashes, Py_ssize_t at, int64_t row, uint64_t hash_mask, const Column *run,
+                          const Column *qrels, int64_t *same_qrels, int64_t *same_run) {
+    uint64_t h;
+    if (grouped_hash(side, index, hashes, at, row, hash_mask, &h) < 0) return -1;
+    size_t slot = scan(entries, mask, q, h, side, row, run, qrels, same_qrels, same_run);
+    entries[slot] = (Entry){h, side == qrels ? -row - 1 : row, q};
+    return 0;
+}
+
 static PyObject *join(PyObject *self, PyObject *args) {
     PyObject *specs[2], *objects[8];
     unsigned long long hash_mask;
@@ -315,20 +327,18 @@ static PyObject *join(PyObject *self, PyObject *args) {
         size_t mask = 15;
         while (mask + 1 < (size_t)width * 2) mask = mask * 2 + 1;
         for (int64_t at = qrels_bounds[q]; at < qrels_bounds[q + 1]; at++) {
-            int64_t row = qrels_grouped[at], same_qrels = -1, same_run = -1;
-            uint64_t h;
-            if (grouped_hash(&qrels, 1, qrels_hashes, at, row, hash_mask, &h) < 0) goto done;
-            size_t slot = scan(entries, mask, q, h, &qrels, row, &run, &qrels, &same_qrels, &same_run);
+            int64_t same_qrels = -1, same_run = -1;
+            if (add_row(entries, mask, q, &qrels, 1, qrels_hashes, at, qrels_grouped[at], hash_mask, &run, &qrels,
+                        &same_qrels, &same_run) < 0)
+                goto done;
             qrels_duplicate |= same_qrels >= 0;
-            entries[slot] = (Entry){h, -row - 1, q};
         }
         for (int64_t at = run_bounds[q]; at < run_bounds[q + 1]; at++) {
             int64_t row = run_grouped[at], judged_by = -1, same_run = -1;
-            uint64_t h;
-            if (grouped_hash(&run, 0, run_hashes, at, row, hash_mask, &h) < 0) goto done;
-            size_t slot = scan(entries, mask, q, h, &run, row, &run, &qrels, &judged_by, &same_run);
+            if (add_row(entries, mask, q, &run, 0, run_hashes, at, row, hash_mask, &run, &qrels, &judged_by,
+                        &same_run) < 0)
+                goto done;
             run_duplicate |= same_run >= 0;
-            entries[slot] = (Entry){h, row, q};
             if (judged_by >= 0) {
                 run_rows[pairs] = row;
                 qrels_rows[pairs] = judged_by;
