@@ -343,6 +343,17 @@ def test_object_columns_with_a_value_that_is_not_a_string_are_named(column):
     qrels = GOOD_QRELS.astype({column: object})
     qrels.loc[0, column] = float("nan")
     raises(rf"qrels column '{column}' has a missing value at row 0", run, qrels)
+    listed = run.copy()
+    listed[column] = pd.Series([run[column].iloc[0], ["q1", "b"], run[column].iloc[2]], dtype=object)
+    raises(rf"run column '{column}' must hold strings, got list \['q1', 'b'\] at row 1", listed, GOOD_QRELS)
+
+
+def test_the_kernels_refuse_a_buffer_of_another_layout():
+    # An int64 array passed as the object array would be read as pointers: refused, not dereferenced.
+    for column in [(2, np.zeros(3, dtype=np.int64)), (0, np.zeros(4, dtype=np.int64), np.zeros(1, dtype=np.uint8)),
+                   (1, np.zeros(4, dtype=np.int32), np.zeros(1, dtype=np.uint8)), (3, np.zeros(3, dtype=object))]:
+        with pytest.raises(ValueError, match="column: \\(0, int32 offsets, data\\)"):
+            matrix._strings.row_keys(column, np.empty(4, dtype=np.uint64), 0, False)
 
 
 @pytest.mark.parametrize("layout", ["str", "object"])

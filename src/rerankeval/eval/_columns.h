@@ -26,20 +26,25 @@ static inline void column_release(Column *c) {
     c->have_first = c->have_second = 0;
 }
 
+/* Refuses any other layout, so that no buffer is read as what it is not (an int array as pointers). */
 static inline int column_parse(PyObject *spec, Column *c) {
     memset(c, 0, sizeof(*c));
     PyObject *first = NULL, *second = NULL;
     if (!PyArg_ParseTuple(spec, "iO|O", &c->kind, &first, &second)) return -1;
-    if (PyObject_GetBuffer(first, &c->first, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (PyObject_GetBuffer(first, &c->first, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
     c->have_first = 1;
+    const char *format = c->first.format ? c->first.format : "B";
+    int objects = strcmp(format, "O") == 0 && c->first.itemsize == (Py_ssize_t)sizeof(PyObject *);
+    int offsets = strcmp(format, "O") != 0 && c->first.itemsize == (c->kind == 0 ? 4 : 8);
+    if (!(c->kind == 2 ? objects : (c->kind == 0 || c->kind == 1) && offsets && second != NULL)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "column: (0, int32 offsets, data), (1, int64 offsets, data) or (2, object array)");
+        column_release(c);
+        return -1;
+    }
     if (c->kind == 2) {
         c->n = c->first.len / (Py_ssize_t)sizeof(PyObject *);
         return 0;
-    }
-    if ((c->kind != 0 && c->kind != 1) || second == NULL) {
-        PyErr_SetString(PyExc_ValueError, "column: (0|1, offsets, data) or (2, objects)");
-        column_release(c);
-        return -1;
     }
     if (PyObject_GetBuffer(second, &c->second, PyBUF_C_CONTIGUOUS) < 0) {
         column_release(c);
@@ -136,6 +141,7 @@ static inline int get_view(PyObject *object, Py_buffer *view, Py_ssize_t n, Py_s
     }
     return 0;
 }
+
 /* column_get for a row read for the first time: a value that is not a str becomes set_bad_row's
  * error (index: which of the kernel's columns). */
 static inline int read_row(const Column *c, int index, Py_ssize_t row, const char **bytes, Py_ssize_t *size) {

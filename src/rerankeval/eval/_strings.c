@@ -65,7 +65,7 @@ static int distinct_add(Distinct *d, const char *bytes, Py_ssize_t size) {
         d->starts = starts;
         d->capacity = capacity;
     }
-    if (d->used + (size_t)size > d->size) {
+    if (d->arena == NULL || d->used + (size_t)size > d->size) {
         size_t grown = d->size ? d->size * 2 : 65536;
         while (grown < d->used + (size_t)size) grown *= 2;
         char *arena = realloc(d->arena, grown);

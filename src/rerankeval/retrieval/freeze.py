@@ -119,8 +119,8 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, qrels: 
 
     def fit_run(fit_ids: list[str], fit_texts: list[str]):
         """The fit queries' fused top-N under every BM25 share of the grid, ranking each query once. The main pass
-        below scores these queries again (the weights are unknown until here) rather than keeping their full score rows in
-        memory: the whole fit adds about 2.5 s to SciFact's warm freeze (809 train queries; 2.1 s -> 4.5 s)."""
+        below scores these queries again (the weights are unknown until here) rather than keeping their full score
+        rows in memory: the whole fit adds about 2.5 s to SciFact's warm freeze (809 train queries; 2.1 s -> 4.5 s)."""
         lists: dict[float, list] = {share: [] for share in config.fusion.grid}
         for start, rankings in chunks(fit_texts):
             for row in range(len(rankings[0].columns)):
