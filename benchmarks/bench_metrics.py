@@ -33,7 +33,9 @@ scores are distinct) and is timed as the best of --repeats runs. What each row i
   end-to-end cost is input build + evaluate.
 
 The last table gives, per scenario and measure, rerankeval end-to-end against ranx's and
-pytrec_eval's evaluate step alone. Then rerankeval alone on --big-queries x D (end-to-end,
+pytrec_eval's evaluate step alone. --profile prints, per scenario, where one ``evaluate`` call
+spends its time (cProfile: the compiled kernels and the numpy steps), the numbers the kernels'
+comments quote. Then rerankeval alone on --big-queries x D (end-to-end,
 build, kernel; scenario a) in a child process, with its peak memory.
 
     .venv/bin/python benchmarks/bench_metrics.py [--queries 100000 --depth 100 --big-queries 1000000 --repeats 3]
@@ -86,6 +88,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios", default="abcde", help="input scenarios to run, e.g. ac (see above)")
     parser.add_argument("--skip-baselines", action="store_true", help="time rerankeval only")
+    parser.add_argument("--profile", action="store_true", help="also print where one evaluate call spends its time")
     parser.add_argument("--big-child", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -266,6 +269,8 @@ def compare(args: argparse.Namespace) -> None:
             table.add("rerankeval", measure, "end-to-end: evaluate from DataFrames", seconds)
         seconds, _ = best_of(args.repeats, lambda: evaluate(run, qrels, measures, no_relevant="zero"))
         table.add("rerankeval", "all 3", "end-to-end: evaluate from DataFrames", seconds)
+        if args.profile:
+            profile(run, qrels)
         if not args.skip_baselines:
             baselines(args, run, qrels, measures, ours, table, compare_ranx=name in "abd")
         for measure in measures:
@@ -279,6 +284,23 @@ def compare(args: argparse.Namespace) -> None:
           "(their seconds / ours):")
     print(summary.markdown())
     print(f"process peak RSS so far: {gib(max_rss())}")
+
+
+def profile(run: pd.DataFrame, qrels: pd.DataFrame, top: int = 14) -> None:
+    """The functions one evaluate call (after a warm-up call) spends the most time in, by own time."""
+    import cProfile
+    import io
+    import pstats
+
+    evaluate(run, qrels, ["nDCG@10"], no_relevant="zero")
+    profiler = cProfile.Profile()
+    profiler.runcall(evaluate, run, qrels, ["nDCG@10"], no_relevant="zero")
+    report = io.StringIO()
+    pstats.Stats(profiler, stream=report).sort_stats("tottime").print_stats(top)
+    lines = report.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
+    print("  where one evaluate call spends its time (cProfile, own time in seconds):")
+    print("\n".join("    " + line for line in lines[start:] if line.strip()))
 
 
 def baselines(args, run, qrels, measures, ours, table, compare_ranx: bool) -> None:

@@ -353,7 +353,25 @@ def test_the_kernels_refuse_a_buffer_of_another_layout():
     for column in [(2, np.zeros(3, dtype=np.int64)), (0, np.zeros(4, dtype=np.int64), np.zeros(1, dtype=np.uint8)),
                    (1, np.zeros(4, dtype=np.int32), np.zeros(1, dtype=np.uint8)), (3, np.zeros(3, dtype=object))]:
         with pytest.raises(ValueError, match="column: \\(0, int32 offsets, data\\)"):
-            matrix._strings.row_keys(column, np.empty(4, dtype=np.uint64), 0, False)
+            matrix._strings.sort_keys(column, np.empty((4, 2), dtype=np.uint64), None)
+
+
+@pytest.mark.parametrize("layout", ["str", "object"])
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("judged", [["d2"], ["d2", "d4"]])  # one candidate judgment per run row; two
+def test_an_equal_hash_is_no_judgment_until_the_bytes_agree(monkeypatch, judged, shuffled, layout):
+    # The join records a run row's judgment on equal hashes and confirms the bytes afterwards: with
+    # every id hashing to 0, no run document here is judged, and its grades must say so.
+    monkeypatch.setattr(matrix, "_HASH_MASK", 0)
+    run = frame([("q2", "d9", 1.0), ("q1", "d1", 1.0), ("q2", "d2", 0.9), ("q1", "d3", 0.5)],
+                ["query_id", "doc_id", "score"])
+    qrels = frame([("q1", doc, 1) for doc in judged] + [("q2", "d2", 1)], ["query_id", "doc_id", "relevance"])
+    if not shuffled:
+        run = run.sort_values("query_id", kind="stable").reset_index(drop=True)
+    run, qrels = (f.astype({"query_id": layout, "doc_id": layout}) for f in (run, qrels))
+    values = evaluate(run, qrels, ["nDCG@10", "P@2"])
+    assert values.loc["q1"].tolist() == [0.0, 0.0]
+    assert values.loc["q2", "P@2"] == 0.5  # d2 is judged in q2
 
 
 @pytest.mark.parametrize("layout", ["str", "object"])

@@ -104,30 +104,48 @@ static inline uint64_t load32(const char *p) {
     return word;
 }
 
-/* Multiply-xorshift over 8-byte words, the last word overlapping the one before (its length is
- * mixed in, so equal strings still hash equal); not cryptographic: equal hashes are always
- * compared on the bytes. */
-static inline uint64_t hash_bytes(const char *p, Py_ssize_t n, uint64_t mask) {
+/* An id's words: up to 16 bytes, exactly (with the size they determine the bytes: two loads that
+ * may overlap, never reading outside the id); a longer id, its first and last 8 bytes. */
+static inline void id_words(const char *p, Py_ssize_t n, uint64_t words[2]) {
+    if (n >= 8) {
+        words[0] = load64(p);
+        words[1] = load64(p + n - 8);
+    } else {
+        const unsigned char *u = (const unsigned char *)p;
+        words[0] = n >= 4 ? (load32(p) << 32) | load32(p + n - 4)
+                          : n > 0 ? ((uint64_t)u[0] << 16) | ((uint64_t)u[n >> 1] << 8) | u[n - 1] : 0;
+        words[1] = 0;
+    }
+}
+
+/* Multiply-xorshift over the size, the id's words and, past 16 bytes, its middle words; not
+ * cryptographic: equal hashes are always compared on the bytes. */
+static inline uint64_t hash_words(const char *p, Py_ssize_t n, const uint64_t words[2], uint64_t mask) {
     const uint64_t k = 0x9fb21c651e98df25ULL;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)n * k);
-    if (n >= 8) {
-        const char *last = p + n - 8;
-        for (; p < last; p += 8) h = (h ^ load64(p)) * k;
-        h = (h ^ load64(last)) * k;
-    } else if (n >= 4) {
-        h = (h ^ ((load32(p) << 32) | load32(p + n - 4))) * k;
-    } else if (n > 0) {
-        const unsigned char *u = (const unsigned char *)p;
-        h = (h ^ (((uint64_t)u[0] << 16) | ((uint64_t)u[n >> 1] << 8) | u[n - 1])) * k;
-    }
+    h = (h ^ words[0]) * k;
+    h = (h ^ words[1]) * k;
+    for (Py_ssize_t at = 8; at < n - 8; at += 8) h = (h ^ load64(p + at)) * k;
     h ^= h >> 32;
     h *= k;
     h ^= h >> 29;
     return h & mask;
 }
 
+static inline uint64_t hash_bytes(const char *p, Py_ssize_t n, uint64_t mask) {
+    uint64_t words[2];
+    id_words(p, n, words);
+    return hash_words(p, n, words, mask);
+}
+
+/* Equal ids; up to 16 bytes compared as id_words, without a call to memcmp. */
 static inline int same_bytes(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
-    return na == nb && memcmp(a, b, (size_t)na) == 0;
+    if (na != nb) return 0;
+    if (na > 16) return memcmp(a, b, (size_t)na) == 0;
+    uint64_t x[2], y[2];
+    id_words(a, na, x);
+    id_words(b, nb, y);
+    return x[0] == y[0] && x[1] == y[1];
 }
 
 /* A C-contiguous buffer of at least n items of item_size bytes. */
@@ -167,7 +185,15 @@ static inline void sort_key(const char *bytes, Py_ssize_t size, uint64_t *high, 
     *low = big_endian(bytes + 8, size - 8);
 }
 
-/* In _ties.c. */
+/* In _group.c. */
+PyObject *rerankeval_count_codes(PyObject *self, PyObject *args);
+PyObject *rerankeval_group(PyObject *self, PyObject *args);
+
+/* In _ranking.c. */
+PyObject *rerankeval_sort_keys(PyObject *self, PyObject *args);
 PyObject *rerankeval_break_ties(PyObject *self, PyObject *args);
+PyObject *rerankeval_score_keys(PyObject *self, PyObject *args);
+PyObject *rerankeval_find_ties(PyObject *self, PyObject *args);
+PyObject *rerankeval_ranked_values(PyObject *self, PyObject *args);
 
 #endif

@@ -1,6 +1,7 @@
 /* String-id kernels of the grade matrix: query-id coding and the run/qrels join by (query,
- * doc_id) with duplicate checks; trec_eval's tie-break is in _ties.c, the shared column reader in
- * _columns.h.
+ * doc_id) with duplicate checks, and the module that holds every kernel. Grouping rows by query
+ * is in _group.c, the ranking (score keys, ties, trec_eval's tie-break) in _ranking.c, the shared
+ * column reader in _columns.h.
  *
  * Why compiled code: the join must read every id once. On 10M run rows, reading ids that are
  * plain Python str objects through any library costs more than the whole evaluation is allowed
@@ -16,10 +17,15 @@
 /* factorize(columns, codes_out, hash_mask) -> list of distinct str, in order of first appearance.
  * codes_out gets each row's code, the columns' rows one after the other. */
 
-/* Open addressing; a slot's hash and code side by side, so a lookup reads one cache line. */
+/* Open addressing, at most 1/4 full. A slot holds the id's hash, code, size and words: an id of up
+ * to 16 bytes is confirmed within the slot, so a lookup reads one cache line. Coding 10M shuffled
+ * rows (bench_metrics.py --profile, b) took 0.19 s comparing in the packed ids, 0.15 s in the slot,
+ * 0.12 s with the lookups prefetched (below), 0.09 s at 1/4 full instead of 1/2. */
 typedef struct {
     uint64_t hash;
-    int64_t code; /* -1: empty */
+    int32_t code; /* -1: empty */
+    int32_t size;
+    uint64_t words[2]; /* id_words */
 } Slot;
 
 typedef struct {
@@ -105,48 +111,70 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
     }
     int64_t *codes = (int64_t *)codes_view.buf;
     Py_ssize_t at = 0;
+    /* Rows go in batches: the first pass hashes a batch and prefetches each hash's slot, so the
+     * second pass's lookups, which would each wait for memory on shuffled rows, overlap. */
+    enum { BATCH = 64 };
+    uint64_t hashes[BATCH], words[BATCH][2];
+    Py_ssize_t sizes[BATCH];
     for (Py_ssize_t k = 0; k < n_columns; k++) {
         const Column *c = &columns[k];
-        const char *previous = NULL;
-        Py_ssize_t previous_size = -1;
         int64_t previous_code = -1;
-        for (Py_ssize_t i = 0; i < c->n; i++, at++) {
+        uint64_t previous_words[2] = {0, 0};
+        Py_ssize_t previous_size = -1;
+        for (Py_ssize_t base = 0; base < c->n; base += BATCH) {
+            Py_ssize_t end = base + BATCH < c->n ? base + BATCH : c->n;
             const char *bytes;
             Py_ssize_t size;
-            if (read_row(c, (int)k, i, &bytes, &size) < 0) goto done;
-            /* Runs group their rows by query: most rows repeat the previous id. */
-            if (previous_code >= 0 && same_bytes(bytes, size, previous, previous_size)) {
-                codes[at] = previous_code;
-                continue;
-            }
-            uint64_t h = hash_bytes(bytes, size, hash_mask);
-            size_t slot = h & table.mask;
-            int64_t code = -1;
-            while (table.slots[slot].code >= 0) {
-                int64_t candidate = table.slots[slot].code;
-                if (table.slots[slot].hash == h &&
-                    same_bytes(bytes, size, distinct.arena + distinct.starts[candidate],
-                               distinct.starts[candidate + 1] - distinct.starts[candidate])) {
-                    code = candidate;
-                    break;
+            for (Py_ssize_t i = base; i < end; i++) {
+                uint64_t *w = words[i - base];
+                if (read_row(c, (int)k, i, &bytes, &size) < 0) goto done;
+                id_words(bytes, size, w);
+                sizes[i - base] = size;
+                /* Runs group their rows by query: most rows repeat the previous id (marked: hash 1). */
+                if (size <= 16 && size == previous_size && w[0] == previous_words[0] && w[1] == previous_words[1]) {
+                    hashes[i - base] = 1;
+                    continue;
                 }
-                slot = (slot + 1) & table.mask;
+                uint64_t h = hash_words(bytes, size, w, hash_mask) & ~(uint64_t)1;
+                hashes[i - base] = h;
+                __builtin_prefetch(&table.slots[h & table.mask]);
+                previous_size = size;
+                previous_words[0] = w[0];
+                previous_words[1] = w[1];
             }
-            if (code < 0) {
-                code = (int64_t)distinct.n;
-                if (distinct_add(&distinct, bytes, size) < 0) {
-                    PyErr_NoMemory();
-                    goto done;
+            for (Py_ssize_t i = base; i < end; i++, at++) {
+                uint64_t h = hashes[i - base], *w = words[i - base];
+                if (h == 1) {
+                    codes[at] = previous_code;
+                    continue;
                 }
-                table.slots[slot] = (Slot){h, code};
-                if (distinct.n * 2 > table.mask + 1 && table_grow(&table) < 0) {
-                    PyErr_NoMemory();
-                    goto done;
+                size = sizes[i - base];
+                size_t slot = h & table.mask;
+                int64_t code = -1;
+                for (; table.slots[slot].code >= 0; slot = (slot + 1) & table.mask) {
+                    const Slot *s = &table.slots[slot];
+                    if (s->hash != h || s->size != size || s->words[0] != w[0] || s->words[1] != w[1]) continue;
+                    if (size <= 16 || (column_get(c, i, &bytes, &size) == 0 &&
+                                       same_bytes(bytes, size, distinct.arena + distinct.starts[s->code], size))) {
+                        code = s->code;
+                        break;
+                    }
                 }
+                if (code < 0) {
+                    code = (int64_t)distinct.n;
+                    column_get(c, i, &bytes, &size);
+                    if (code == INT32_MAX || size > INT32_MAX || distinct_add(&distinct, bytes, size) < 0) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    table.slots[slot] = (Slot){h, (int32_t)code, (int32_t)size, {w[0], w[1]}};
+                    if (distinct.n * 4 > table.mask + 1 && table_grow(&table) < 0) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                }
+                codes[at] = previous_code = code;
             }
-            codes[at] = previous_code = code;
-            previous = bytes;
-            previous_size = size;
         }
     }
     result = PyList_New((Py_ssize_t)distinct.n);
@@ -171,57 +199,16 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------- */
-/* row_keys(column, out, hash_mask, sort): every row's 64-bit hash (sort false) or its tie-break
- * sort key (two words, sort true), in input order. */
-
-static int hash_column(const Column *c, int index, uint64_t *out, uint64_t mask) {
-    for (Py_ssize_t i = 0; i < c->n; i++) {
-        const char *bytes;
-        Py_ssize_t size;
-        if (read_row(c, index, i, &bytes, &size) < 0) return -1;
-        out[i] = hash_bytes(bytes, size, mask);
-    }
-    return 0;
-}
-
-static int sort_key_column(const Column *c, uint64_t *out) {
-    for (Py_ssize_t i = 0; i < c->n; i++) {
-        const char *bytes;
-        Py_ssize_t size;
-        if (read_row(c, 0, i, &bytes, &size) < 0) return -1;
-        sort_key(bytes, size, &out[2 * i], &out[2 * i + 1]);
-    }
-    return 0;
-}
-
-static PyObject *row_keys(PyObject *self, PyObject *args) {
-    PyObject *spec, *out_object;
-    unsigned long long hash_mask;
-    int sort;
-    if (!PyArg_ParseTuple(args, "OOKp", &spec, &out_object, &hash_mask, &sort)) return NULL;
-    Column column;
-    Py_buffer out;
-    if (column_parse(spec, &column) < 0) return NULL;
-    if (get_view(out_object, &out, column.n, sort ? 16 : 8, 1, "keys") < 0) {
-        column_release(&column);
-        return NULL;
-    }
-    int failed = sort ? sort_key_column(&column, out.buf) : hash_column(&column, 0, out.buf, hash_mask);
-    PyBuffer_Release(&out);
-    column_release(&column);
-    return failed ? NULL : Py_NewRef(Py_None);
-}
-
-/* ------------------------------------------------------------------------------------------- */
-/* join(run_docs, qrels_docs, run_bounds, run_grouped, qrels_bounds, qrels_grouped, run_hashes,
- *      qrels_hashes, run_rows_out, qrels_rows_out, hash_mask)
- *      -> (pairs, qrels has a duplicate, run has a duplicate)
+/* join(run_docs, qrels_docs, run_bounds, run_packed, qrels_bounds, qrels_packed, row_bits,
+ *      run_positions_out, qrels_rows_out, hash_mask) -> (pairs, qrels has a duplicate, run has a duplicate)
  *
- * Rows are grouped by query code: code q's rows are grouped[bounds[q]:bounds[q + 1]]. Each
- * query's qrels documents, then its run documents, go into a small table of their own, so the
- * work stays in cache. hashes: None, or each row's hash in grouped order (row_keys' gathered
- * by grouped). For a shuffled run that order is what keeps the loop sequential: hashing the
- * rows as they come would read every row's bytes at random (0.94 s on 10M shuffled rows). */
+ * Each judged run row: its position in the run's grouped order and the qrels row judging it.
+ *
+ * Rows are grouped by query code: code q's rows are at positions bounds[q]:bounds[q + 1] of its
+ * side's grouped order. packed: group's output (each row with its id's hash above row_bits) for
+ * rows out of query order; None for rows in query order already, whose ids are then read and
+ * hashed here, in order. Each query's qrels documents, then its run documents, go into a small
+ * table of their own, so the work stays in cache. */
 
 typedef struct {
     uint64_t hash;
@@ -229,137 +216,229 @@ typedef struct {
     int64_t stamp; /* the query code that wrote the entry; others are empty */
 } Entry;
 
-/* The hash of the row at position at of grouped: from hashes when given, else read now. */
-static inline int grouped_hash(const Column *c, int index, const uint64_t *hashes, Py_ssize_t at, int64_t row,
-                               uint64_t mask, uint64_t *h) {
-    if (hashes != NULL) {
-        *h = hashes[at];
+typedef struct {
+    const Column *docs;
+    const int64_t *bounds;
+    const uint64_t *packed; /* NULL: in query order */
+    int index;              /* the column's place in the kernel's arguments, for messages */
+} Side;
+
+/* One join: its two sides, the current query's small table, the confirmation mode. */
+typedef struct {
+    Side run, qrels;
+    int row_bits;
+    uint64_t row_mask, hash_mask;
+    Entry *entries;
+    size_t capacity, mask;
+    int64_t q;
+    int defer;     /* a run row judged by an equal hash is confirmed afterwards, in confirm_pairs */
+    int ambiguous; /* deferring met two qrels rows with one run row's hash */
+} Join;
+
+/* The row at position at of a side's grouped order. */
+static inline int64_t row_at(const Join *j, const Side *side, int64_t at) {
+    return side->packed != NULL ? (int64_t)(side->packed[at] & j->row_mask) : at;
+}
+
+/* The row at position at of a side's grouped order and its id's hash (bits above the rows). */
+static inline int side_row(const Join *j, const Side *side, Py_ssize_t at, int64_t *row, uint64_t *h) {
+    if (side->packed != NULL) {
+        *row = row_at(j, side, at);
+        *h = side->packed[at] & ~j->row_mask;
         return 0;
     }
     const char *bytes;
     Py_ssize_t size;
-    if (read_row(c, index, row, &bytes, &size) < 0) return -1;
-    *h = hash_bytes(bytes, size, mask);
+    *row = at;
+    if (read_row(side->docs, side->index, at, &bytes, &size) < 0) return -1;
+    *h = hash_bytes(bytes, size, j->hash_mask) & ~j->row_mask;
     return 0;
 }
 
 /* Scans query q's entries from h's slot to the first free one, which it returns. A stored row
- * whose bytes equal those of row (of column) is recorded: a qrels row in *same_qrels, a run row in
- * *same_run. Bytes are read only when the hashes are equal. */
-static inline size_t scan(const Entry *entries, size_t mask, int64_t q, uint64_t h, const Column *column, int64_t row,
-                          const Column *run, const Column *qrels, int64_t *same_qrels, int64_t *same_run) {
+ * whose bytes equal those of row (of side) is recorded: a qrels row in *same_qrels, a run row in
+ * *same_run. Bytes are read only when the hashes are equal, and a run row's judgment is only
+ * recorded when deferring. */
+static inline size_t scan(Join *j, uint64_t h, const Side *side, int64_t row, int64_t *same_qrels, int64_t *same_run) {
     const char *bytes = NULL, *other = NULL;
     Py_ssize_t size = 0, other_size = 0;
     int fetched = 0;
-    size_t slot = h & mask;
-    for (; entries[slot].stamp == q; slot = (slot + 1) & mask) {
-        if (entries[slot].hash != h) continue;
-        if (!fetched) fetched = column_get(column, row, &bytes, &size) == 0;
-        int64_t stored = entries[slot].row, stored_row = stored < 0 ? -stored - 1 : stored;
-        column_get(stored < 0 ? qrels : run, stored_row, &other, &other_size);
+    size_t slot = (h >> j->row_bits) & j->mask; /* the hash's bits start above the rows' */
+    for (; j->entries[slot].stamp == j->q; slot = (slot + 1) & j->mask) {
+        if (j->entries[slot].hash != h) continue;
+        int64_t stored = j->entries[slot].row, stored_row = stored < 0 ? -stored - 1 : stored;
+        if (j->defer && side == &j->run && stored < 0) {
+            j->ambiguous |= *same_qrels >= 0;
+            *same_qrels = stored_row;
+            continue;
+        }
+        if (!fetched) fetched = column_get(side->docs, row, &bytes, &size) == 0;
+        column_get(stored < 0 ? j->qrels.docs : j->run.docs, stored_row, &other, &other_size);
         if (same_bytes(bytes, size, other, other_size)) *(stored < 0 ? same_qrels : same_run) = stored_row;
     }
     return slot;
 }
 
-/* Adds the row at position at of a side's grouped rows to query q's entries: hashes it, scans
- * (above), stores it, a qrels row tagged negative. Returns -1 on a value that is not a str. */
-static inline int add_row(Entry *entries, size_t mask, int64_t q, const Column *side, int index,
-                          const uint64_t *hashes, Py_ssize_t at, int64_t row, uint64_t hash_mask, const Column *run,
-                          const Column *qrels, int64_t *same_qrels, int64_t *same_run) {
+/* Adds the row at position at of a side's grouped order to query q's entries: scans (above),
+ * stores it, a qrels row tagged negative. Returns the row, or -1 on a value that is not a str. */
+static inline int64_t add_row(Join *j, const Side *side, Py_ssize_t at, int64_t *same_qrels, int64_t *same_run) {
+    int64_t row;
     uint64_t h;
-    if (grouped_hash(side, index, hashes, at, row, hash_mask, &h) < 0) return -1;
-    size_t slot = scan(entries, mask, q, h, side, row, run, qrels, same_qrels, same_run);
-    entries[slot] = (Entry){h, side == qrels ? -row - 1 : row, q};
-    return 0;
+    if (side_row(j, side, at, &row, &h) < 0) return -1;
+    size_t slot = scan(j, h, side, row, same_qrels, same_run);
+    j->entries[slot] = (Entry){h, side == &j->qrels ? -row - 1 : row, j->q};
+    return row;
+}
+
+/* Prefetches what column_get(c, row) reads: stage 0 the offset or the object pointer; stage 1,
+ * once stage 0 has arrived, the bytes or the object. */
+static inline void prefetch_row(const Column *c, int64_t row, int stage) {
+    if (c->kind == 2) {
+        PyObject *const *objects = c->first.buf;
+        __builtin_prefetch(stage == 0 ? (const void *)&objects[row] : (const void *)objects[row]);
+    } else if (stage == 0) {
+        __builtin_prefetch((const char *)c->first.buf + row * (c->kind == 0 ? 4 : 8));
+    } else {
+        const char *bytes;
+        Py_ssize_t size;
+        column_get(c, row, &bytes, &size);
+        __builtin_prefetch(bytes);
+    }
+}
+
+/* Whether every deferred pair has equal bytes. The pairs are independent, so their bytes are
+ * prefetched ahead: confirming each at once, inside the join, waited on memory at every judged
+ * row of a shuffled run (the join took 0.32 s on 10M shuffled rows, 0.09 s now). */
+static int confirm_pairs(const Join *j, const int64_t *run_positions, const int64_t *qrels_rows, Py_ssize_t pairs) {
+    enum { AHEAD = 16 };
+    for (Py_ssize_t k = 0; k < pairs; k++) {
+        if (k + 2 * AHEAD < pairs) {
+            prefetch_row(j->run.docs, row_at(j, &j->run, run_positions[k + 2 * AHEAD]), 0);
+            prefetch_row(j->qrels.docs, qrels_rows[k + 2 * AHEAD], 0);
+        }
+        if (k + AHEAD < pairs) {
+            prefetch_row(j->run.docs, row_at(j, &j->run, run_positions[k + AHEAD]), 1);
+            prefetch_row(j->qrels.docs, qrels_rows[k + AHEAD], 1);
+        }
+        const char *a, *b;
+        Py_ssize_t na, nb;
+        if (column_get(j->run.docs, row_at(j, &j->run, run_positions[k]), &a, &na) != 0 ||
+            column_get(j->qrels.docs, qrels_rows[k], &b, &nb) != 0 || !same_bytes(a, na, b, nb))
+            return 0;
+    }
+    return 1;
+}
+
+/* Every query's rows through the table; returns the number of pairs, or -1 on a value that is not a str. */
+static Py_ssize_t join_queries(Join *j, Py_ssize_t n_codes, int64_t *run_positions, int64_t *qrels_rows,
+                               int *qrels_duplicate, int *run_duplicate) {
+    Py_ssize_t pairs = 0;
+    const int64_t *run_bounds = j->run.bounds, *qrels_bounds = j->qrels.bounds;
+    for (size_t i = 0; i < j->capacity; i++) j->entries[i].stamp = -1;
+    for (j->q = 0; j->q < n_codes; j->q++) {
+        int64_t q = j->q, width = (run_bounds[q + 1] - run_bounds[q]) + (qrels_bounds[q + 1] - qrels_bounds[q]);
+        if (width == 0) continue;
+        /* At most 1/8 full: most lookups end at an empty slot, a branch the CPU then predicts
+         * (at 1/2 the join took 0.13 s on 10M shuffled rows, 0.09 s now). */
+        for (j->mask = 15; j->mask + 1 < (size_t)width * 8;) j->mask = j->mask * 2 + 1;
+        for (int64_t at = qrels_bounds[q]; at < qrels_bounds[q + 1]; at++) {
+            int64_t same_qrels = -1, same_run = -1;
+            if (add_row(j, &j->qrels, at, &same_qrels, &same_run) < 0) return -1;
+            *qrels_duplicate |= same_qrels >= 0;
+        }
+        for (int64_t at = run_bounds[q]; at < run_bounds[q + 1]; at++) {
+            int64_t judged_by = -1, same_run = -1;
+            if (add_row(j, &j->run, at, &judged_by, &same_run) < 0) return -1;
+            *run_duplicate |= same_run >= 0;
+            if (judged_by >= 0) {
+                run_positions[pairs] = at;
+                qrels_rows[pairs] = judged_by;
+                pairs++;
+            }
+        }
+    }
+    return pairs;
 }
 
 static PyObject *join(PyObject *self, PyObject *args) {
-    PyObject *specs[2], *objects[8];
+    PyObject *specs[2], *objects[6];
+    int row_bits;
     unsigned long long hash_mask;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOK", &specs[0], &specs[1], &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7], &hash_mask))
+    if (!PyArg_ParseTuple(args, "OOOOOOiOOK", &specs[0], &specs[1], &objects[0], &objects[1], &objects[2],
+                          &objects[3], &row_bits, &objects[4], &objects[5], &hash_mask))
         return NULL;
     Column run = {0}, qrels = {0};
-    Py_buffer views[8];
-    int held[8] = {0};
-    Entry *entries = NULL;
+    Py_buffer views[6];
+    int held[6] = {0};
+    Join j = {{&run, NULL, NULL, 0}, {&qrels, NULL, NULL, 1}, row_bits, 0, hash_mask, NULL, 0, 0, 0, 1, 0};
     PyObject *result = NULL;
     if (column_parse(specs[0], &run) < 0 || column_parse(specs[1], &qrels) < 0) goto done;
-    /* bounds: n_codes + 1 each; grouped and hashes: a row each; the outputs: room for every run row. */
-    const Py_ssize_t sizes[8] = {1, run.n, 1, qrels.n, run.n, qrels.n, run.n, run.n};
-    const char *names[8] = {"run_bounds", "run_grouped", "qrels_bounds", "qrels_grouped", "run_hashes",
-                            "qrels_hashes", "run_rows", "qrels_rows"};
-    for (int k = 0; k < 8; k++) {
-        if (objects[k] == Py_None && (k == 4 || k == 5)) continue;
-        if (get_view(objects[k], &views[k], sizes[k], 8, k >= 6, names[k]) < 0) goto done;
+    if (row_bits < 0 || row_bits > 62 || (uint64_t)run.n > (uint64_t)1 << row_bits ||
+        (uint64_t)qrels.n > (uint64_t)1 << row_bits) {
+        PyErr_SetString(PyExc_ValueError, "join: row_bits too small for the rows");
+        goto done;
+    }
+    j.row_mask = ((uint64_t)1 << row_bits) - 1;
+    /* bounds: n_codes + 1 each; packed: a row each; the outputs: room for every run row. */
+    const Py_ssize_t sizes[6] = {1, run.n, 1, qrels.n, run.n, run.n};
+    const char *names[6] = {"run_bounds", "run_packed", "qrels_bounds", "qrels_packed", "run_positions",
+                            "qrels_rows"};
+    for (int k = 0; k < 6; k++) {
+        if (objects[k] == Py_None && (k == 1 || k == 3)) continue;
+        if (get_view(objects[k], &views[k], sizes[k], 8, k >= 4, names[k]) < 0) goto done;
         held[k] = 1;
     }
     if (views[0].len != views[2].len) {
         PyErr_SetString(PyExc_ValueError, "run_bounds and qrels_bounds differ in length");
         goto done;
     }
-    const int64_t *run_bounds = views[0].buf, *run_grouped = views[1].buf;
-    const int64_t *qrels_bounds = views[2].buf, *qrels_grouped = views[3].buf;
-    const uint64_t *run_hashes = held[4] ? views[4].buf : NULL, *qrels_hashes = held[5] ? views[5].buf : NULL;
-    int64_t *run_rows = views[6].buf, *qrels_rows = views[7].buf;
+    j.run.bounds = views[0].buf;
+    j.qrels.bounds = views[2].buf;
+    j.run.packed = held[1] ? views[1].buf : NULL;
+    j.qrels.packed = held[3] ? views[3].buf : NULL;
+    int64_t *run_positions = views[4].buf, *qrels_rows = views[5].buf;
     Py_ssize_t n_codes = views[0].len / 8 - 1;
 
     int64_t widest = 0;
     for (Py_ssize_t q = 0; q < n_codes; q++) {
-        int64_t width = (run_bounds[q + 1] - run_bounds[q]) + (qrels_bounds[q + 1] - qrels_bounds[q]);
+        int64_t width = (j.run.bounds[q + 1] - j.run.bounds[q]) + (j.qrels.bounds[q + 1] - j.qrels.bounds[q]);
         if (width > widest) widest = width;
     }
-    size_t capacity = 16;
-    while (capacity < (size_t)widest * 2) capacity *= 2;
-    entries = malloc(capacity * sizeof(Entry));
-    if (!entries) {
+    for (j.capacity = 16; j.capacity < (size_t)widest * 8;) j.capacity *= 2;
+    j.entries = malloc(j.capacity * sizeof(Entry));
+    if (!j.entries) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t i = 0; i < capacity; i++) entries[i].stamp = -1;
-
-    Py_ssize_t pairs = 0;
-    int run_duplicate = 0, qrels_duplicate = 0;
-    for (Py_ssize_t q = 0; q < n_codes; q++) {
-        int64_t width = (run_bounds[q + 1] - run_bounds[q]) + (qrels_bounds[q + 1] - qrels_bounds[q]);
-        if (width == 0) continue;
-        size_t mask = 15;
-        while (mask + 1 < (size_t)width * 2) mask = mask * 2 + 1;
-        for (int64_t at = qrels_bounds[q]; at < qrels_bounds[q + 1]; at++) {
-            int64_t same_qrels = -1, same_run = -1;
-            if (add_row(entries, mask, q, &qrels, 1, qrels_hashes, at, qrels_grouped[at], hash_mask, &run, &qrels,
-                        &same_qrels, &same_run) < 0)
-                goto done;
-            qrels_duplicate |= same_qrels >= 0;
-        }
-        for (int64_t at = run_bounds[q]; at < run_bounds[q + 1]; at++) {
-            int64_t row = run_grouped[at], judged_by = -1, same_run = -1;
-            if (add_row(entries, mask, q, &run, 0, run_hashes, at, row, hash_mask, &run, &qrels, &judged_by,
-                        &same_run) < 0)
-                goto done;
-            run_duplicate |= same_run >= 0;
-            if (judged_by >= 0) {
-                run_rows[pairs] = row;
-                qrels_rows[pairs] = judged_by;
-                pairs++;
-            }
-        }
+    Py_ssize_t pairs;
+    int run_duplicate, qrels_duplicate;
+    /* Deferred confirmation first; a pair whose bytes differ (a hash collision) or an ambiguous
+     * match, both as rare as hash collisions, make the join run again confirming at once. */
+    for (;; j.defer = 0) {
+        run_duplicate = qrels_duplicate = 0;
+        pairs = join_queries(&j, n_codes, run_positions, qrels_rows, &qrels_duplicate, &run_duplicate);
+        if (pairs < 0) goto done;
+        if (!j.defer || (!j.ambiguous && confirm_pairs(&j, run_positions, qrels_rows, pairs))) break;
     }
     result = Py_BuildValue("(nOO)", pairs, qrels_duplicate ? Py_True : Py_False, run_duplicate ? Py_True : Py_False);
 done:
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 6; k++)
         if (held[k]) PyBuffer_Release(&views[k]);
     column_release(&run);
     column_release(&qrels);
-    free(entries);
+    free(j.entries);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"factorize", factorize, METH_VARARGS, "Codes of string ids, in order of first appearance; returns the ids."},
-    {"row_keys", row_keys, METH_VARARGS, "Each row's 64-bit hash, or its tie-break sort key, in input order."},
+    {"sort_keys", rerankeval_sort_keys, METH_VARARGS, "Each row's tie-break sort key, in input or grouped order."},
+    {"count_codes", rerankeval_count_codes, METH_VARARGS, "Rows per code, and whether the codes never decrease."},
+    {"group", rerankeval_group, METH_VARARGS, "Rows grouped by code (a stable counting sort), with their ids' hashes."},
     {"join", join, METH_VARARGS, "Run rows and the qrels rows that judge them, per query; duplicate rows."},
+    {"score_keys", rerankeval_score_keys, METH_VARARGS, "Descending float32 keys of scores, shifted, scattered."},
+    {"find_ties", rerankeval_find_ties, METH_VARARGS, "Marks equal neighbours in rows of sorted keys."},
+    {"ranked_values", rerankeval_ranked_values, METH_VARARGS, "Per-row values in each query's ranked order."},
     {"break_ties", rerankeval_break_ties, METH_VARARGS, "Reorder tied slots by doc_id descending."},
     {NULL, NULL, 0, NULL},
 };

@@ -17,12 +17,16 @@ Input contract:
   as ``no_relevant`` says; a query absent from the run scores 0, as trec_eval -c.
 
 How it is built: the compiled kernels of ``_strings.c`` read every id once, in place (Arrow's
-buffers or the Python str objects): query ids get codes, and each query's run and qrels
-documents meet in a small hash table of their own, which finds each run row's judgment and any
-repeated (query, doc) pair; equal hashes are always confirmed on the bytes. Rows are grouped by
-query into a (queries x longest list) matrix; one row-wise numpy sort of keys that pack the
-score's order bits with the slot gives the ranking, and equal scores, where there are any, are
-put in doc_id order by the kernel.
+buffers or the Python str objects), and always in input order: query ids get codes; rows out of
+query order are grouped by a counting sort that carries each doc id's hash along (``_group.c``); each query's
+run and qrels documents then meet in a small hash table of their own, which finds each run
+row's judgment and any repeated (query, doc) pair. Equal hashes are always confirmed on the
+bytes. The score keys (``_ranking.c``) go straight into a (queries x longest list) matrix; one
+row-wise numpy sort of keys that pack the score's order bits with the slot gives the ranking,
+equal scores, where there are any, are put in doc_id order by the kernel, and the grades are
+read out in that order. Where a step reads memory at random on shuffled rows, it is written as
+a scatter (writes do not wait for memory) or prefetched; ``benchmarks/bench_metrics.py
+--profile`` shows where the time goes.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def grade_matrix(
     if asked is not None:
         selected = np.unique(rows.asked_codes)
     else:
-        selected = np.flatnonzero(np.bincount(rows.qrels_layout.codes, minlength=n_codes))
+        selected = np.flatnonzero(rows.qrels_layout.counts)
     if no_relevant == "drop":
         selected = selected[has_relevant[selected]]
     selected_ids = rows.query_dictionary.take(selected)
@@ -122,18 +126,20 @@ def grade_matrix(
 
     dtype = _grade_dtype(rows.relevance)
     pad = np.iinfo(dtype).min
-    cells = rows.grades(missing=pad + 1, dtype=dtype)
-    everything = len(selected) == n_codes and np.array_equal(selected, np.arange(n_codes))
+    cells = rows.grades(missing=pad + 1, dtype=dtype, grouped=True)
+    row_of = np.full(n_codes, -1, dtype=np.intp)  # each query's row in the matrix, if selected
+    row_of[selected] = np.arange(len(selected))
 
     def ranked_grades(column: str) -> np.ndarray:
-        ranked = np.take_along_axis(rows.layout.matrix(cells, pad), rows.order(column), axis=1)
-        return ranked if everything else ranked[selected]
+        """The selected queries' grades in ``column``'s ranked order."""
+        layout = rows.layout
+        ranked = np.empty((len(selected), layout.width), dtype=dtype)
+        _strings.ranked_values(cells, rows.order(column), row_of, layout.starts, layout.counts, pad, ranked)
+        return ranked
 
     grades = ranked_grades("rank" if "rank" in run.columns else "score")
     candidate_grades = ranked_grades("fused_rank") if candidate_order else None
 
-    row_of = np.full(n_codes, -1, dtype=np.intp)
-    row_of[selected] = np.arange(len(selected))
     judged_rows = row_of[rows.qrels_layout.codes]
     judged = judged_rows >= 0
     judged_rows, judged_grades = _ideal_order(judged_rows[judged], rows.relevance[judged])
@@ -166,32 +172,36 @@ class JudgedRun:
         self.query_dictionary = pa.array(ids, type=pa.large_string())
         n_codes = len(ids)
         n_run, n_qrels = len(run), len(qrels)
-        self.layout = _Layout(codes[:n_run], n_codes)
-        self.qrels_layout = _Layout(codes[n_run:n_run + n_qrels], n_codes)
-        self.asked_codes = codes[n_run + n_qrels:]
         self.run_docs, self.qrels_docs = _column(run["doc_id"]), _column(qrels["doc_id"])
-        self.run_rows, self.qrels_rows = self._join(run, qrels)
+        # Both sides pack their rows below the same number of bits, so that their hashes compare.
+        self.row_bits = max(n_run - 1, n_qrels - 1, 0).bit_length()
+        self.layout = _Layout(codes[:n_run], n_codes, self.run_docs, (run, "run", "doc_id"), self.row_bits)
+        self.qrels_layout = _Layout(codes[n_run:n_run + n_qrels], n_codes, self.qrels_docs,
+                                    (qrels, "qrels", "doc_id"), self.row_bits)
+        self.asked_codes = codes[n_run + n_qrels:]
+        self.run_positions, self.qrels_rows = self._join(run, qrels)
 
-    def grades(self, missing: int, dtype) -> np.ndarray:
-        """The grade of each run row; ``missing`` where the qrels do not judge it."""
+    def grades(self, missing: int, dtype, grouped: bool = False) -> np.ndarray:
+        """The grade of each run row, in input order or the layout's grouped order; ``missing``
+        where the qrels do not judge it."""
         cells = np.full(len(self.run), missing, dtype=dtype)
-        cells[self.run_rows] = self.relevance[self.qrels_rows]
+        cells[self.run_positions if grouped else self.layout.grouped[self.run_positions]] = \
+            self.relevance[self.qrels_rows]
         return cells
 
     def _join(self, run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """(run row, qrels row) of each judged run row; raises on a repeated (query, doc) pair."""
-        run_rows, qrels_rows = np.empty(len(run), dtype=np.int64), np.empty(len(run), dtype=np.int64)
+        """(place in the run's grouped order, qrels row) of each judged run row; raises on a
+        repeated (query, doc) pair."""
+        run_positions, qrels_rows = np.empty(len(run), dtype=np.int64), np.empty(len(run), dtype=np.int64)
         sources = [(run, "run", "doc_id"), (qrels, "qrels", "doc_id")]
-        hashes = [_grouped_hashes(column, layout, [source]) for column, layout, source in
-                  ((self.run_docs, self.layout, sources[0]), (self.qrels_docs, self.qrels_layout, sources[1]))]
         pairs, qrels_duplicate, run_duplicate = _native(
-            sources, _strings.join, self.run_docs, self.qrels_docs, self.layout.bounds, self.layout.grouped,
-            self.qrels_layout.bounds, self.qrels_layout.grouped, *hashes, run_rows, qrels_rows, _HASH_MASK)
+            sources, _strings.join, self.run_docs, self.qrels_docs, self.layout.bounds, self.layout.packed,
+            self.qrels_layout.bounds, self.qrels_layout.packed, self.row_bits, run_positions, qrels_rows, _HASH_MASK)
         if qrels_duplicate:
             _raise_duplicate(qrels, "qrels")
         if run_duplicate:
             _raise_duplicate(run, "run")
-        return run_rows[:pairs], qrels_rows[:pairs]
+        return run_positions[:pairs], qrels_rows[:pairs]
 
     def order(self, column: str) -> np.ndarray:
         """Per query row, its run rows' slots from the top rank down (TIE_BREAK_RULE); padding last.
@@ -200,87 +210,101 @@ class JudgedRun:
         sort per query row of keys that pack the value's order bits above the slot.
         """
         layout = self.layout
-        slot_bits = np.uint64(max(layout.width - 1, 0).bit_length())
+        slot_bits = max(layout.width - 1, 0).bit_length()
+        slot_mask = np.uint64(2**slot_bits - 1)
+        # Padding: all ones above the slot, so it sorts last (no value's key reaches that).
+        shape = (len(layout.counts), layout.width)
         if column == "score":
-            scores = _checked_scores(self.run)
-            values = _descending_float32_keys(scores)
+            keys = np.empty(shape, dtype=_U64) if layout.full else np.full(shape, ~slot_mask, dtype=_U64)
+            scores = np.ascontiguousarray(_checked_scores(self.run))
+            _strings.score_keys(scores, None if layout.full and layout.in_order else layout.flat, slot_bits, keys)
         else:
             values = _rank_values(self.run, column)
-            if len(values) and int(values.max()) >= 2 ** (63 - int(slot_bits)):
+            if len(values) and int(values.max()) >= 2 ** (63 - slot_bits):
                 values = np.unique(values, return_inverse=True)[1]  # same order, small enough to pack
-        slot_mask = np.uint64(2**int(slot_bits) - 1)
-        # Padding: all ones above the slot, so it sorts last (no value's key reaches that).
-        keys = layout.matrix(values.astype(_U64) << slot_bits, ~slot_mask)
+            keys = layout.matrix(values.astype(_U64), ~slot_mask >> np.uint64(slot_bits))
+            keys <<= np.uint64(slot_bits)
         keys |= np.arange(layout.width, dtype=_U64)
         keys.sort(axis=1)
-        same = ((keys[:, 1:] ^ keys[:, :-1]) <= slot_mask) & (keys[:, 1:] < ~slot_mask)
+        any_tie = _strings.find_ties(keys, layout.width, slot_bits, None)
+        if any_tie:
+            same = np.empty((shape[0], layout.width - 1), dtype=np.uint8)  # same[q, j]: slots j and j + 1 tie
+            _strings.find_ties(keys, layout.width, slot_bits, same)
         keys &= slot_mask
         order = keys.view(np.int64)
-        if not same.any():
+        if not any_tie:
             return order
         if column != "score":
             query, slot = np.argwhere(same)[0]
             _raise_repeated_rank(self.run, column, layout, values, int(query), order[query, slot])
         tied = np.flatnonzero(same.any(axis=1))
         # Equal scores: doc_id descending, by the kernel, in the tied queries only. Rows out of query
-        # order get their ids' sort keys read in input order first, as _grouped_hashes does.
+        # order get their ids' sort keys read in input order first, as _Layout reads their hashes.
         keys = None
         if not layout.in_order and layout.counts[tied].sum() > layout.n // 8:  # a few tied queries: read in place
             keys = np.empty((layout.n, 2), dtype=np.uint64)
-            _native([(self.run, "run", "doc_id")], _strings.row_keys, self.run_docs, keys, _HASH_MASK, True)
-            # Gathered as one 16-byte item per row (complex128, bits copied as they are): numpy's
-            # 1-D take, 0.05 s for 10M rows where the same gather of (n, 2) rows takes 0.6 s.
-            keys = keys.view(np.complex128).ravel()[layout.grouped].view(np.uint64)
-        _strings.break_ties(order, np.ascontiguousarray(same).view(np.uint8), tied, layout.width, layout.starts,
-                            layout.grouped, self.run_docs, keys)
+            _native([(self.run, "run", "doc_id")], _strings.sort_keys, self.run_docs, keys, layout.positions)
+        _strings.break_ties(order, same, tied, layout.width, layout.starts, layout.grouped, self.run_docs, keys)
         return order
 
 
 class _Layout:
-    """Rows grouped by query code: matrix row = code, slot = place among the code's rows in input order."""
+    """Rows grouped by query code: matrix row = code, slot = place among the code's rows in input order.
 
-    def __init__(self, codes: np.ndarray, n_codes: int):
+    ``packed``: for rows out of query order, each row in grouped order with the hash of its id
+    (``ids``, a kernel column; ``source`` names it in messages) above ``row_bits``; None for
+    rows in query order already (the join reads and hashes those itself).
+    """
+
+    def __init__(self, codes: np.ndarray, n_codes: int, ids: tuple | None = None, source: tuple | None = None,
+                 row_bits: int | None = None):
         self.codes = codes
         self.n = len(codes)
-        self.counts = np.bincount(codes, minlength=n_codes)
-        self.width = max(int(self.counts.max()) if len(codes) else 0, 1)  # one column at least, for the kernels
+        self.counts = np.zeros(n_codes, dtype=np.int64)
+        self.in_order = _strings.count_codes(codes, self.counts)
+        self.width = max(int(self.counts.max()) if n_codes else 0, 1)  # one column at least, for the kernels
         self.starts = np.cumsum(self.counts) - self.counts
         self.bounds = np.append(self.starts, self.n)  # code q's rows: grouped[bounds[q]:bounds[q + 1]]
-        self.in_order = bool(np.all(codes[1:] >= codes[:-1]))
-        # grouped: the input rows grouped by code, in input order within a code.
+        self.row_bits = max(self.n - 1, 0).bit_length() if row_bits is None else row_bits
+        self.packed = None
         if self.in_order:
-            self.grouped = np.arange(self.n)
+            self.positions = np.arange(self.n)
         else:
-            # A stable sort by code: one sort of code and row packed into one integer.
-            row_bits = np.uint64(max(self.n - 1, 0).bit_length())
-            packed = np.sort((codes.astype(_U64) << row_bits) | np.arange(self.n, dtype=_U64))
-            self.grouped = (packed & np.uint64(2**int(row_bits) - 1)).astype(np.int64)
+            # positions: each input row's place in grouped order.
+            self.packed, self.positions = np.empty(self.n, dtype=_U64), np.empty(self.n, dtype=np.int64)
+            _native([source], _strings.group, codes, self.starts.copy(), self.packed, self.positions, ids,
+                    self.row_bits, _HASH_MASK)
         # Every query with as many rows (a run as rankers write it): the matrix is the rows in grouped order.
         self.full = bool(np.all(self.counts == self.width))
 
     @cached_property
+    def grouped(self) -> np.ndarray:
+        """The input rows grouped by code, in input order within a code."""
+        if self.packed is None:
+            return np.arange(self.n)
+        return (self.packed & np.uint64(2**self.row_bits - 1)).view(np.int64)
+
+    @cached_property
     def slots(self) -> np.ndarray:
         """Each input row's slot."""
-        in_grouped_order = np.arange(self.n) - np.repeat(self.starts, self.counts)
-        if self.in_order:
-            return in_grouped_order
-        slots = np.empty(self.n, dtype=np.int64)
-        slots[self.grouped] = in_grouped_order
-        return slots
+        return self.positions - self.starts[self.codes]
 
     @cached_property
     def flat(self) -> np.ndarray:
         """Each input row's cell in the raveled matrix."""
-        return self.codes * self.width + self.slots
+        return self.positions if self.full else self.codes * self.width + self.slots
 
     def matrix(self, values: np.ndarray, fill) -> np.ndarray:
-        """(codes x width) matrix of per-row values, each query's rows in input order, padded with fill."""
-        if self.full:
-            # A gather (a reshape when the rows are in order already), where the scatter below
-            # writes at random: 0.03 s instead of 0.10 s for 10M shuffled rows.
-            grouped = values if self.in_order else values[self.grouped]
-            return grouped.reshape(len(self.counts), self.width)
-        out = np.full((len(self.counts), self.width), fill, dtype=values.dtype)
+        """(codes x width) matrix of per-row values, each query's rows in input order, padded with fill.
+
+        A reshape when the rows are grouped already and every query has as many; else a scatter
+        (0.03 s for 10M shuffled int64 rows, where gathering them takes 0.08 s: a write does not
+        wait for memory).
+        """
+        shape = (len(self.counts), self.width)
+        if self.full and self.in_order:
+            return values.reshape(shape)
+        out = np.empty(shape, dtype=values.dtype) if self.full else np.full(shape, fill, dtype=values.dtype)
         out.ravel()[self.flat] = values
         return out
 
@@ -307,17 +331,6 @@ def _column(values: pd.Series) -> tuple:
                             offset=array.offset * np.dtype(offset_type).itemsize)
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, dtype=np.uint8)
     return kind, offsets, data
-
-
-def _grouped_hashes(column: tuple, layout: _Layout, sources) -> np.ndarray | None:
-    """Each row's hash in the layout's grouped order, for rows not in query order already (the
-    kernel hashes those as it meets them): hashed in input order, then gathered, both sequential
-    passes where hashing in grouped order would read the bytes at random."""
-    if layout.in_order:
-        return None
-    hashes = np.empty(layout.n, dtype=np.uint64)
-    _native(sources, _strings.row_keys, column, hashes, _HASH_MASK, False)
-    return hashes[layout.grouped]
 
 
 def _native(sources: list[tuple[pd.DataFrame, str, str]], kernel, *args):
@@ -440,17 +453,6 @@ def _checked_scores(run: pd.DataFrame) -> np.ndarray:
             f"(query_id {run['query_id'].iloc[row]!r}, doc_id {run['doc_id'].iloc[row]!r})"
         )
     return scores
-
-
-def _descending_float32_keys(scores: np.ndarray) -> np.ndarray:
-    """uint32 keys, smallest for the highest score, equal for scores equal as float32 (0.0 == -0.0)."""
-    as_float32 = scores.astype(np.float32)
-    as_float32 += np.float32(0.0)  # -0.0 becomes 0.0
-    bits = as_float32.view(np.uint32)
-    # Order-preserving bits of a float flip every bit of negatives, the sign bit of the others;
-    # inverting them all gives descending order.
-    negative = bits >> np.uint32(31) == 1
-    return np.where(negative, bits, ~bits ^ np.uint32(2**31))
 
 
 def _grade_dtype(relevance: np.ndarray) -> np.dtype:
