@@ -46,6 +46,7 @@ def collections(draw):
     run = pd.DataFrame(run_rows, columns=["query_id", "doc_id", "score"])
     # Rows in any order, ids as Arrow strings or Python str objects: the kernels' every path.
     run = run.sample(frac=1, random_state=draw(st.integers(0, 2**16))).reset_index(drop=True)
+    qrels = qrels.sample(frac=1, random_state=draw(st.integers(0, 2**16))).reset_index(drop=True)
     ids = draw(st.sampled_from(["str", "object"]))
     return (
         run.astype({"query_id": ids, "doc_id": ids, "score": "float64"}),

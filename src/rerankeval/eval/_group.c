@@ -35,11 +35,12 @@ PyObject *rerankeval_count_codes(PyObject *self, PyObject *args) {
 /* group(codes, cursors, packed_out, positions_out, column, row_bits, hash_mask): rows grouped by
  * code, in input order within a code (a stable counting sort). cursors holds each code's first
  * position and is consumed. packed_out gets, in grouped order, each row with its id's hash above
- * it: row | (hash with its low row_bits cleared); positions_out each row's place there. Without
- * a column (None), packed_out gets the rows alone. The ids are read in input order, sequentially,
- * and only the outputs are written at random (writes, unlike reads, do not wait for memory: a
- * gather of 10M int64 takes 0.08 s, a scatter 0.03 s). One packed array, where rows and hashes
- * were two, writes one line at random per row: 0.066 s instead of 0.089 s for 10M shuffled rows. */
+ * it: row | (hash with its low row_bits cleared); positions_out each row's place there. The ids
+ * are read in input order, sequentially, and only the outputs are written at random (writes,
+ * unlike reads, do not wait for memory: numpy gathers 10M int64 by a random permutation in 0.08 s
+ * and scatters them in 0.03 s). One packed array, where rows and hashes were two, writes one line
+ * at random per row: 0.066 s instead of 0.089 s for bench_metrics.py's scenario b (the kernel
+ * alone, best of 10). */
 
 PyObject *rerankeval_group(PyObject *self, PyObject *args) {
     PyObject *objects[4], *spec;
@@ -50,9 +51,9 @@ PyObject *rerankeval_group(PyObject *self, PyObject *args) {
         return NULL;
     Column column = {0};
     Py_buffer views[4];
-    int held[4] = {0}, hashing = spec != Py_None;
+    int held[4] = {0};
     PyObject *result = NULL;
-    if (hashing && column_parse(spec, &column) < 0) return NULL;
+    if (column_parse(spec, &column) < 0) return NULL;
     const char *names[4] = {"codes", "cursors", "packed", "positions"};
     for (int k = 0; k < 4; k++) {
         if (get_view(objects[k], &views[k], 0, 8, k > 0, names[k]) < 0) goto done;
@@ -62,7 +63,7 @@ PyObject *rerankeval_group(PyObject *self, PyObject *args) {
     int64_t *cursors = views[1].buf, *positions = views[3].buf;
     uint64_t *packed = views[2].buf;
     Py_ssize_t n = views[0].len / 8, n_codes = views[1].len / 8;
-    if (views[2].len / 8 < n || views[3].len / 8 < n || (hashing && column.n != n) || row_bits < 0 ||
+    if (views[2].len / 8 < n || views[3].len / 8 < n || column.n != n || row_bits < 0 ||
         row_bits > 62 || (uint64_t)n > (uint64_t)1 << row_bits) {
         PyErr_SetString(PyExc_ValueError, "group: codes, packed, positions and column differ in length");
         goto done;
@@ -85,14 +86,10 @@ PyObject *rerankeval_group(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "group: cursors do not match the codes");
             goto done;
         }
-        uint64_t hash = 0;
-        if (hashing) {
-            const char *bytes;
-            Py_ssize_t size;
-            if (read_row(&column, 0, i, &bytes, &size) < 0) goto done;
-            hash = hash_bytes(bytes, size, hash_mask) & above_rows;
-        }
-        packed[at] = hash | (uint64_t)i;
+        const char *bytes;
+        Py_ssize_t size;
+        if (read_row(&column, 0, i, &bytes, &size) < 0) goto done;
+        packed[at] = (hash_bytes(bytes, size, hash_mask) & above_rows) | (uint64_t)i;
         positions[i] = at;
     }
     result = Py_NewRef(Py_None);

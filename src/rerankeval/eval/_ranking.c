@@ -90,7 +90,7 @@ PyObject *rerankeval_break_ties(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (column_parse(docs_spec, &docs) < 0) goto done;
     /* order (n_codes x width, int64), same (n_codes x (width - 1), bytes), queries, starts, grouped,
-     * keys (None, or row_keys' sort keys in grouped order) */
+     * keys (None, or sort_keys' keys in grouped order) */
     const char *names[6] = {"order", "same", "queries", "starts", "grouped", "keys"};
     const Py_ssize_t item_sizes[6] = {8, 1, 8, 8, 8, 16};
     for (int k = 0; k < 6; k++) {
@@ -262,8 +262,8 @@ PyObject *rerankeval_ranked_values(PyObject *self, PyObject *args) {
     int held[6] = {0};
     PyObject *result = NULL;
     for (int k = 0; k < 6; k++) {
-        if (PyObject_GetBuffer(objects[k], &views[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k == 5 ? PyBUF_WRITABLE : 0)) < 0)
-            goto done;
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (k == 5 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objects[k], &views[k], flags) < 0) goto done;
         held[k] = 1;
     }
     Py_ssize_t size = views[0].itemsize, n = views[0].len / size, n_codes = views[3].len / 8;

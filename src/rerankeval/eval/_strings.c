@@ -18,9 +18,10 @@
  * codes_out gets each row's code, the columns' rows one after the other. */
 
 /* Open addressing, at most 1/4 full. A slot holds the id's hash, code, size and words: an id of up
- * to 16 bytes is confirmed within the slot, so a lookup reads one cache line. Coding 10M shuffled
- * rows (bench_metrics.py --profile, b) took 0.19 s comparing in the packed ids, 0.15 s in the slot,
- * 0.12 s with the lookups prefetched (below), 0.09 s at 1/4 full instead of 1/2. */
+ * to 16 bytes is confirmed within the slot, so a lookup reads one cache line. Coding the 10M
+ * shuffled rows of bench_metrics.py's scenario b (the kernel alone, best of 5) took 0.19 s
+ * comparing in the packed ids, 0.15 s in the slot, 0.12 s with the lookups prefetched (below),
+ * 0.09 s at 1/4 full instead of 1/2. */
 typedef struct {
     uint64_t hash;
     int32_t code; /* -1: empty */
@@ -308,7 +309,7 @@ static inline void prefetch_row(const Column *c, int64_t row, int stage) {
 
 /* Whether every deferred pair has equal bytes. The pairs are independent, so their bytes are
  * prefetched ahead: confirming each at once, inside the join, waited on memory at every judged
- * row of a shuffled run (the join took 0.32 s on 10M shuffled rows, 0.09 s now). */
+ * row of a shuffled run (the join alone took 0.32 s on scenario b's 10M shuffled rows, 0.09 s now). */
 static int confirm_pairs(const Join *j, const int64_t *run_positions, const int64_t *qrels_rows, Py_ssize_t pairs) {
     enum { AHEAD = 16 };
     for (Py_ssize_t k = 0; k < pairs; k++) {
@@ -339,7 +340,7 @@ static Py_ssize_t join_queries(Join *j, Py_ssize_t n_codes, int64_t *run_positio
         int64_t q = j->q, width = (run_bounds[q + 1] - run_bounds[q]) + (qrels_bounds[q + 1] - qrels_bounds[q]);
         if (width == 0) continue;
         /* At most 1/8 full: most lookups end at an empty slot, a branch the CPU then predicts
-         * (at 1/2 the join took 0.13 s on 10M shuffled rows, 0.09 s now). */
+         * (at 1/2 full the join alone took 0.13 s on scenario b, 0.09 s now). */
         for (j->mask = 15; j->mask + 1 < (size_t)width * 8;) j->mask = j->mask * 2 + 1;
         for (int64_t at = qrels_bounds[q]; at < qrels_bounds[q + 1]; at++) {
             int64_t same_qrels = -1, same_run = -1;
@@ -435,7 +436,7 @@ static PyMethodDef methods[] = {
     {"sort_keys", rerankeval_sort_keys, METH_VARARGS, "Each row's tie-break sort key, in input or grouped order."},
     {"count_codes", rerankeval_count_codes, METH_VARARGS, "Rows per code, and whether the codes never decrease."},
     {"group", rerankeval_group, METH_VARARGS, "Rows grouped by code (a stable counting sort), with their ids' hashes."},
-    {"join", join, METH_VARARGS, "Run rows and the qrels rows that judge them, per query; duplicate rows."},
+    {"join", join, METH_VARARGS, "Judged run rows (grouped positions) and their qrels rows; duplicate rows."},
     {"score_keys", rerankeval_score_keys, METH_VARARGS, "Descending float32 keys of scores, shifted, scattered."},
     {"find_ties", rerankeval_find_ties, METH_VARARGS, "Marks equal neighbours in rows of sorted keys."},
     {"ranked_values", rerankeval_ranked_values, METH_VARARGS, "Per-row values in each query's ranked order."},

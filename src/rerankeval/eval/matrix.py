@@ -256,8 +256,7 @@ class _Layout:
     rows in query order already (the join reads and hashes those itself).
     """
 
-    def __init__(self, codes: np.ndarray, n_codes: int, ids: tuple | None = None, source: tuple | None = None,
-                 row_bits: int | None = None):
+    def __init__(self, codes: np.ndarray, n_codes: int, ids: tuple, source: tuple, row_bits: int):
         self.codes = codes
         self.n = len(codes)
         self.counts = np.zeros(n_codes, dtype=np.int64)
@@ -265,7 +264,7 @@ class _Layout:
         self.width = max(int(self.counts.max()) if n_codes else 0, 1)  # one column at least, for the kernels
         self.starts = np.cumsum(self.counts) - self.counts
         self.bounds = np.append(self.starts, self.n)  # code q's rows: grouped[bounds[q]:bounds[q + 1]]
-        self.row_bits = max(self.n - 1, 0).bit_length() if row_bits is None else row_bits
+        self.row_bits = row_bits
         self.packed = None
         if self.in_order:
             self.positions = np.arange(self.n)
