@@ -88,7 +88,7 @@ def candidates(query_ids=("q1", "q2")):
 
 def system_config(server, tmp_path, **overrides):
     return {"kind": "http_rerank", "base_url": f"http://127.0.0.1:{server.server_address[1]}", "model": "fake-1",
-            "depth": 5, "cache_dir": str(tmp_path / "cache"), "backoff_s": 0.01, "timeout_s": 5.0, **overrides}
+            "depth": 5, "cache_dir": str(tmp_path / "cache"), "backoff_s": 0.01, "request_timeout_s": 5.0, **overrides}
 
 
 @pytest.mark.parametrize("protocol, path", [("cohere", "/v2/rerank"), ("jina", "/v1/rerank"), ("tei", "/rerank")])
@@ -125,7 +125,7 @@ def test_429_then_200_is_retried(fake_api, tmp_path):
                                             ([401], "http_4xx")])
 def test_failures_fall_back_to_the_fused_order_with_the_reason(fake_api, tmp_path, script, reason):
     server = fake_api(script)
-    config = system_config(server, tmp_path, timeout_s=0.3, max_retries=1, deadline_s=0.8)
+    config = system_config(server, tmp_path, request_timeout_s=0.3, max_retries=1, deadline_s=0.8)
     started = time.perf_counter()
     run, latency = rerank(candidates(["q1"]), QUERIES, build_system("api", config, CONTEXT), RerankSettings(depth=5))
     assert time.perf_counter() - started < 2.0  # the deadline bounds retries of a hanging server

@@ -1,38 +1,41 @@
-"""An OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, a hosted API) through the official client.
+"""An OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, a hosted API): ``POST {base_url}/chat/completions``
+through ``core.http.HttpClient``, the one client of every outbound call.
 
-- **Secrets**: the API key is read from the environment variable the config names, held in memory only, and removed
-  from every message this module returns (an error body that echoes it is redacted), so it never reaches a params
-  file, a log, a DVC file, a report, an answers table or the cache.
-- **Retries**: 429, 5xx, timeouts and dropped connections are retried with exponential backoff (``backoff_s`` doubling,
-  at most ``max_backoff_s``, a server's Retry-After honoured when shorter than what is left) within the per-query
-  ``deadline_s``; each request's timeout is the smaller of ``request_timeout_s`` and the time left. Other HTTP errors
-  and malformed replies (no choices, no text) fail the query at once: ``http_<status>`` or ``bad_response``.
-- **Cache**: successful replies are stored in SQLite keyed by the sha256 of the request's content (model, messages,
-  temperature, seed, max_tokens), not the endpoint address, so a rerun is free and byte-identical; a hit replays
-  the seconds the request originally took.
+- **Secrets**: the API key is read from the environment variable the config names and held in memory only; the
+  HTTP client redacts it (and any Authorization or Bearer value) from every reply and failure message, so it never
+  reaches a params file, a log, a DVC file, a report, an answers table or the cache, even when a server echoes it.
+- **Retries**: ``core.http``'s policy and knobs (``request_timeout_s``, ``max_retries``, ``backoff_s``,
+  ``max_backoff_s``) within the per-query ``deadline_s``. A failed query's reason is ``<code>: <detail>`` with the
+  client's codes (``timeout``, ``connection``, ``http_429``, ``http_5xx``, ``http_4xx``, ``bad_response``).
+- **Replies are checked on receipt**: no choices, no text, or token counts that are not integers in
+  [0, ``MAX_REPLY_TOKENS``] are a ``bad_response``, never cached, so a rerun asks again instead of failing the same way.
+- **Cache**: good replies are stored in SQLite (``core.sqlite_cache``) keyed by the sha256 of the request's content
+  (model, messages, temperature, seed, max_tokens), not the endpoint address, so a rerun is free and byte-identical;
+  a hit replays the seconds the request originally took.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
-from ..core.config import StrictConfig
-from ..core.errors import ConfigError, InfrastructureError
+from ..core.caches import cache_dir
+from ..core.errors import ConfigError, ScoringFailure
 from ..core.hashing import canonical_json, sha256_text
+from ..core.http import HttpClient, HttpFailure, RetrySettings
+from ..core.sqlite_cache import SqliteCache
 
 CACHE_FILE = "responses.sqlite"
-CACHE_DIR_ENV = "RERANKEVAL_CACHE_DIR"
+MAX_REPLY_TOKENS = 10_000_000
+"""Above any model's context window: a larger count is a broken endpoint, and would overflow the answers table."""
 
 
-class ChatConfig(StrictConfig):
+class ChatConfig(RetrySettings):
     base_url: str
     model: str
     api_key_env: str | None = "OPENAI_API_KEY"
@@ -40,10 +43,8 @@ class ChatConfig(StrictConfig):
     temperature: float = Field(0.0, ge=0)
     seed: int | None = 17
     max_tokens: int = Field(256, ge=1)
-    request_timeout_s: float = Field(30.0, gt=0)
     deadline_s: float = Field(120.0, gt=0)
     """Per query, retries and backoff included."""
-    max_attempts: int = Field(4, ge=1)
     backoff_s: float = Field(1.0, ge=0)
     max_backoff_s: float = Field(20.0, ge=0)
     price_per_1k_input_tokens: float = Field(0.0, ge=0)
@@ -60,30 +61,33 @@ class Reply:
     cache_hit: bool = False
     attempts: int = 0
     reason: str | None = None
-    """Why no text came back: timeout, http_429, http_5xx, http_<status>, connection, bad_response, deadline."""
+    """Why no text came back: ``<code>: <detail>`` (see the module docstring)."""
 
 
 class ChatClient:
     def __init__(self, config: ChatConfig):
         self.config = config
-        self._secret = None
+        secret = None
         if config.api_key_env:
-            self._secret = os.environ.get(config.api_key_env)
-            if not self._secret:
+            secret = os.environ.get(config.api_key_env)
+            if not secret:
                 raise ConfigError(f"rag.generator.api_key_env: the environment variable {config.api_key_env!r} is "
                                   "not set. Fix: export it (the key is never written anywhere), or set api_key_env: "
                                   "null for an endpoint without a key.")
-        import openai
-
-        self._openai = openai
-        # Retries are ours (deadline-aware and counted), so the client's own are off.
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=self._secret or "none", max_retries=0,
-                                     timeout=config.request_timeout_s)
-        self._cache = ResponseCache(Path(os.environ.get(CACHE_DIR_ENV) or config.cache_dir))
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        self._client = HttpClient(config, headers, secrets=[secret])
+        self._cache = ResponseCache(cache_dir(config.cache_dir))
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return round(prompt_tokens / 1000 * self.config.price_per_1k_input_tokens
                      + completion_tokens / 1000 * self.config.price_per_1k_output_tokens, 9)
+
+    def request(self, messages: Sequence[dict]) -> dict[str, Any]:
+        c = self.config
+        body = {"model": c.model, "messages": list(messages), "temperature": c.temperature, "seed": c.seed,
+                "max_tokens": c.max_tokens}
+        return {name: value for name, value in body.items() if value is not None}
 
     def request_key(self, messages: Sequence[dict]) -> str:
         c = self.config
@@ -91,7 +95,7 @@ class ChatClient:
                                            "seed": c.seed, "max_tokens": c.max_tokens}))
 
     def redact(self, text: str) -> str:
-        return text.replace(self._secret, "[redacted]") if self._secret else text
+        return self._client.redact(text)
 
     def complete(self, messages: Sequence[dict]) -> Reply:
         key = self.request_key(messages)
@@ -99,93 +103,62 @@ class ChatClient:
         if cached is not None:
             body, seconds = cached
             return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0)
-        started = time.perf_counter()
-        deadline = started + self.config.deadline_s
-        reason, attempts = "deadline", 0
-        while attempts < self.config.max_attempts:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                reason = "deadline"
-                break
-            attempts += 1
-            request_started = time.perf_counter()
-            outcome = self._attempt(messages, min(self.config.request_timeout_s, left))
-            if isinstance(outcome, Reply):
-                seconds = time.perf_counter() - request_started
-                self._cache.put(key, {"text": outcome.text, "prompt_tokens": outcome.prompt_tokens,
-                                      "completion_tokens": outcome.completion_tokens}, seconds)
-                return Reply(outcome.text, outcome.prompt_tokens, outcome.completion_tokens,
-                             time.perf_counter() - started, False, attempts)
-            reason, retry, retry_after = outcome
-            if not retry:
-                break
-            wait = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempts - 1))
-            if retry_after is not None:
-                wait = max(wait, retry_after)
-            if time.perf_counter() + wait >= deadline:
-                reason = f"deadline ({reason})"
-                break
-            time.sleep(wait)
-        return Reply(None, seconds=time.perf_counter() - started, attempts=attempts, reason=self.redact(reason))
-
-    def _attempt(self, messages: Sequence[dict], timeout: float):
-        """A Reply, or (reason, retry?, Retry-After seconds) for a failed request."""
-        openai, c = self._openai, self.config
         try:
-            response = self._client.chat.completions.create(
-                model=c.model, messages=list(messages), temperature=c.temperature, seed=c.seed,
-                max_tokens=c.max_tokens, timeout=timeout)
-        except openai.APITimeoutError:
-            return "timeout", True, None
-        except openai.APIConnectionError:
-            return "connection", True, None
-        except openai.APIStatusError as err:
-            status = err.status_code
-            retry_after = _retry_after(err.response.headers.get("retry-after"))
-            if status == 429:
-                return "http_429", True, retry_after
-            if status >= 500:
-                return "http_5xx", True, retry_after
-            return f"http_{status}", False, None
-        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError):
-            return "bad_response", False, None
-        try:
-            text = response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError):
-            return "bad_response", False, None
-        if not isinstance(text, str) or not text.strip():
-            return "bad_response", False, None
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return Reply(text, prompt_tokens, completion_tokens)
+            reply = self._client.post_json(self.url, self.request(messages), self.config.deadline_s)
+            text, prompt_tokens, completion_tokens = read_completion(reply.body)
+        except HttpFailure as failure:
+            return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure))
+        except ScoringFailure as failure:
+            return Reply(None, seconds=reply.total_s, attempts=reply.attempts, reason=str(failure))
+        self._cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+                        reply.request_s)
+        return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts)
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+def read_completion(body: Any) -> tuple[str, int, int]:
+    """(text, prompt tokens, completion tokens) of a chat completion; a ``bad_response`` failure if it is not one."""
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
+        choices[0], Mapping) else None
+    text = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(text, str) or not text.strip():
+        raise ScoringFailure("bad_response", "no choices[0].message.content text in the reply")
+    usage = body.get("usage")
+    if usage is not None and not isinstance(usage, Mapping):
+        raise ScoringFailure("bad_response", f"usage is {type(usage).__name__}, not an object")
+    return text, token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
 
 
-class ResponseCache:
+def token_count(usage: Mapping | None, field: str) -> int:
+    """A reported token count (0 when the endpoint reports none)."""
+    value = None if usage is None else usage.get(field)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLY_TOKENS:
+        raise ScoringFailure("bad_response", f"usage.{field} = {value!r:.40} is not a token count in "
+                                             f"[0, {MAX_REPLY_TOKENS}]")
+    return value
+
+
+class ResponseCache(SqliteCache):
     """Replies by request content hash; each write commits, so a killed run resumes where it stopped."""
 
-    def __init__(self, directory: Path):
-        directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / CACHE_FILE
-        try:
-            self._db = sqlite3.connect(self.path)
-            self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, body TEXT, seconds REAL)")
-            self._db.commit()
-        except sqlite3.DatabaseError as err:
-            raise InfrastructureError(f"{self.path}: not a usable response cache ({err}). Fix: delete the file "
-                                      "(it only saves requests).") from None
+    def __init__(self, directory):
+        super().__init__(directory, CACHE_FILE,
+                         "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, body TEXT, seconds REAL);",
+                         "response cache")
 
     def get(self, key: str) -> tuple[dict, float] | None:
-        row = self._db.execute("SELECT body, seconds FROM replies WHERE key = ?", (key,)).fetchone()
-        return (json.loads(row[0]), float(row[1])) if row else None
+        """A cached good reply; one stored before replies were checked on receipt is asked again if it is bad."""
+        rows = self.execute("SELECT body, seconds FROM replies WHERE key = ?", (key,))
+        if not rows:
+            return None
+        body = json.loads(rows[0][0])
+        try:
+            token_count(body, "prompt_tokens"), token_count(body, "completion_tokens")
+        except ScoringFailure:
+            return None
+        return body, float(rows[0][1])
 
     def put(self, key: str, body: dict, seconds: float) -> None:
-        self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", (key, canonical_json(body), seconds))
-        self._db.commit()
+        self.write("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", [(key, canonical_json(body), seconds)])

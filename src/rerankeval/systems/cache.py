@@ -2,8 +2,8 @@
 
 The fingerprint covers everything that changes a raw score (model id and revision or a hash of the local weights,
 passage template and scorer versions, max_length, truncation, dtype), so a rerun, another depth or another system
-sharing the model reuses scores and no setting can serve a stale one. Every stored batch is its own committed
-transaction in WAL mode: a killed process loses at most the batch it was computing.
+sharing the model reuses scores and no setting can serve a stale one. The file's scaffolding (WAL, one committed
+transaction per stored batch, chunked lookups, error messages) is ``core.sqlite_cache``'s.
 
 Each pair also keeps the compute time it cost when it was scored (its share of its batch's tokenisation and forward
 pass), so latency stays a measurement of the model, not of the cache: a cache hit replays that time.
@@ -11,16 +11,14 @@ pass), so latency stays a measurement of the model, not of the cache: a cache hi
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.caches import CACHE_DIR_ENV, cache_dir  # noqa: F401 (cache_dir: re-exported for pair scorers)
-from ..core.errors import InfrastructureError
+from ..core.caches import cache_dir  # noqa: F401 (re-exported for pair scorers)
 from ..core.hashing import canonical_json, sha256_text
+from ..core.sqlite_cache import SqliteCache
 
 DB_NAME = "pair_scores.v3.sqlite"
 """v2 added compute_s, v3 made the token counts optional (not every scorer has tokens); the file name carries the
@@ -63,60 +61,30 @@ def fingerprint(parts: Mapping[str, Any]) -> str:
     return sha256_text(canonical_json(dict(parts)))
 
 
-class ScoreCache:
+class ScoreCache(SqliteCache):
     """One SQLite file shared by every system and process; each ``store`` commits."""
 
     def __init__(self, directory: str | Path, parts: Mapping[str, Any]):
-        self.path = Path(directory) / DB_NAME
+        super().__init__(directory, DB_NAME, _SCHEMA, "pair-score cache")
         self.parts = dict(parts)
         self.fingerprint = fingerprint(self.parts)
-        with self._guard("open"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit mode: every statement outside an explicit BEGIN is its own transaction.
-            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode, committed data survives a process kill
-            self._db.executescript(_SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)",
-                             (self.fingerprint, canonical_json(self.parts)))
-
-    @contextmanager
-    def _guard(self, action: str) -> Iterator[None]:
-        """A cache that cannot be read or written fails the stage, naming the file: it is not a model's failure."""
-        try:
-            yield
-        except (sqlite3.Error, OSError) as err:
-            raise InfrastructureError(
-                f"{self.path}: cannot {action} the pair-score cache ({type(err).__name__}: {err}). Fix: free disk "
-                f"space or, if the file is damaged, delete it (it only saves recomputation) or point "
-                f"{CACHE_DIR_ENV} elsewhere.") from err
+        self.write("INSERT OR IGNORE INTO fingerprints VALUES (?, ?)", [(self.fingerprint, canonical_json(self.parts))])
 
     def lookup(self, query_sha256: str, passage_sha256s: Iterable[str]) -> dict[str, PairScore]:
-        wanted = sorted(set(passage_sha256s))
-        if not wanted:
-            return {}
-        with self._guard("read"):
-            rows = self._db.execute(
-                "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated, compute_s FROM pair_scores "
-                f"WHERE fingerprint = ? AND query_sha256 = ? AND passage_sha256 IN ({','.join('?' * len(wanted))})",
-                [self.fingerprint, query_sha256, *wanted]).fetchall()
+        rows = self.lookup_in(
+            "SELECT passage_sha256, score, query_tokens, passage_tokens, truncated, compute_s FROM pair_scores "
+            "WHERE fingerprint = ? AND query_sha256 = ? AND passage_sha256 IN ({keys})",
+            [self.fingerprint, query_sha256], passage_sha256s)
         return {sha: PairScore(score, q_tokens, p_tokens, None if cut is None else bool(cut), seconds)
                 for sha, score, q_tokens, p_tokens, cut, seconds in rows}
 
     def store(self, query_sha256: str, scored: Mapping[str, PairScore]) -> None:
         """Write one batch of scores as a single committed transaction."""
-        rows = [(self.fingerprint, query_sha256, sha, float(pair.score), _optional_int(pair.query_tokens),
-                 _optional_int(pair.passage_tokens), _optional_int(pair.truncated), float(pair.compute_s))
-                for sha, pair in scored.items()]
-        with self._guard("write"), self._db:  # BEGIN ... COMMIT
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.write("INSERT OR REPLACE INTO pair_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(self.fingerprint, query_sha256, sha, float(pair.score), _optional_int(pair.query_tokens),
+                     _optional_int(pair.passage_tokens), _optional_int(pair.truncated), float(pair.compute_s))
+                    for sha, pair in scored.items()])
 
     def count(self) -> int:
         """Pairs cached under this fingerprint."""
-        with self._guard("read"):
-            return self._db.execute("SELECT COUNT(*) FROM pair_scores WHERE fingerprint = ?",
-                                    (self.fingerprint,)).fetchone()[0]
-
-    def close(self) -> None:
-        self._db.close()
+        return self.execute("SELECT COUNT(*) FROM pair_scores WHERE fingerprint = ?", (self.fingerprint,))[0][0]
