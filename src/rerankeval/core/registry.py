@@ -1,12 +1,13 @@
-"""Open registries: a name maps to a thing (a system kind, a measure family, a generator...).
+"""Open registries: a name maps to a thing (a system kind, a measure family, an executor, a generator...).
 
 A new kind is one new file that registers itself; third-party packages register through the entry-point group
-given to the registry (``[project.entry-points."rerankeval.systems"]``), loaded the first time a name is missing.
+given to the registry (``[project.entry-points."rerankeval.systems"]``), loaded the first time a name is missing or
+the registry is listed. Every registry refuses an unknown name the same way: one ``ConfigError``, one message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
@@ -16,37 +17,67 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, what: str, entry_point_group: str | None = None):
+    """Names (and their aliases) to entries; ``ignore_case`` registries match names in any letter case."""
+
+    def __init__(self, what: str, entry_point_group: str | None = None, *, ignore_case: bool = False):
         self.what = what
         self._entry_point_group = entry_point_group
+        self._ignore_case = ignore_case
         self._entries: dict[str, T] = {}
+        self._aliases: dict[str, tuple[str, ...]] = {}
+        self._lookup: dict[str, str] = {}  # name or alias, folded -> name
         self._plugins_loaded = False
 
-    def add(self, name: str, entry: T) -> T:
-        if name in self._entries and self._entries[name] is not entry:
-            raise ValueError(f"{self.what} {name!r} is already registered")
+    def _key(self, name: str) -> str:
+        return name.lower() if self._ignore_case else name
+
+    def add(self, name: str, entry: T, aliases: Sequence[str] = ()) -> T:
+        for key in (name, *aliases):
+            holder = self._lookup.get(self._key(key))
+            if holder is not None and self._entries[holder] is not entry:
+                raise ValueError(f"{self.what} {key!r} is already registered (by {holder})")
         self._entries[name] = entry
+        self._aliases[name] = tuple(aliases)
+        self._lookup.update({self._key(key): name for key in (name, *aliases)})
         return entry
 
     def get(self, name: str, where: str = "") -> T:
-        if name not in self._entries and not self._plugins_loaded:
+        if self._key(name) not in self._lookup:
             self._load_plugins()
-        if name not in self._entries:
+        if self._key(name) not in self._lookup:
             prefix = f"{where}: " if where else ""
-            raise ConfigError(f"{prefix}unknown {self.what} {name!r}; known: {', '.join(sorted(self._entries))}.")
-        return self._entries[name]
+            plugins = (f", or install a package that registers it under the {self._entry_point_group!r} entry-point "
+                       "group" if self._entry_point_group else "")
+            raise ConfigError(f"{prefix}unknown {self.what} {name!r}; known: {self.known()}. "
+                              f"Fix: use a known {self.what}{plugins}.")
+        return self._entries[self._lookup[self._key(name)]]
+
+    def known(self) -> str:
+        """Every registered name with its aliases, for messages and help texts."""
+        self._load_plugins()
+        return ", ".join(f"{name} (alias {', '.join(self._aliases[name])})" if self._aliases[name] else name
+                         for name in self)
 
     def _load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
         self._plugins_loaded = True
         if self._entry_point_group:
             for entry_point in entry_points(group=self._entry_point_group):
                 entry_point.load()  # the module registers its entries on import
 
     def __contains__(self, name: str) -> bool:
-        return name in self._entries
+        if self._key(name) not in self._lookup:
+            self._load_plugins()
+        return self._key(name) in self._lookup
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._entries))
+        self._load_plugins()
+        return iter(sorted(self._entries, key=self._key))
 
     def items(self) -> list[tuple[str, T]]:
-        return sorted(self._entries.items())
+        return [(name, self._entries[name]) for name in self]
+
+    def in_registration_order(self) -> list[T]:
+        self._load_plugins()
+        return list(self._entries.values())

@@ -81,7 +81,7 @@ def calibrate(params_path: str | Path, snapshot_dir: str | Path, candidates_path
     fused = candidates[candidates["query_id"].isin(set(gold["query_id"]))].rename(columns={"fused_rank": "rank"})
     passages = load_passages(snapshot, candidates_path)
     chosen = context_lists(contexts(fused, passages, rag.select))
-    generator = build_generator(rag.generator, BuildContext(corpus_texts(snapshot)))
+    generator = build_generator(rag.generator, BuildContext(corpus_texts=corpus_texts(snapshot)))
     examples = [Example(row.text, [passages.text[d] for d in chosen.get(row.query_id, [])],
                         list(row.answers) if row.answers is not None else [], bool(row.answerable))
                 for row in gold.sort_values("query_id").itertuples()]
@@ -110,7 +110,8 @@ def generate(system: str, params_path: str | Path, snapshot_dir: str | Path, can
         raise ContractError(f"{context_path}: written for system {context_meta.get('system')!r}, not {system!r}. "
                             f"Fix: `dvc repro --force select@{system}`.")
     calibration = read_json(calibration_path)
-    generator = build_generator(rag.generator, BuildContext(corpus_texts(snapshot), calibration.get("result", {})))
+    generator = build_generator(rag.generator, BuildContext(corpus_texts=corpus_texts(snapshot),
+                                                            calibration=calibration.get("result", {})))
     passages: Passages = load_passages(snapshot, candidates_path)
     chosen = context_lists(read_table(context_path, CONTEXT_SCHEMA))
     judge = getattr(generator, "chat", None) if rag.claims.judge == "llm" else None

@@ -1,10 +1,12 @@
 """params.yaml, typed: every block refuses unknown keys and wrong types, naming the key and the fix.
 
-Systems are validated by their kind's own config class (``rerankeval.systems``) when a stage uses them.
+``systems`` stays as written (runs and latency records keep it verbatim); each entry is typed once, at load, by its
+kind's own config class (``system_configs``), so a bad system setting is refused before any stage runs.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +22,7 @@ from ..retrieval.freeze import RetrievalConfig
 from ..serving.config import ServingConfig
 from ..stats.comparison import CompareConfig
 from ..stats.verdict import CriticalSlice
+from ..systems import SystemConfig, parse_systems
 from ..training.cross_encoder import TrainConfig
 
 PARAMS = Path("params.yaml")
@@ -68,6 +71,11 @@ class Params(StrictConfig):
                              f"({', '.join(self.systems)})")
         return self
 
+    @cached_property
+    def system_configs(self) -> dict[str, SystemConfig]:
+        """Every system's settings, typed by its kind's config class."""
+        return parse_systems(self.systems)
+
 
 def load_params(path: str | Path = PARAMS) -> Params:
     path = Path(path)
@@ -79,6 +87,8 @@ def load_params(path: str | Path = PARAMS) -> Params:
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML ({err}).") from None
     try:
-        return Params.parse(data, "")
+        params = Params.parse(data, "")
+        params.system_configs  # noqa: B018  (typed here, once, so bad settings fail at load)
+        return params
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None

@@ -9,9 +9,6 @@ from pydantic import Field, model_validator
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
 
-COMPOSITE_KINDS = ("blend", "routed", "cascade")
-
-
 class SweepConfig(StrictConfig):
     system: str
     """A system under ``systems``."""

@@ -21,9 +21,9 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..rerank.driver import RerankSettings, rerank
-from ..systems import BuildContext, Query, build_system, parse_system_config
+from ..systems import SYSTEM_KINDS, BuildContext, Query, build_system, parse_system_config
 from ..systems.composite.components import PairCounts, component, pair_counts
-from .config import COMPOSITE_KINDS, SweepConfig
+from .config import SweepConfig
 
 
 @dataclass
@@ -68,12 +68,12 @@ def override(mapping: Mapping[str, Any], parameter: str, value: Any, where: str)
 def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[str, Query], context: BuildContext,
                where: str) -> PolicyRuns:
     """Every setting of ``sweep`` over ``candidates``: runs, latency tables and the pairs it needed."""
-    mapping = context.systems.get(sweep.system)
-    if mapping is None:
+    if sweep.system not in context.systems:
         raise ConfigError(f"{where}.system: no system {sweep.system!r} under `systems` "
                           f"(configured: {', '.join(context.systems)}).")
-    config = parse_system_config(sweep.system, mapping)
-    composite = config.kind in COMPOSITE_KINDS
+    config = context.systems[sweep.system]
+    mapping = config.model_dump(mode="json", exclude_unset=True)  # the settings as written, to vary one of them
+    composite = SYSTEM_KINDS.get(config.kind).composite
     if not composite and sweep.parameter != "depth":
         raise ConfigError(f"{where}.parameter: {sweep.parameter!r} of a {config.kind} system changes the scores its "
                           "model computes, so it is not a sweep over stored scores. Sweep `depth`, or a setting of a "

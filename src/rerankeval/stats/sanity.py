@@ -16,12 +16,16 @@ import numpy as np
 import pandas as pd
 
 from ..eval.measures import parse_measure
+from ..systems import SYSTEM_KINDS, kind_of
 from .resampling import CIMethod, bootstrap_ci
 from .verdict import ci_label
 
-# A first-stage baseline system's kind -> the retriever whose own ranking it is (first_stage.parquet).
-RETRIEVER_OF_KIND = {"fusion": "hybrid", "bm25": "bm25", "dense": "dense"}
 FUSED, COMPONENTS = "hybrid", ("bm25", "dense")
+
+
+def floor_system(systems: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The first configured system of a floor kind (random): what each first-stage retriever must beat."""
+    return next((name for name, config in systems.items() if kind_of(config).role == "floor"), None)
 
 
 def positive_only_reason(qrels: pd.DataFrame, query_ids: Sequence[str]) -> str | None:
@@ -91,7 +95,7 @@ def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None
               "random": None if random_floor is None else round(float(random_floor.reindex(wide.index).mean()), 6),
               "retrievers": table, "best": best, "best_component": best_component,
               "fusion_vs_best_component": fusion_vs_best, "baseline": baseline, "flag": None}
-    retriever = RETRIEVER_OF_KIND.get(baseline_kind or "")
+    retriever = SYSTEM_KINDS.get(baseline_kind).retriever if baseline_kind else None
     if retriever == FUSED and fusion_vs_best is not None and fusion_vs_best["high"] < 0:
         result["flag"] = (f"the comparison baseline is broken on this collection: {baseline} (fused) is "
                           f"{-fusion_vs_best['delta']:.3f} below {best_component} on {metric} "

@@ -163,39 +163,82 @@ class SplitCandidates(NamedTuple):
 
 @dataclass(frozen=True)
 class BuildContext:
-    """What some system kinds need besides their own config."""
+    """What a registered kind (a system, a generator) may need besides its own config."""
 
-    qrels: pd.DataFrame
-    systems: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Every configured system by name, for kinds composed of other systems."""
+    qrels: pd.DataFrame | None = None
+    """The snapshot's qrels, for systems that read judgments (the oracle)."""
+    systems: Mapping[str, SystemConfig] = field(default_factory=dict)
+    """Every configured system's typed settings by name (``Params.system_configs``; a mapping is typed here), for
+    kinds composed of other systems."""
     candidates_of: Callable[[str], SplitCandidates] | None = None
     """A split's candidates (all of them, fused order), queries and qrels, for kinds that fit a setting on another
     split than the evaluated one (a blend's weight on the train split)."""
     name: str = ""
     """The name (under ``systems``) of the system being built; ``build_system`` sets it."""
+    corpus_texts: Sequence[str] = ()
+    """Every corpus text, for generators that need term statistics."""
+    calibration: Mapping[str, Any] = field(default_factory=dict)
+    """The calibrate stage's fitted settings, for generators."""
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Systems built for composites in this process, by name, so that every composite shares one instance (one model
     load, one scoring of each pair)."""
 
+    def __post_init__(self) -> None:
+        if any(not isinstance(config, SystemConfig) for config in self.systems.values()):
+            object.__setattr__(self, "systems", {name: config if isinstance(config, SystemConfig) else
+                                                 parse_system_config(name, config)
+                                                 for name, config in self.systems.items()})
+
+
+ROLES = ("reranker", "first_stage", "ceiling", "floor")
+"""What a kind's systems are in a comparison: a reranker under test; a first-stage ranking as it is (a reference);
+the ceiling (oracle) or floor (random) of what reranking the candidates can do (bounds, not deployable)."""
+
 
 @dataclass(frozen=True)
 class SystemKind:
+    """A registered kind: its config class, its factory, and the role its systems play in reports and checks."""
+
     name: str
     config: type[SystemConfig]
     build: Callable[[Any, BuildContext], System]
+    role: str = "reranker"
+    retriever: str | None = None
+    """For a first-stage kind: the first-stage ranking (``first_stage.parquet``'s retriever) it reproduces."""
+    composite: bool = False
+    """Composed of other configured systems (its settings are swept over their stored scores)."""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"system kind {self.name!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
+
+    @property
+    def reference(self) -> bool:
+        """A reference point of the comparison (first stage or bound), not a reranker under test."""
+        return self.role != "reranker"
+
+    @property
+    def bound(self) -> bool:
+        return self.role in ("ceiling", "floor")
 
 
 SYSTEM_KINDS: Registry[SystemKind] = Registry("system kind", entry_point_group="rerankeval.systems")
 
 
-def register_system(kind: str, config: type[SystemConfig]):
-    """Decorator registering ``factory(config, context) -> System`` as the system kind ``kind``."""
+def register_system(kind: str, config: type[SystemConfig], *, role: str = "reranker", retriever: str | None = None,
+                    composite: bool = False):
+    """Decorator registering ``factory(config, context) -> System`` as the system kind ``kind``, with its role."""
 
     def register(factory: Callable[[Any, BuildContext], System]):
-        SYSTEM_KINDS.add(kind, SystemKind(kind, config, factory))
+        SYSTEM_KINDS.add(kind, SystemKind(kind, config, factory, role, retriever, composite))
         return factory
 
     return register
+
+
+def kind_of(config: Mapping[str, Any]) -> SystemKind:
+    """The registered kind of a system's settings (a ``systems`` entry of params.yaml)."""
+    return SYSTEM_KINDS.get(str(config.get("kind")))
 
 
 def parse_system_config(name: str, mapping: Mapping[str, Any]) -> SystemConfig:
@@ -204,6 +247,13 @@ def parse_system_config(name: str, mapping: Mapping[str, Any]) -> SystemConfig:
     return SYSTEM_KINDS.get(str(kind), where=f"{where}.kind").config.parse(mapping, where)
 
 
-def build_system(name: str, mapping: Mapping[str, Any], context: BuildContext) -> System:
-    config = parse_system_config(name, mapping)
+def parse_systems(mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, SystemConfig]:
+    """Every ``systems`` entry typed by its kind's config class: params.yaml's one parse of the systems."""
+    return {name: parse_system_config(name, mapping) for name, mapping in mappings.items()}
+
+
+def build_system(name: str, config: SystemConfig | Mapping[str, Any], context: BuildContext) -> System:
+    """``config``: the system's typed settings (``Params.system_configs``), or a mapping parsed here."""
+    if not isinstance(config, SystemConfig):
+        config = parse_system_config(name, config)
     return SYSTEM_KINDS.get(config.kind).build(config, replace(context, name=name))

@@ -94,17 +94,20 @@ def require_watched(path: str, depends_on: str | None) -> None:
                          f"this system when that changes. Fix: set depends_on: {path}")
 
 
-for kind, column, sign in (("fusion", "fused_score", 1.0), ("bm25", "bm25_rank", -1.0), ("dense", "dense_rank", -1.0)):
-    register_system(kind, SystemConfig)(lambda config, context, column=column, sign=sign: ColumnSystem(column, sign))
+# Each first-stage kind reproduces one ranking of first_stage.parquet (its ``retriever``).
+for kind, retriever, column, sign in (("fusion", "hybrid", "fused_score", 1.0), ("bm25", "bm25", "bm25_rank", -1.0),
+                                      ("dense", "dense", "dense_rank", -1.0)):
+    register_system(kind, SystemConfig, role="first_stage", retriever=retriever)(
+        lambda config, context, column=column, sign=sign: ColumnSystem(column, sign))
 
 
-@register_system("oracle", SystemConfig)
+@register_system("oracle", SystemConfig, role="ceiling")
 def _oracle(config: SystemConfig, context: BuildContext) -> System:
     qrels = context.qrels
     return OracleSystem(dict(zip(zip(qrels["query_id"], qrels["doc_id"]), qrels["relevance"].astype(int))))
 
 
-@register_system("random", RandomConfig)
+@register_system("random", RandomConfig, role="floor")
 def _random(config: RandomConfig, context: BuildContext) -> System:
     return RandomSystem(config.seed)
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..core.errors import DeadlineExceeded, ScoringFailure
+from ..core.registry import Registry
 from .base import Scores, guarded
 
 PAIR_STATS = ("query_tokens", "passage_tokens", "truncated")
@@ -147,18 +148,15 @@ class ThreadExecutor:
                 yield result
 
 
-EXECUTORS: dict[str, Callable[[ScorerRecipe], Any]] = {
-    "local": lambda recipe: LocalExecutor(),
-    "threads": lambda recipe: ThreadExecutor(getattr(recipe.settings, "max_concurrency", 1)),
-}
+EXECUTORS: Registry[Callable[[ScorerRecipe], Any]] = Registry("executor", "rerankeval.executors")
 """Executor factories by name; a factory gets the recipe of the scorer it runs (``ray`` rebuilds it in workers)."""
+EXECUTORS.add("local", lambda recipe: LocalExecutor())
+EXECUTORS.add("threads", lambda recipe: ThreadExecutor(getattr(recipe.settings, "max_concurrency", 1)))
 
 
 def register_executor(name: str, factory: Callable[[ScorerRecipe], Any]) -> None:
-    if name in EXECUTORS:
-        raise ValueError(f"executor {name!r} is already registered")
-    EXECUTORS[name] = factory
+    EXECUTORS.add(name, factory)
 
 
 def build_executor(name: str, recipe: ScorerRecipe):
-    return EXECUTORS[name](recipe)
+    return EXECUTORS.get(name)(recipe)

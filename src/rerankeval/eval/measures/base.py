@@ -20,6 +20,7 @@ Parameters:
 A family is declared once, on its kernel, with ``register_measure``. The kernel receives the
 Measure and the per-query input its family ``needs``, built once per evaluation by the builder
 registered for that input kind with ``register_input``, and returns one float64 per query.
+Third-party packages register families through the ``rerankeval.measures`` entry-point group.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+from ...core.errors import ConfigError
+from ...core.registry import Registry
 
 GAINS = ("linear", "exp")
 IDCGS = ("qrels", "candidates")
@@ -59,9 +63,10 @@ class Family:
     defines_no_relevant: bool = False
 
 
-_FAMILIES: dict[str, Family] = {}
-_LOOKUP: dict[str, str] = {}  # lower-case name or alias -> family name
-_INPUTS: dict[str, Callable] = {}
+FAMILIES: Registry[Family] = Registry("measure", "rerankeval.measures", ignore_case=True)
+"""Measure families by name and alias, any letter case; plugins register through the ``rerankeval.measures``
+entry-point group."""
+INPUTS: Registry[Callable] = Registry("measure input kind")
 
 
 def register_measure(
@@ -82,12 +87,8 @@ def register_measure(
         raise ValueError(f"measure {name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
 
     def register(kernel: Kernel) -> Kernel:
-        for key in (name, *aliases):
-            if key.lower() in _LOOKUP:
-                raise ValueError(f"measure name {key!r} is already registered (by {_LOOKUP[key.lower()]})")
-        _FAMILIES[name] = Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval,
-                                 trec_eval_uncut, needs, kernel, defines_no_relevant)
-        _LOOKUP.update({key.lower(): name for key in (name, *aliases)})
+        FAMILIES.add(name, Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval,
+                                  trec_eval_uncut, needs, kernel, defines_no_relevant), aliases)
         return kernel
 
     return register
@@ -97,44 +98,33 @@ def register_input(kind: str) -> Callable[[Callable], Callable]:
     """Decorator declaring how the input kind ``kind`` is built from a GradeMatrix, once per evaluation."""
 
     def register(build: Callable) -> Callable:
-        if kind in _INPUTS:
-            raise ValueError(f"input kind {kind!r} is already registered")
-        _INPUTS[kind] = build
-        return build
+        return INPUTS.add(kind, build)
 
     return register
 
 
 def family(name: str) -> Family:
     """The family registered under a name or alias, any letter case."""
-    try:
-        return _FAMILIES[_LOOKUP[name.lower()]]
-    except KeyError:
-        raise ValueError(f"unknown measure {name!r}; valid names: {measure_names()}") from None
+    return FAMILIES.get(name)
 
 
 def families() -> tuple[Family, ...]:
-    return tuple(_FAMILIES.values())
+    return tuple(FAMILIES.in_registration_order())
 
 
 def build_input(kind: str, matrix) -> object:
-    try:
-        return _INPUTS[kind](matrix)
-    except KeyError:
-        raise ValueError(f"no input builder is registered for input kind {kind!r}") from None
+    return INPUTS.get(kind)(matrix)
 
 
 def measure_names() -> str:
     """Every valid measure name with its aliases, for error messages and help texts."""
-    return ", ".join(
-        f"{f.name} (alias {', '.join(f.aliases)})" if f.aliases else f.name for f in _FAMILIES.values()
-    )
+    return FAMILIES.known()
 
 
 def describe_measures() -> str:
     """One line per measure: its name, what it computes, its parameters and its trec_eval name."""
     lines = []
-    for f in _FAMILIES.values():
+    for f in families():
         usage = f"{f.name}@k" if f.takes_cutoff else f.name
         params = f" [{', '.join(f.parameters)}]" if f.parameters else ""
         trec = [f"{f.trec_eval}_k" if f.takes_cutoff and f.trec_eval else f.trec_eval, f.trec_eval_uncut]
@@ -246,8 +236,8 @@ def parse_measure(text: str) -> Measure:
         )
     try:
         kind = family(match["name"])
-    except ValueError as exc:
-        raise ValueError(f"{exc} (in {text!r})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (in {text!r})") from None
     cutoff = None
     if match["cutoff"] is not None:
         if not match["cutoff"].isdigit():

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.config import StrictConfig
+from ...systems.base import BuildContext  # noqa: F401  (the one build context, re-exported for generator kinds)
 
 
 class GeneratorConfig(StrictConfig):
@@ -41,14 +42,6 @@ class Example:
     passages: Sequence[str]
     answers: Sequence[str]
     answerable: bool
-
-
-@dataclass
-class BuildContext:
-    """What a generator may need besides its config: the corpus texts (term statistics), the calibration."""
-
-    corpus_texts: Sequence[str] = ()
-    calibration: dict[str, Any] = field(default_factory=dict)
 
 
 class Generator:

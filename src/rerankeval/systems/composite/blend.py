@@ -9,11 +9,10 @@ train split by default), as the value of ``weight_grid`` with the best mean ``fi
 grid), never on the evaluated split. The fit scores its components once on those queries (pairs already in the
 pair-score cache are read, not recomputed) and tries every weight on those scores in memory; the run's metadata
 records the curve and the chosen weight. A model fine-tuned on the fit split scores its own training queries far
-better than new ones (the demo's cross-encoder: nDCG@10 0.72 on its training queries, 0.54 on test), so a fit there
-favours it (weight 0.75, test Δ +0.015 against up to +0.06 at 0.3-0.5). When the model card lists queries held out of
-training (``train.holdout``), the fit uses only those; otherwise the record names the in-sample components. A
-dataset without the fit split fits on that split of ``train.fallback_path``, where the train stage trained the model
-(``source`` in the record says which).
+better than new ones, so a fit there favours it (the demo's figures: results/benchmarks/training_ablations.yaml).
+When the model card lists queries held out of training (``train.holdout``), the fit uses only those; otherwise the
+record names the in-sample components. A dataset without the fit split fits on that split of ``train.fallback_path``,
+where the train stage trained the model (``source`` in the record says which).
 """
 
 from __future__ import annotations
@@ -156,7 +155,7 @@ def training_queries(parts: Sequence[Component], split: str) -> tuple[list[str],
     return in_sample, held_out
 
 
-@register_system("blend", BlendConfig)
+@register_system("blend", BlendConfig, composite=True)
 def _blend(config: BlendConfig, context: BuildContext) -> BlendSystem:
     name = context.name
     check_composition(name, config, context.systems)

@@ -84,7 +84,7 @@ class CascadeSystem(CompositeSystem):
                 "first": self.first.describe(), "second": self.second.describe(), "second_depth": self.second_depth}
 
 
-@register_system("cascade", CascadeConfig)
+@register_system("cascade", CascadeConfig, composite=True)
 def _cascade(config: CascadeConfig, context: BuildContext) -> CascadeSystem:
     check_composition(context.name, config, context.systems)
     where = f"systems.{context.name}"

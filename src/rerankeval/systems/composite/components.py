@@ -29,7 +29,7 @@ from pydantic import AfterValidator
 from ...core.errors import ConfigError, ScoringFailure
 from ..baselines import ColumnSystem
 from ..base import (RERANKED, BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, build_system,
-                    check_deadline, parse_system_config)
+                    check_deadline)
 from ..pairs import PairSystem
 
 COLUMN_PREFIX = "column:"
@@ -94,15 +94,15 @@ def component(context: BuildContext, name: str, where: str) -> Component:
         column = name[len(COLUMN_PREFIX):]
         built[name] = Component(name, ColumnSystem(column))
         return built[name]
-    mapping = context.systems.get(name)
-    if mapping is None:
+    config = context.systems.get(name)
+    if config is None:
         raise ConfigError(f"{where}: no system {name!r} under `systems` (configured: {', '.join(context.systems)}).")
     building = context.shared.setdefault("building", [])
     if name in building:
         raise ConfigError(f"{where}: {' -> '.join([*building, name])} is a cycle: a system cannot contain itself.")
     building.append(name)
     try:
-        built[name] = Component(name, build_system(name, mapping, context))
+        built[name] = Component(name, build_system(name, config, context))
     finally:
         building.remove(name)
     return built[name]
@@ -143,7 +143,7 @@ class CompositeConfig(SystemConfig):
         raise NotImplementedError
 
 
-def check_composition(name: str, config: CompositeConfig, systems: Mapping[str, Mapping[str, Any]]) -> None:
+def check_composition(name: str, config: CompositeConfig, systems: Mapping[str, SystemConfig]) -> None:
     """Refuse a composite whose single DVC dependency does not cover its components (see ``CompositeConfig``)."""
     if config.depends_on is None:  # not run by DVC
         return
@@ -161,9 +161,9 @@ def check_composition(name: str, config: CompositeConfig, systems: Mapping[str, 
                           f"one when its model or settings change.")
 
 
-def _code_only(name: str, systems: Mapping[str, Mapping[str, Any]]) -> bool:
-    mapping = systems.get(name) or {}
-    depends_on = str(mapping.get("depends_on") or "")
+def _code_only(name: str, systems: Mapping[str, SystemConfig]) -> bool:
+    component_config = systems.get(name)
+    depends_on = str(component_config.depends_on or "") if component_config is not None else ""
     return depends_on.startswith(CODE_DIR) or not depends_on
 
 
@@ -260,6 +260,6 @@ def component_depth(context: BuildContext, name: str) -> int | None:
     """A configured component's own depth (None for a score column)."""
     if name.startswith(COLUMN_PREFIX):
         return None
-    return parse_system_config(name, context.systems[name]).depth
+    return context.systems[name].depth
 
 

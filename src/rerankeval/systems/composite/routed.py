@@ -152,7 +152,7 @@ class RoutedSystem(CompositeSystem):
                 "targets": {name: target.describe() for name, target in self.targets.items()}}
 
 
-@register_system("routed", RoutedConfig)
+@register_system("routed", RoutedConfig, composite=True)
 def _routed(config: RoutedConfig, context: BuildContext) -> RoutedSystem:
     check_composition(context.name, config, context.systems)
     where = f"systems.{context.name}"
