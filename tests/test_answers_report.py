@@ -48,7 +48,8 @@ def test_answers_section_renders_the_ablation(tmp_path):
                                                                 {"split": "train", "result": {}}, timing),
                            2, tmp_path, "plots")
     assert "24 queries: 24 with gold answers, 20 with a relevant passage" in text
-    assert "| abstention | 4 | `ce` |" in text and "### Outcomes" in text
+    # Sizes per measure: no abstention query has nDCG@10, all 4 have the answer measures.
+    assert "| abstention | 0 ⚠ / 4 | `ce` |" in text and "### Outcomes" in text
     assert (tmp_path / "ranking_vs_answer.png").stat().st_size > 1000
     counts = outcome_counts(frame).set_index("system")
     assert counts.loc["fusion"].tolist() == [7, 7, 6, 0, 4, 0]

@@ -64,7 +64,7 @@ def test_domain_slices_restrict_to_slice_and_domain():
     challenger = np.array([1.0, 1.0, np.nan, 1.0] * 10)
     labels = np.array(["a", "b"] * 20)
     result = family_slices(family(base, challenger), labels, min_slice_size=5, **BOOT)
-    assert result.values == ("a", "b") and result.sizes.tolist() == [20, 20]
+    assert result.values == ("a", "b") and result.sizes.tolist() == [[10], [20]]  # the queries the delta is defined on
     # slice a holds positions 0 and 2 (defined delta 1, undefined); slice b positions 1 and 3 (deltas 1 and 0).
     assert result.mean[:, 0].tolist() == [1.0, 0.5]
 
@@ -99,7 +99,7 @@ def test_the_release_rule_can_name_an_answer_measure_with_the_reopen_threshold()
 
 
 def test_rerankeval_diff_compares_answer_measures_over_their_domains():
-    from rerankeval.report.prdiff import Revision, diff_revisions
+    from rerankeval.stats.revisions import Revision, diff_revisions
 
     ids = [f"q{i:02d}" for i in range(40)]
     rng = np.random.default_rng(8)

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from rerankeval.stats.comparison import CompareConfig
-from rerankeval.report.prdiff import (COMMENT_MARKER, Revision, add_diff_arguments, diff_revisions, load_revision,
-                               markdown_comment, params_changes, run_diff)
+from rerankeval.cli.main import _diff as run_diff
+from rerankeval.report.prdiff import COMMENT_MARKER, add_diff_arguments, load_revision, markdown_comment
+from rerankeval.stats.revisions import Revision, diff_revisions, params_changes
 
 SETTINGS = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 1000, "permutations": 1000,
                                 "min_slice_size": 10, "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}},

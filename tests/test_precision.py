@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.report.precision import precision_rows, twins
+from rerankeval.report.precision import precision_rows
+from rerankeval.stats.variants import precision_variant, twins
 from tests.test_models import PASSAGES, build, candidates, config, query, tiny_ce  # noqa: F401  (fixture)
 
 
@@ -52,7 +53,9 @@ def test_each_variant_is_paired_with_its_float32_twin_and_timed_against_it():
                               "nDCG@10": [0.5, 0.6, 0.7, 0.8, 0.5, 0.6, 0.6, 0.8]})
     latency = {name: pd.DataFrame({"query_id": list("abcd"), "position": range(4), "compute_s": seconds,
                                    "replayed_s": 0.0}) for name, seconds in (("ce", [0.4] * 4), ("ce_int8", [0.2] * 4))}
-    row, = precision_rows([("ce_int8", "ce")], per_query, latency, "nDCG@10", 0,
-                          {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}, {})
+    boot = {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}
+    quality = per_query.pivot(index="query_id", columns="system", values="nDCG@10")
+    seconds = pd.DataFrame({name: frame.set_index("query_id")["compute_s"] for name, frame in latency.items()})
+    row, = precision_rows([precision_variant("ce_int8", "ce", quality, seconds, boot)], latency, {})
     assert row["delta"] == pytest.approx(-0.025) and row["speed_ratio"] == pytest.approx(2.0)
     assert row["ratio_low"] == pytest.approx(2.0) and row["timing"] == "this run / this run"

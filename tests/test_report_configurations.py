@@ -1,12 +1,14 @@
 """Report sections of issue 14 on hand-made inputs: what the rerankers moved, the frontier with policies as curves, and
 the composed configurations (skip rate, what skipping lost)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from rerankeval.report.configurations import configurations_section
 from rerankeval.report.frontier import frontier_points, plot_frontier
 from rerankeval.report.moved import moved_per_query, moved_section
+from rerankeval.stats.variants import mean_interval
 
 BOOT = {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}
 
@@ -73,7 +75,9 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
     queries = pd.DataFrame({"query_id": list("abcd"), "text": ["PAY-1042 retry?", "b", "c", "d"]})
     text = configurations_section(["routed"], configs, described, {"routed": latency},
                                   {"routed": {"composite_pairs": {"scored": 0, "from_cache": 60}}}, per_query,
-                                  compare, queries, "nDCG@10", 0, 3.6, BOOT, 5)
+                                  compare, queries, "nDCG@10", 0, 3.6,
+                                  {"routed": {"cold_seconds": mean_interval(latency["compute_s"].to_numpy(), BOOT),
+                                              "skipped": mean_interval(np.array([1.0, 0, 1, 0]), BOOT)}}, 5)
     assert "if identifier_in_query=True then skip; else blend" in text
     assert "| 50% [" in text and "| 0 / 60 |" in text  # skip rate with its CI; pairs scored / from the cache
     assert "No configuration beats `fusion` with a CI above 0" in text

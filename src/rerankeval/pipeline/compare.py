@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
-from ..rerank.latency import summarise_latency
+from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.weighted import weighted_comparison
-from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
+from ..stats.sanity import first_stage_sanity, floor_system, identical_to_baseline, positive_only_reason
+from ..stats.variants import mean_interval, precision_variant, twins
+from ..systems import kind_of
+from ..systems.base import SKIPPED
 from .params import Params, load_params
 from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE
 from .runs import load_latencies, load_runs
@@ -41,21 +45,23 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
 
     query_ids = sorted(per_query.loc[per_query["system"] == settings.baseline, "query_id"])
     runs = load_runs(run_pattern, params.system_names)
+    latency_frames = load_latencies(latency_pattern, params.system_names)
     latency = {system: summarise_latency(frame, params.evaluation.warmup_queries)
-               for system, frame in load_latencies(latency_pattern, params.system_names).items()}
+               for system, frame in latency_frames.items()}
     first_stage = check_first_stage(params, per_query, read_table(Path(eval_dir) / FIRST_STAGE_FILE).to_pandas(),
                                     rule.primary_metric)
     latency_p95_ms = {system: summary["p95_ms"] for system, summary in latency.items()}
-    sources = dict.fromkeys(latency, "the quality run's timings (no dedicated measurement given)")
+    sources, untrusted = dict.fromkeys(latency, "the quality run's timings (no dedicated measurement given)"), {}
     if measurement_pattern is not None:
-        latency_p95_ms, sources = verdict_latencies(measurement_pattern, loadtest_path, params.system_names)
+        latency_p95_ms, sources, untrusted = verdict_latencies(measurement_pattern, loadtest_path,
+                                                               params.system_names)
     facts = RunFacts(
-        latency_p95_ms=latency_p95_ms,
+        latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
         identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids))
     result, verdicts = compare(per_query, slices, settings, rule, facts)
-    verdicts["latency_source"] = sources
+    verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
     result["first_stage"] = first_stage
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)
@@ -65,11 +71,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
             settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
-    if "weight" in queries.columns:  # traffic weights (data.traffic): weighted means beside the macro average
-        result["weighted"] = weighted_comparison(
-            per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
-                                                                                  rule.primary_metric])),
-            settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, rule.primary_metric)
     write_json(compare_path, result)
     write_json(verdicts_path, verdicts)
     if first_stage["flag"]:
@@ -78,12 +80,36 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         print(f"compare: {system:>12} vs {settings.baseline}: {verdict['decision']} ({verdict['decided_by']})")
 
 
+def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[str, pd.DataFrame],
+                       metric: str) -> dict:
+    """What the report's precision and configurations tables state with a CI: each precision variant against its
+    float32 twin, each composed system's cold seconds per query and skip rate (``stats.variants``)."""
+    settings, warmup = params.compare, params.evaluation.warmup_queries
+    boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
+                method=settings.ci_method)
+    systems = {system: params.systems[system] for system in params.system_names}
+    quality = per_query.pivot(index="query_id", columns="system", values=metric)
+    precision = []
+    for variant, twin in twins(systems):
+        seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
+                             for s in (twin, variant)], axis=1)
+        precision.append(precision_variant(variant, twin, quality, seconds, boot))
+    composites = {}
+    for system, config in systems.items():
+        if kind_of(config).composite:
+            latency = latencies[system]
+            composites[system] = {
+                "cold_seconds": mean_interval(cold_seconds(timed_queries(latency, warmup)).to_numpy(), boot),
+                "skipped": mean_interval((latency["mode"] == SKIPPED).to_numpy(dtype=np.float64), boot)}
+    return {"metric": metric, "precision": precision, "composites": composites}
+
+
 def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str) -> dict:
-    """``stats.sanity.first_stage_sanity`` on the evaluated first stage, against the first random-kind system."""
+    """``stats.sanity.first_stage_sanity`` on the evaluated first stage, against the first floor-kind system."""
     settings = params.compare
     metric = primary if primary in first_stage.columns else FIRST_STAGE_FALLBACK_METRIC
     kinds = {system: config["kind"] for system, config in params.systems.items()}
-    random = next((system for system, kind in kinds.items() if kind == "random"), None)
+    random = floor_system(params.systems)
     floor = None
     if random is not None and metric in per_query.columns:
         floor = per_query[per_query["system"] == random].set_index("query_id")[metric]

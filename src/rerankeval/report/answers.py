@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..rerank.latency import cold_seconds
-from .markdown import ci, fmt, p_value, table
+from .markdown import ci, fmt, p_value, slice_size, table
 
 RANKING_MEASURE = "nDCG@10"
 HEADLINE = ("EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
@@ -70,7 +70,7 @@ def _query_type_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list
         for challenger, found in sorted(by_challenger.items()):
             cells = [f"{fmt(found[m]['delta'], signed=True)} [{ci(found[m], signed=True)}]" if m in found else "n/a"
                      for m in metrics]
-            rows.append([row["value"], f"{row['queries']}{' ⚠' if row['too_small'] else ''}", f"`{challenger}`",
+            rows.append([row["value"], slice_size([found[m] for m in metrics if m in found]), f"`{challenger}`",
                          *cells])
     return rows
 

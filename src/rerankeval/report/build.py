@@ -14,6 +14,7 @@ from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
+from ..systems import kind_of
 from . import configurations, frontier, moved, precision, serving, weighted
 from . import markdown as md
 from . import plots
@@ -49,9 +50,6 @@ class ReportInputs:
     sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-REFERENCE_KINDS = ("fusion", "bm25", "dense", "oracle", "random")
-
-
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
     """Candidate recall of the reranking pool at each depth (the same for every system)."""
     rows = curve_means[curve_means["measure"] == curve_means["depth"].map(lambda d: str(pool_measures(d)[0]))]
@@ -61,7 +59,7 @@ def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
 def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
     return pd.DataFrame([
         {"challenger": c["challenger"], "slice": f"{column}={row['value']}", "delta": c["delta"], "low": c["low"],
-         "high": c["high"], "too_small": row["too_small"]}
+         "high": c["high"], "too_small": c["too_small"]}
         for column, rows in compare["slices"].items() for row in rows for c in row["comparisons"]
         if c["metric"] == primary])
 
@@ -128,10 +126,8 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                 **described["environment"], "model": described["model"], "revision": described["revision"],
                 "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
                 "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
-    boot = {"n_samples": params.compare.samples, "seed": params.compare.seed, "confidence": params.compare.confidence,
-            "method": params.compare.ci_method}
-    precision_rows = precision.precision_rows(precision.twins({s: params.systems[s] for s in systems}), per_query,
-                                              inputs.latencies, primary, warmup, boot,
+    variants = inputs.verdicts.get("variants", {})
+    precision_rows = precision.precision_rows(variants.get("precision", []), inputs.latencies,
                                               {s: m.get("describe", {}) for s, m in inputs.run_metadata.items()})
     tables = inputs.manifest["tables"]
     context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
@@ -144,8 +140,9 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         training_section(inputs.model_card, params.train.out_dir, params.systems),
         md.verdict_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
-                            compare["baseline"], systems, [s for s in systems if params.systems[s]["kind"] in
-                                                           REFERENCE_KINDS]) if inputs.qrels is not None else "",
+                            compare["baseline"], systems,
+                            [s for s in systems if kind_of(params.systems[s]).reference])
+        if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
                               inputs.metrics.get("fusion")),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
@@ -153,7 +150,8 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         weighted.weighted_section(compare.get("weighted"), primary),
         configurations.configurations_section(
             systems, params.systems, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
-            compare, inputs.queries, primary, warmup, hourly_price, boot, params.compare.worst_n),
+            compare, inputs.queries, primary, warmup, hourly_price, variants.get("composites", {}),
+            params.compare.worst_n),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
         answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),

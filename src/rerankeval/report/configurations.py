@@ -11,21 +11,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..policies.config import COMPOSITE_KINDS
 from ..rerank.latency import cold_seconds, timed_queries
-from ..stats.resampling import bootstrap_ci
+from ..systems import kind_of
 from ..systems.base import SKIPPED
 from .cost import SECONDS_PER_HOUR
 from .markdown import fmt, table
 
 
-def _interval(values: np.ndarray, boot: Mapping[str, Any], scale: float = 1.0, digits: int = 4,
-              percent: bool = False) -> str:
-    values = values[np.isfinite(values)]  # a measure's domain: queries where it is defined (stats.domains)
-    if not len(values):
+def _interval(found: Mapping[str, float] | None, scale: float = 1.0, digits: int = 4, percent: bool = False) -> str:
+    if found is None:
         return "n/a"
-    result = bootstrap_ci(values, **boot)
-    mean, low, high = (float(x[0]) * scale for x in (result.mean, result.low, result.high))
+    mean, low, high = (found[key] * scale for key in ("mean", "low", "high"))
     if percent:
         return f"{mean:.0%} [{low:.0%}, {high:.0%}]"
     return f"{fmt(mean, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
@@ -67,13 +63,14 @@ def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping
                            run_metadata: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
                            latency_metadata: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame,
                            compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str, warmup: int,
-                           hourly_price: float, boot: Mapping[str, Any], worst_n: int) -> str:
-    composites = [s for s in systems if configs[s].get("kind") in COMPOSITE_KINDS]
-    if not composites:
+                           hourly_price: float, composites: Mapping[str, Mapping[str, Any]], worst_n: int) -> str:
+    """``composites``: verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs)."""
+    composed = [s for s in systems if kind_of(configs[s]).composite]
+    if not composed:
         return ""
     baseline = compare["baseline"]
     rows, notes, beats = [], [], []
-    for system in composites:
+    for system in composed:
         kind, latency = configs[system]["kind"], latencies[system]
         described = run_metadata[system].get("describe", {})
         item = _comparison(compare, system, metric)
@@ -81,14 +78,13 @@ def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping
             f"{fmt(item['delta'], signed=True)} [{fmt(item['low'], signed=True)}, {fmt(item['high'], signed=True)}]"
         if item is not None and item["low"] is not None and item["low"] > 0:
             beats.append(f"`{system}` ({delta})")
-        cost = cold_seconds(timed_queries(latency, warmup)).to_numpy() * hourly_price / SECONDS_PER_HOUR
-        skipped = (latency["mode"] == SKIPPED).to_numpy(dtype=np.float64)
+        found = composites.get(system, {})
         pairs = latency_metadata[system].get("composite_pairs", {})
         rows.append([f"`{system}`", kind, _what(kind, described),
                      fmt(float(per_query.loc[per_query["system"] == system, metric].mean())), delta,
                      fmt(float(np.percentile(cold_seconds(timed_queries(latency, warmup)), 95) * 1000), 1),
-                     _interval(cost, boot, scale=1000, digits=5),
-                     _interval(skipped, boot, percent=True) if kind == "routed" else "",
+                     _interval(found.get("cold_seconds"), scale=hourly_price / SECONDS_PER_HOUR * 1000, digits=5),
+                     _interval(found.get("skipped"), percent=True) if kind == "routed" else "",
                      f"{pairs.get('scored', 'n/a')} / {pairs.get('from_cache', 'n/a')}"])
         if kind == "routed":
             notes.append(_skipped_regressions(system, configs[system], latency, per_query, queries, metric,

@@ -1,5 +1,6 @@
 """Precision variants: each learned system whose ``dtype`` is not float32 against its float32 twin (the configured
-system with the same settings but the dtype), with the quality delta's paired bootstrap CI and the speed ratio.
+system with the same settings but the dtype), with the quality delta's paired bootstrap CI and the speed ratio, as
+the compare stage computed them (``stats.variants``, in verdicts.json).
 
 The speed ratio is the twin's mean model seconds per query over the variant's, on the same queries and pairs, with
 a paired bootstrap CI (the same query resamples for both). Model seconds are measured when the pairs were scored
@@ -13,31 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..rerank.latency import model_seconds, timed_queries
-from ..stats.resampling import bootstrap_ci, bootstrap_means
 from .markdown import fmt, table
-
-LEARNED_KINDS = ("cross_encoder", "flag_reranker", "bi_encoder")
-UNRELATED = {"dtype", "depends_on", "batch_size", "executor", "cache_dir", "deadline_s"}
-"""Settings that do not change which pairs a system scores or what a float32 model computes."""
-
-
-def twins(systems: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(variant, float32 twin) for every learned variant that has one."""
-    def key(config):
-        return sorted((k, str(v)) for k, v in config.items() if k not in UNRELATED)
-
-    found = []
-    for name, config in systems.items():
-        if config.get("kind") in LEARNED_KINDS and config.get("dtype", "float32") != "float32":
-            twin = next((other for other, candidate in systems.items() if candidate.get("kind") == config["kind"]
-                         and candidate.get("dtype", "float32") == "float32" and key(candidate) == key(config)), None)
-            if twin is not None:
-                found.append((name, twin))
-    return found
 
 
 def _source(latency: pd.DataFrame) -> str:
@@ -45,27 +24,15 @@ def _source(latency: pd.DataFrame) -> str:
     return "this run" if measured >= replayed else "replayed from the cache"
 
 
-def precision_rows(pairs: Sequence[tuple[str, str]], per_query: pd.DataFrame, latencies: Mapping[str, pd.DataFrame],
-                   measure: str, warmup: int, boot: Mapping[str, Any],
+def precision_rows(variants: Sequence[Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
                    described: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The compare stage's precision statistics (verdicts.json ``variants``) with what each side ran as."""
     rows = []
-    values = per_query.pivot(index="query_id", columns="system", values=measure)
-    for variant, twin in pairs:
-        # Over the measure's domain: queries where it is defined (an unanswerable question has no nDCG).
-        delta = bootstrap_ci((values[variant] - values[twin]).dropna().to_numpy(dtype=np.float64), **boot)
-        seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
-                             for s in (twin, variant)], axis=1).dropna()
-        replicates = bootstrap_means(seconds.to_numpy(dtype=np.float64), n_samples=boot["n_samples"],
-                                     seed=boot["seed"])
-        ratios = replicates[:, 0] / replicates[:, 1]
-        tail = (1 - boot["confidence"]) / 2
+    for found in variants:
+        variant, twin, delta = found["variant"], found["twin"], found["delta"] or {}
         precision = described.get(variant, {}).get("precision", {})
-        rows.append({"variant": variant, "twin": twin, "dtype": precision.get("dtype"),
-                     "native_bf16": precision.get("native_bf16"), "delta": float(delta.mean[0]),
-                     "low": float(delta.low[0]), "high": float(delta.high[0]),
-                     "speed_ratio": float(seconds[twin].mean() / seconds[variant].mean()),
-                     "ratio_low": float(np.quantile(ratios, tail)), "ratio_high": float(np.quantile(ratios, 1 - tail)),
-                     "twin_ms": float(seconds[twin].mean() * 1000), "variant_ms": float(seconds[variant].mean() * 1000),
+        rows.append({**found, "dtype": precision.get("dtype"), "native_bf16": precision.get("native_bf16"),
+                     "delta": delta.get("mean"), "low": delta.get("low"), "high": delta.get("high"),
                      "timing": f"{_source(latencies[twin])} / {_source(latencies[variant])}"})
     return rows
 

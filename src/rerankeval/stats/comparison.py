@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -19,8 +19,9 @@ from pydantic import Field
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
 from . import domains
-from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject
-from .resampling import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
+from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
+from .resampling import (DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL,
+                         Intervals)
 from .simulation import SIMULATED_DELTAS, SimulationConfig, operating_characteristics
 from .verdict import Evidence, FallbackEvidence, LatencyEvidence, ReleaseRule, UnjudgedEvidence, decide
 
@@ -56,12 +57,14 @@ class CompareConfig(StrictConfig):
 class RunFacts:
     """What the verdicts weigh besides the per-query metrics; each part is optional (the CLI has only runs).
 
-    ``latency_p95_ms``: per system, None when not measured. ``fallbacks``: per system, (fallback queries, queries).
+    ``latency_p95_ms``: per system, None when not measured; ``latency_untrusted``: why a system's figure may be
+    the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries).
     ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
     ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
     checks do not apply (``sanity.positive_only_reason``)."""
 
     latency_p95_ms: Mapping[str, float | None] = field(default_factory=dict)
+    latency_untrusted: Mapping[str, str] = field(default_factory=dict)
     fallbacks: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
     baseline_flag: str | None = None
@@ -150,32 +153,45 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     for column, column_labels in labels.items():
         result = domains.family_slices(paired, column_labels, min_slice_size=settings.min_slice_size, **boot)
         slice_results[column] = [
-            {"value": str(value), "queries": int(result.sizes[k]), "too_small": bool(result.too_small[k]),
+            {"value": str(value),
              "comparisons": [{"challenger": item.challenger, "metric": item.metric,
+                              "queries": int(result.sizes[k, j]), "too_small": bool(result.too_small[k, j]),
                               "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
                               "high": finite(result.high[k, j])} for j, item in enumerate(family)]}
             for k, value in enumerate(result.values)]
 
     unjudged = unjudged_watch(scores, systems, settings.unjudged, rule.unjudged_margin, facts.positive_only)
     challengers = systems[1:]
-    primary = np.column_stack([scores[system][rule.primary_metric] - scores[settings.baseline][rule.primary_metric]
-                               for system in challengers])
-    # The verdict weighs the queries where the primary metric is defined: a slice outside that domain (the demo's
-    # abstention questions for nDCG@10) gives it no evidence.
-    defined = np.isfinite(primary).all(axis=1)
-    primary, labels = primary[defined], {column: values[defined] for column, values in labels.items()}
+    # The verdict reads the comparison's own intervals of the primary metric (one set of resamples: its CI is the
+    # one in compare.json); a slice outside the primary metric's domain (the demo's abstention questions for
+    # nDCG@10) gives it no evidence and is not counted in its size.
+    on_primary = [j for j, item in enumerate(family) if item.metric == rule.primary_metric]
+    primary_family = domains.PairedFamily(tuple(family[j] for j in on_primary), paired.base[:, on_primary],
+                                          paired.challenger[:, on_primary])
+    primary_intervals = Intervals(intervals.mean[on_primary], intervals.low[on_primary],
+                                  intervals.high[on_primary], intervals.confidence, intervals.method,
+                                  intervals.n_samples, intervals.seed)
     evidence_settings = dict(min_slice_size=settings.min_slice_size, seed=settings.seed,
                              confidence=settings.confidence, method=settings.ci_method)
-    evidence = release_evidence(primary, labels, rule, n_samples=settings.samples, **evidence_settings)
+    evidence = release_evidence(primary_family, labels, rule, n_samples=settings.samples,
+                                overall=primary_intervals, **evidence_settings)
+    defined = verdict_queries(primary_family)
+    primary = primary_family.deltas[defined]
+    labels = {column: values[defined] for column, values in labels.items()}
     verdicts = {}
     for j, system in enumerate(challengers):
         delta, slice_evidence = evidence[j]
+        # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
+        delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6),
+                        ci_high=round(delta.ci_high, 6))
         fallbacks = facts.fallbacks.get(system)
         verdict = decide(rule, Evidence(
             primary=delta, slices=slice_evidence,
             unjudged=UnjudgedEvidence(unjudged["rate"][settings.baseline], unjudged["rate"][system],
                                       facts.positive_only),
-            latency=LatencyEvidence(facts.latency_p95_ms.get(system), facts.latency_p95_ms.get(settings.baseline)),
+            latency=LatencyEvidence(facts.latency_p95_ms.get(system), facts.latency_p95_ms.get(settings.baseline),
+                                    facts.latency_untrusted.get(system),
+                                    facts.latency_untrusted.get(settings.baseline)),
             fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
             identical_queries=facts.identical_to_baseline.get(system), baseline_flag=facts.baseline_flag))
         effects = list(dict.fromkeys([0.0, rule.min_delta]))

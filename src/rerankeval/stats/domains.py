@@ -214,7 +214,8 @@ def family_slices(family: PairedFamily, labels: ArrayLike, *, n_samples: int = D
                   seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE, method: str = "percentile",
                   min_slice_size: int = DEFAULT_MIN_SLICE_SIZE) -> SliceIntervals:
     """``slice_ci`` for complete comparisons; for partial ones each slice's delta over slice and domain, with the
-    global resamples restricted to the slice. ``sizes`` count a slice's queries (all of them)."""
+    global resamples restricted to the slice. ``sizes[k, j]`` count the slice's queries on
+    which both sides of comparison ``j`` are defined."""
     partial = family.partial
     n_queries, n = family.base.shape
     if not partial.any():
@@ -239,6 +240,7 @@ def family_slices(family: PairedFamily, labels: ArrayLike, *, n_samples: int = D
         low[s, partial], high[s, partial] = _percentile(replicates, confidence)
         if not (~partial).any():
             used[s] = int(np.isfinite(replicates).all(axis=1).sum())
-    sizes = np.bincount(codes, minlength=k)
+    defined = ~np.isnan(family.deltas)
+    sizes = np.stack([defined[codes == code].sum(axis=0) for code in range(k)])
     return SliceIntervals(values, sizes, sizes < min_slice_size, used, mean, low, high, confidence, method,
                           min_slice_size)

@@ -1,8 +1,10 @@
-"""The statistical evidence of the release rule, from per-query primary-metric deltas.
+"""The statistical evidence of the release rule, from a family of primary-metric comparisons.
 
 One function for the comparison and for the simulation of the rule's error rates (``stats.simulation``): the
-columns of ``deltas`` are challengers in the one and simulated trials in the other, so what is simulated is exactly
-what decides. Pure numpy.
+family's columns are challengers in the one and simulated trials in the other (``deltas_family``), so what is
+simulated is exactly what decides. The intervals are ``stats.domains``' over the comparison's own resamples, so the
+verdict's primary CI is the one compare.json reports, and its slice CIs come from the same replicates (at the
+Bonferroni-adjusted level). Pure numpy.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .resampling import CIMethod, bootstrap_ci, slice_ci
+from .deltas import Comparison
+from .domains import PairedFamily, family_intervals, family_slices
+from .resampling import CIMethod, Intervals
 from .verdict import DeltaEvidence, ReleaseRule, SliceEvidence
 
 
@@ -35,24 +39,42 @@ def adjusted_confidence(confidence: float, slices: int) -> float:
     return 1.0 - (1.0 - confidence) / max(slices, 1)
 
 
-def release_evidence(deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule: ReleaseRule, *, min_slice_size: int,
-                     n_samples: int, seed: int, confidence: float,
-                     method: CIMethod) -> list[tuple[DeltaEvidence, tuple[SliceEvidence, ...]]]:
-    """Per column of ``deltas`` (queries x columns, primary metric): the overall delta with its CI and every slice of
-    the critical columns with its Bonferroni-adjusted CI (``labels``: one string label per query and column)."""
+def deltas_family(deltas: np.ndarray, metric: str) -> PairedFamily:
+    """Per-query deltas (queries x columns) as a family against a zero baseline: its intervals are exactly
+    ``bootstrap_ci``'s and ``slice_ci``'s of the deltas."""
     deltas = np.asarray(deltas, dtype=np.float64)
     if deltas.ndim == 1:
         deltas = deltas[:, None]
+    comparisons = tuple(Comparison(f"column {j}", metric) for j in range(deltas.shape[1]))
+    return PairedFamily(comparisons, np.where(np.isnan(deltas), np.nan, 0.0), deltas)
+
+
+def verdict_queries(family: PairedFamily) -> np.ndarray:
+    """The queries on which every comparison of the family is defined: those the slice family size counts."""
+    return ~np.isnan(family.deltas).any(axis=1)
+
+
+def release_evidence(family: PairedFamily, labels: Mapping[str, np.ndarray], rule: ReleaseRule, *,
+                     min_slice_size: int, n_samples: int, seed: int, confidence: float, method: CIMethod,
+                     overall: Intervals | None = None) -> list[tuple[DeltaEvidence, tuple[SliceEvidence, ...]]]:
+    """Per comparison of ``family`` (the primary metric): the overall delta with its CI (``overall`` when the
+    caller already has the family's intervals) and every slice of the critical columns with its
+    Bonferroni-adjusted CI (``labels``: one string label per query of the family and column)."""
     boot = dict(n_samples=n_samples, seed=seed, method=method)
-    overall = bootstrap_ci(deltas, confidence=confidence, **boot)
-    family = slices_that_can_reject(rule, labels, min_slice_size)
-    level = adjusted_confidence(confidence, family)
+    if overall is None:
+        overall = family_intervals(family, confidence=confidence, **boot)
+    defined = verdict_queries(family)
+    slice_family = slices_that_can_reject(rule, {column: np.asarray(values)[defined]
+                                                 for column, values in labels.items()}, min_slice_size)
+    level = adjusted_confidence(confidence, slice_family)
     columns = critical_columns(rule, labels)
-    by_column = [slice_ci(deltas, labels[column], confidence=level, min_slice_size=min_slice_size, **boot)
+    by_column = [family_slices(family, labels[column], confidence=level, min_slice_size=min_slice_size, **boot)
                  for column in columns]
     evidence = []
-    for j in range(deltas.shape[1]):
+    for j in range(len(family.comparisons)):
+        # A slice none of whose queries the primary metric is defined on gives no evidence.
         slices = tuple(found for column, result in zip(columns, by_column)
-                       for found in SliceEvidence.from_intervals(column, result, j, adjusted_for=family))
+                       for found in SliceEvidence.from_intervals(column, result, j, adjusted_for=slice_family)
+                       if found.n_queries)
         evidence.append((DeltaEvidence.from_intervals(rule.primary_metric, overall, j), slices))
     return evidence

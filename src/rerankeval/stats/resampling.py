@@ -35,8 +35,8 @@ CIMethod = Literal["percentile", "bca"]
 Correction = Literal["holm", "bh"]
 
 # Resampling draws are generated in row blocks of about this many cells: it bounds peak memory
-# (draws, counts and float weights: ~25 MB) whatever n_samples is, and measured faster than
-# larger blocks. Changing it changes which resamples a seed gives.
+# (draws, counts and float weights) whatever n_samples is, and was faster than larger blocks
+# (benchmarks/bench_stats.py times it). Changing it changes which resamples a seed gives.
 _BLOCK_CELLS = 1 << 20
 
 
@@ -57,8 +57,10 @@ class Intervals:
 class SliceIntervals:
     """Per-slice mean delta and paired bootstrap CI; arrays are (n_slices, n_comparisons).
 
-    ``values`` are the distinct slice labels in sorted order, ``sizes`` their query counts and
-    ``too_small`` flags slices with fewer than ``min_slice_size`` queries (unreliable CIs).
+    ``values`` are the distinct slice labels in sorted order; ``sizes[k, j]`` counts the queries of slice ``k``
+    that comparison ``j`` is defined on (all of the slice's for complete deltas; ``stats.domains`` for the others)
+    and ``too_small`` flags those with fewer than ``min_slice_size`` (unreliable CIs; the verdict never REJECTs on
+    them). Every printed slice size is one of these, so the report and the verdict agree.
     ``n_resamples_used`` counts, per slice, the bootstrap replicates in which the slice drew at
     least one query (the others leave the slice mean undefined and are dropped).
     """
@@ -146,8 +148,8 @@ def _weight_blocks(n_queries: int, n_samples: int, seed: int) -> Iterator[tuple[
     rows_per_block = max(1, _BLOCK_CELLS // n_queries)
     for start in range(0, n_samples, rows_per_block):
         rows = min(rows_per_block, n_samples - start)
-        # Uniform index draws + one bincount over row-offset indices is ~5x faster than
-        # rng.multinomial and gives exactly the multinomial(n, 1/n) counts per row.
+        # Uniform index draws + one bincount over row-offset indices is faster than
+        # rng.multinomial (benchmarks/bench_stats.py) and gives exactly the multinomial(n, 1/n) counts per row.
         draws = rng.integers(0, n_queries, size=(rows, n_queries))
         draws += np.arange(rows)[:, None] * n_queries
         counts = np.bincount(draws.ravel(), minlength=rows * n_queries)
@@ -265,10 +267,11 @@ def slice_ci(
             replicates = weighted_sums[k, drawn] / weight_totals[k, drawn, None]
             observed = sorted_gridded[members].sum(axis=0) / sizes[k]
             low[k], high[k] = _interval(replicates, observed, sorted_deltas[members], confidence, method)
+    comparison_sizes = np.repeat(sizes[:, None], n_comparisons, axis=1)
     return SliceIntervals(
         values=values,
-        sizes=sizes,
-        too_small=sizes < min_slice_size,
+        sizes=comparison_sizes,
+        too_small=comparison_sizes < min_slice_size,
         n_resamples_used=used,
         mean=mean,
         low=low,

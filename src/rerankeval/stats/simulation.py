@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from ..core.config import StrictConfig
-from .evidence import release_evidence
+from .evidence import deltas_family, release_evidence
 from .resampling import CIMethod
 from .verdict import Decision, Evidence, ReleaseRule, decide
 
@@ -67,7 +67,8 @@ def decisions(trial_deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule: 
     chunk = max(1, _CHUNK_CELLS // (n_samples * n_labels))
     outcomes = []
     for start in range(0, trial_deltas.shape[1], chunk):
-        evidence = release_evidence(trial_deltas[:, start:start + chunk], labels, statistical,
+        evidence = release_evidence(deltas_family(trial_deltas[:, start:start + chunk], rule.primary_metric),
+                                    labels, statistical,
                                     min_slice_size=min_slice_size, n_samples=n_samples, seed=seed,
                                     confidence=confidence, method=method)
         outcomes += [str(decide(statistical, Evidence(primary, slices)).decision) for primary, slices in evidence]

@@ -1,0 +1,180 @@
+"""The diff of two revisions' evaluate outputs: is the change between them real?
+
+The per-query metrics of both revisions are paired by (system, query_id) and every system × metric delta gets a
+paired bootstrap CI, a family-adjusted randomisation p-value and win/tie/loss counts; then the slices whose delta on
+the primary metric moved. A system only in head is shown against head's baseline with the comparison head's own
+compare stage made (its compare.json): one set of resamples per comparison, never a second one here. Pure: the
+revisions are read by ``report.prdiff.load_revision`` and rendered by ``report.prdiff.markdown_comment``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import domains
+from .comparison import CompareConfig, finite
+from .deltas import Comparison
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What the pipeline left at one revision: per-query metrics, query slices, data provenance and params."""
+
+    label: str
+    per_query: pd.DataFrame  # one row per (system, query_id), one column per metric
+    slices: pd.DataFrame  # index query_id, one column per slice label
+    snapshot: Mapping[str, str]  # content sha256 of corpus, queries and qrels the metrics were computed from
+    params: Mapping[str, Any]
+    compare: Mapping[str, Any] | None = None  # the revision's compare.json, when it has one
+
+
+
+def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, primary_metric: str) -> dict[str, Any]:
+    """Every system in both revisions, paired query by query: a JSON-ready dict (``markdown_comment`` renders it).
+
+    Systems whose per-query values are identical are listed as unchanged and left out of the family: there is no
+    hypothesis to test, and counting them would only weaken the multiplicity correction of the others.
+    """
+    metrics = list(dict.fromkeys([*settings.metrics, primary_metric]))
+    for revision in (base, head):
+        missing = [metric for metric in metrics if metric not in revision.per_query.columns]
+        if missing:
+            raise ValueError(f"revision {revision.label}: per-query metrics have no column {missing}; "
+                             "pass --metric with evaluated measures")
+    head_systems = list(dict.fromkeys(head.per_query["system"]))
+    base_systems = set(base.per_query["system"])
+    systems = [system for system in head_systems if system in base_systems]
+    if not systems:
+        raise ValueError(f"no system is evaluated in both {base.label} and {head.label}")
+
+    base_queries, head_queries = _query_ids(base, systems), _query_ids(head, systems)
+    query_ids = sorted(base_queries & head_queries)
+    if len(query_ids) < 2:
+        raise ValueError(f"{base.label} and {head.label} share {len(query_ids)} evaluated queries; need at least 2")
+    warnings = []
+    if base_queries != head_queries:
+        warnings.append(f"The query sets differ ({len(base_queries - head_queries)} only in base, "
+                        f"{len(head_queries - base_queries)} only in head); the diff pairs the {len(query_ids)} "
+                        "queries in both.")
+    changed_tables = sorted(name for name in set(base.snapshot) | set(head.snapshot)
+                            if base.snapshot.get(name) != head.snapshot.get(name))
+    if changed_tables:
+        warnings.append(f"The snapshot changed ({', '.join(changed_tables)}): judgments or queries differ, so the "
+                        "deltas mix the system change with the data change.")
+
+    base_scores = _scores(base, systems, query_ids, metrics)
+    head_scores = _scores(head, systems, query_ids, metrics)
+    changed = [s for s in systems if not np.array_equal(base_scores[s], head_scores[s], equal_nan=True)]
+    result = {
+        "base": base.label, "head": head.label,
+        "queries": {"base": len(base_queries), "head": len(head_queries), "paired": len(query_ids)},
+        "primary_metric": primary_metric,
+        "method": {"ci": settings.ci_method, "confidence": settings.confidence, "samples": settings.samples,
+                   "seed": settings.seed, "permutations": settings.permutations, "correction": settings.correction,
+                   "tie_tolerance": settings.tie_tolerance, "min_slice_size": settings.min_slice_size},
+        "params_changed": params_changes(base.params, head.params),
+        "warnings": warnings,
+        "systems": {"changed": changed, "unchanged": [s for s in systems if s not in changed],
+                    "only_in_base": sorted(base_systems - set(systems)),
+                    "only_in_head": [s for s in head_systems if s not in base_systems]},
+        "slice_columns": list(head.slices.columns), "comparisons": [], "slices": [], "regressions": [],
+        "new_systems": new_systems(head, [s for s in head_systems if s not in base_systems], metrics),
+    }
+    if not changed:
+        return result
+
+    family = [(system, metric) for system in changed for metric in metrics]
+    # Base and head of each system x metric; measures undefined on some queries go by their domain (stats.domains).
+    paired = domains.PairedFamily(
+        tuple(Comparison(s, m) for s, m in family),
+        np.column_stack([base_scores[s][:, metrics.index(m)] for s, m in family]),
+        np.column_stack([head_scores[s][:, metrics.index(m)] for s, m in family]))
+    boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
+                method=settings.ci_method)
+    intervals = domains.family_intervals(paired, **boot)
+    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
+                                        correction=settings.correction)
+    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=0)
+    for j, (system, metric) in enumerate(family):
+        result["comparisons"].append({
+            "system": system, "metric": metric,
+            "base": finite(np.nanmean(base_scores[system][:, metrics.index(metric)])),
+            "head": finite(np.nanmean(head_scores[system][:, metrics.index(metric)])),
+            "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
+            "p_randomisation": finite(tests.p_randomisation[j]),
+            "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
+            "improved": summaries[j].improved, "tied": summaries[j].tied, "regressed": summaries[j].regressed,
+        })
+        if metric == primary_metric and intervals.high[j] < 0:
+            result["regressions"].append(system)
+
+    primary = [j for j, (_, metric) in enumerate(family) if metric == primary_metric]
+    labels = head.slices.reindex(query_ids)
+    for column in labels.columns:
+        primary_family = domains.PairedFamily(tuple(paired.comparisons[j] for j in primary),
+                                              paired.base[:, primary], paired.challenger[:, primary])
+        found = domains.family_slices(primary_family, labels[column].fillna("(none)").astype(str).to_numpy(),
+                                      min_slice_size=settings.min_slice_size, **boot)
+        for k, value in enumerate(found.values):
+            for i, system in enumerate(changed):
+                if found.low[k, i] > 0 or found.high[k, i] < 0:
+                    result["slices"].append({
+                        "system": system, "column": column, "value": str(value), "queries": int(found.sizes[k, i]),
+                        "too_small": bool(found.too_small[k, i]), "delta": finite(found.mean[k, i]),
+                        "low": finite(found.low[k, i]), "high": finite(found.high[k, i])})
+    return result
+
+
+def new_systems(head: Revision, systems: Sequence[str], metrics: Sequence[str]) -> dict[str, Any]:
+    """``systems`` (those only in head) against head's baseline, with the comparisons head's compare stage made;
+    ``missing`` says why there are none (head has no compare.json, or it does not compare a system)."""
+    if not systems:
+        return {"baseline": None, "comparisons": [], "missing": None}
+    if head.compare is None:
+        return {"baseline": None, "comparisons": [],
+                "missing": f"{head.label} has no compare.json: run `dvc repro compare` there to compare them"}
+    found = [entry for entry in head.compare["comparisons"]
+             if entry["challenger"] in systems and entry["metric"] in metrics]
+    absent = [system for system in systems if not any(entry["challenger"] == system for entry in found)]
+    return {"baseline": head.compare["baseline"], "comparisons": found,
+            "missing": f"{head.label}'s compare.json does not compare {', '.join(absent)}" if absent else None}
+
+
+def params_changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Params that differ, as dotted keys; a side lacks "base"/"head" when the key is absent there."""
+    old, new = _flatten(base), _flatten(head)
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key, ...) != new.get(key, ...):
+            changes.append({"key": key} | ({"base": old[key]} if key in old else {})
+                           | ({"head": new[key]} if key in new else {}))
+    return changes
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(value, Mapping) or not value:
+        return {prefix: value}
+    flat = {}
+    for key, item in value.items():
+        flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _query_ids(revision: Revision, systems: Sequence[str]) -> set:
+    """Queries evaluated for every one of ``systems`` in this revision."""
+    rows = revision.per_query[revision.per_query["system"].isin(systems)]
+    return set.intersection(*(set(ids) for _, ids in rows.groupby("system")["query_id"]))
+
+
+def _scores(revision: Revision, systems: Sequence[str], query_ids: Sequence, metrics: Sequence[str]) -> dict:
+    """``scores[system]``: (queries × metrics) float64 matrix, rows in ``query_ids`` order."""
+    frame = revision.per_query.set_index(["system", "query_id"])
+    return {system: frame.loc[system].loc[list(query_ids), list(metrics)].to_numpy(dtype=np.float64)
+            for system in systems}
+
+
