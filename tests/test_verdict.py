@@ -115,8 +115,9 @@ def test_reject_when_primary_is_significantly_worse():
     worse = replace(GOOD, primary=DeltaEvidence("nDCG@10", -0.04, -0.06, -0.02))
     verdict = decide(RULE, worse)
     assert verdict.decision is Decision.REJECT
-    assert verdict.reasons == (
-        "nDCG@10 significantly worse: mean delta -0.0400, 95% CI [-0.0600, -0.0200] lies below 0",)
+    assert verdict.reasons == (  # the soft reasons stay listed under the REJECT
+        "nDCG@10 significantly worse: mean delta -0.0400, 95% CI [-0.0600, -0.0200] lies below 0",
+        "nDCG@10: 95% CI [-0.0600, -0.0200] lies below 0", "nDCG@10: mean delta -0.0400 is below min_delta +0.0300")
     assert verdict.decided_by == verdict.reasons[0]
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from ..core.hashing import canonical_json, sha256_file, sha256_text
 from ..core.io import read_json, write_json
 from ..serving.measure import measure_latency
-from ..systems import BuildContext, build_system, parse_system_config
+from ..systems import BuildContext, build_system
 from . import loadtest
-from .eval_queries import eval_queries, heads
+from ..systems.splits import eval_queries, heads
 from .params import load_params
 from .runs import system_file
-from .splits import split_candidates
+from ..systems.splits import split_candidates
 
-MEASUREMENT_VERSION = "latency/v1"
+MEASUREMENT_VERSION = "latency/v2"
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
@@ -31,7 +31,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     snapshot, candidates, queries = eval_queries(params, snapshot_dir, candidates_path,
                                                  settings.queries + settings.warmup_queries)
     # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.system_configs,
                            candidates_of=split_candidates(params, snapshot, candidates_path))
     out_dir = Path(out_dir)
     for stale in out_dir.glob("*.json") if out_dir.is_dir() else []:
@@ -42,14 +42,17 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
         if path.exists() and read_json(path).get("inputs_sha256") == inputs:
             print(f"latency[{name}]: unchanged since its last measurement, kept ({path})")
             continue
-        depth = parse_system_config(name, params.systems[name]).depth
-        result = {"system": name, "depth": depth, "inputs_sha256": inputs,
-                  **measure_latency(build_system(name, params.systems[name], context), heads(candidates, queries, depth),
+        config = params.system_configs[name]
+        result = {"system": name, "depth": config.depth, "inputs_sha256": inputs,
+                  **measure_latency(build_system(name, config, context), heads(candidates, queries, config.depth),
                                     settings)}
         write_json(path, result)
-        print(f"latency[{name}]: p95 {result['p95_ms']:.1f} ms, {result['queries']} queries x {result['repeats']} "
-              f"rounds (p95 by round {', '.join(f'{v:.1f}' for v in result['p95_ms_by_round'])}; load average "
-              f"{result['load_average_1m']['before']} -> {result['load_average_1m']['after']})")
+        print(f"latency[{name}]: p95 {result['p95_ms']:.1f} ms (CPU time p95 {result['cpu_p95_ms']:.1f} ms), "
+              f"{result['queries']} queries x {result['repeats']} rounds (p95 by round "
+              f"{', '.join(f'{v:.1f}' for v in result['p95_ms_by_round'])}; other processes' CPUs by round "
+              f"{result['other_cpus_by_round']}; load average {result['load_average_1m']['before']} -> "
+              f"{result['load_average_1m']['after']})" + (f"; not trusted: {result['untrusted']}"
+                                                           if result["untrusted"] else ""))
     loadtest.run(params_path, snapshot_dir, candidates_path, loadtest_path, run_pattern)
 
 

@@ -81,6 +81,10 @@ def verdict_section(verdicts: Mapping[str, Any]) -> str:
              f"{fmt(verdict['ci'][1], signed=True)}]", _cell(verdict["decided_by"])]
             for system, verdict in verdicts["verdicts"].items()]
     parts.append(table(["challenger", "decision", f"Δ {metric} [{level}]", "decided by"], rows))
+    if verdicts.get("latency_source"):  # the machine's load beside the decision it may have weighed on
+        parts.append("Latency the check read, with the machine's load: " + "; ".join(
+            f"`{system}` {source}" + (" (**not trusted to REJECT**)" if system in verdicts.get("latency_untrusted", {})
+                                      else "") for system, source in verdicts["latency_source"].items()) + ".")
     parts.append(operating_characteristics_text(verdicts))
     details = ["<details><summary>Every reason and note</summary>", ""]
     for system, verdict in verdicts["verdicts"].items():
@@ -215,6 +219,13 @@ def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, 
             + f"\n\n![depth curve]({plots}/depth_curve.png)")
 
 
+def slice_size(comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """A slice's size as its comparisons counted it: the queries each delta is defined on, the verdict's n for the
+    primary metric (one number when they agree; ⚠ = fewer than the minimum)."""
+    sizes = dict.fromkeys(f"{c['queries']}{' ⚠' if c['too_small'] else ''}" for c in comparisons)
+    return " / ".join(sizes)
+
+
 def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None) -> str:
     """Per-slice deltas with CIs; ``plots`` None leaves the plot links out."""
     if not compare["slices"]:
@@ -226,7 +237,7 @@ def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None) -
         lines = []
         for row in rows:
             by_challenger = {c["challenger"]: c for c in row["comparisons"] if c["metric"] == metric}
-            lines.append([row["value"], f"{row['queries']}{' ⚠' if row['too_small'] else ''}"]
+            lines.append([row["value"], slice_size([by_challenger[c] for c in challengers])]
                          + [f"{fmt(by_challenger[c]['delta'], signed=True)} [{ci(by_challenger[c], signed=True)}]"
                             for c in challengers])
         parts.append(f"### {column}\n\n" + table([column, "queries"] + [f"`{c}`" for c in challengers], lines))

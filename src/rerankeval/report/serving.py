@@ -23,15 +23,20 @@ def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapp
     if not measurements:
         return ""
     rows = [[f"`{system}`", m["queries"], m["repeats"], _ms(m["p50_ms"]), _ms(m["p95_ms"]), _ms(m["p99_ms"]),
-             " / ".join(_ms(v) for v in m["p95_ms_by_round"]), md.fmt(m["pairs_per_s"], 1),
-             f"{m['load_average_1m']['before']} / {m['load_average_1m']['after']} ({m['cpus']} CPUs)",
-             sources.get(system, "in-process").split(",")[0]]
+             " / ".join(_ms(v) for v in m["p95_ms_by_round"]), _ms(m["cpu_p95_ms"]), md.fmt(m["pairs_per_s"], 1),
+             " / ".join(str(v) for v in m["other_cpus_by_round"]) + f" of {m['cpus']}",
+             f"{m['load_average_1m']['before']} / {m['load_average_1m']['after']}",
+             sources.get(system, "in-process").split(",")[0] + (" (not trusted to REJECT)" if m["untrusted"] else "")]
             for system, m in measurements.items()]
     return ("## Latency measured on its own (what the verdict's latency check reads)\n\n"
-            + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round", "pairs/s",
-                        "load average 1 min before / after", "verdict reads"], rows)
+            + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round", "CPU time p95 ms",
+                        "pairs/s", "other processes' CPUs by round", "load average 1 min before / after",
+                        "verdict reads"], rows)
             + "\n\nEach system scores the first queries of the split at its depth with nothing cached, after a warm-up, "
-              "in repeated rounds; the spread of p95 across rounds and the machine's load average state the noise. "
+              "in repeated rounds; p50/p95/p99 are those of the quietest round (load only adds time). The CPUs other "
+              "processes kept busy in each round (from /proc/stat) state the noise: above "
+              "`serving.latency.max_other_cpus`, an overrun cannot REJECT (the latency check is INCONCLUSIVE, "
+              "with that reason). "
               "A load test of a system, when one ran, replaces its figure in the verdict (p95 at the chosen "
               "concurrency). The quality run's own timings (above) are not used for the verdict.")
 
@@ -135,8 +140,10 @@ def efficiency_record(measurements: Mapping[str, Mapping[str, Any]], sources: Ma
                       loadtest: Mapping[str, Any] | None) -> dict[str, Any]:
     record: dict[str, Any] = {
         "latency": {system: {"p50_ms": m["p50_ms"], "p95_ms": m["p95_ms"], "p99_ms": m["p99_ms"],
-                             "p95_ms_by_round": m["p95_ms_by_round"], "pairs_per_s": m["pairs_per_s"],
-                             "load_average_1m": m["load_average_1m"], "verdict_reads": sources.get(system)}
+                             "p95_ms_by_round": m["p95_ms_by_round"], "cpu_p95_ms": m["cpu_p95_ms"],
+                             "other_cpus_by_round": m["other_cpus_by_round"], "untrusted": m["untrusted"],
+                             "pairs_per_s": m["pairs_per_s"], "load_average_1m": m["load_average_1m"],
+                             "verdict_reads": sources.get(system)}
                     for system, m in measurements.items()}}
     if loadtest and loadtest.get("ran"):
         record["loadtest"] = {

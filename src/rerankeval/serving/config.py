@@ -61,6 +61,9 @@ class LatencyConfig(StrictConfig):
     warmup_queries: int = Field(3, ge=0)
     repeats: int = Field(3, ge=1)
     """Each query is timed this many times (rounds over all queries, so a burst of load hits every query alike)."""
+    max_other_cpus: float = Field(0.5, ge=0)
+    """CPUs' worth of work by other processes during the verdict's round above which its figure is not trusted: an
+    overrun measured then makes the latency check INCONCLUSIVE, never REJECT."""
 
 
 class ServingConfig(StrictConfig):

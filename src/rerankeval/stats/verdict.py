@@ -2,18 +2,23 @@
 
 The rule (``decide``; the README's "Release verdict" states it for users):
 
-* REJECT when any hard check fails, all of them listed; the first one in this order decided it:
+Every failed check is listed as a reason whichever decided (a latency REJECT still lists the quality reasons);
+the first failed hard check decides a REJECT, else the first failed soft check an INCONCLUSIVE.
+
+* REJECT when any hard check fails; the first one in this order decided it:
   more queries fell back to the fused order than ``max_fallback_rate``; the primary metric is significantly
   worse (its CI lies below 0); a critical slice with at least ``min_slice_size`` queries regresses beyond its
   budget *with evidence*: its CI, Bonferroni-adjusted for the number of such slices (confidence
   1 - (1 - c) / m), lies entirely below -budget; the unjudged-rate increase exceeds ``unjudged_margin`` (only
-  where the qrels judge documents non-relevant); the latency budget is exceeded.
+  where the qrels judge documents non-relevant); the latency budget is exceeded by a measurement that is trusted.
 * Otherwise INCONCLUSIVE when a soft check fails; the first decided it: the run is identical to the baseline's
   (a configuration that probably never reached the system); the baseline is flagged as broken (a fused
   baseline significantly below its best component); the primary CI includes 0; the mean delta is below
   ``min_delta``; a critical slice's mean delta is below -budget without the evidence to REJECT (always so for a
   slice with fewer than ``min_slice_size`` queries: too small to REJECT, it can only block ACCEPT); a critical
-  slice has no evidence; latency was not measured although a budget is set.
+  slice has no evidence; latency was not measured although a budget is set; the latency budget is exceeded by a
+  measurement that is not trusted (taken while other processes competed for the CPUs: load only adds time, so an
+  overrun measured under load says nothing about the system, while a pass still holds).
 * Otherwise ACCEPT.
 
 How often this is wrong on a given query set is simulated by ``rerankeval.stats.simulation``.
@@ -129,19 +134,24 @@ class SliceEvidence:
                        adjusted_for: int = 1) -> tuple[SliceEvidence, ...]:
         """Every slice of column ``comparison`` of a ``stats.slice_ci`` result for ``column``."""
         return tuple(
-            cls(column=column, value=value, n_queries=int(intervals.sizes[k]),
+            cls(column=column, value=value, n_queries=int(intervals.sizes[k, comparison]),
                 mean=float(intervals.mean[k, comparison]), ci_low=float(intervals.low[k, comparison]),
-                ci_high=float(intervals.high[k, comparison]), too_small=bool(intervals.too_small[k]),
+                ci_high=float(intervals.high[k, comparison]), too_small=bool(intervals.too_small[k, comparison]),
                 confidence=intervals.confidence, adjusted_for=adjusted_for)
             for k, value in enumerate(intervals.values))
 
 
 @dataclass(frozen=True)
 class LatencyEvidence:
-    """p95 query latency in ms (None: not measured); ``baseline_p95_ms`` None when the baseline was not timed."""
+    """p95 query latency in ms (None: not measured); ``baseline_p95_ms`` None when the baseline was not timed.
+
+    ``challenger_untrusted`` / ``baseline_untrusted``: why that measurement is inflated by the machine's load (it
+    ran while other processes competed for the CPUs), None when it is not."""
 
     challenger_p95_ms: float | None
     baseline_p95_ms: float | None = None
+    challenger_untrusted: str | None = None
+    baseline_untrusted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,9 +232,9 @@ def decide(rule: ReleaseRule, evidence: Evidence) -> Verdict:
         *_latency_checks(rule, evidence.latency, notes),
     )
     violated = [c.message for c in checks if c.hard and not c.passed]
+    unmet = [c.message for c in checks if not c.hard and not c.passed]
     if violated:
-        return Verdict(Decision.REJECT, violated[0], tuple(violated), tuple(notes), checks)
-    unmet = [c.message for c in checks if not c.passed]
+        return Verdict(Decision.REJECT, violated[0], (*violated, *unmet), tuple(notes), checks)
     if unmet:
         return Verdict(Decision.INCONCLUSIVE, unmet[0], tuple(unmet), tuple(notes), checks)
     primary = evidence.primary
@@ -276,9 +286,9 @@ def _primary_improvement(rule: ReleaseRule, primary: DeltaEvidence) -> list[Chec
     ci = _ci_text(primary.ci_low, primary.ci_high, primary.confidence)
     significant = primary.ci_low > 0
     large_enough = primary.mean >= rule.min_delta
+    where = "excludes 0" if significant else "lies below 0" if primary.ci_high < 0 else "includes 0"
     return [
-        Check("primary_ci_excludes_0", significant, False,
-              f"{primary.metric}: {ci} {'excludes' if significant else 'includes'} 0"),
+        Check("primary_ci_excludes_0", significant, False, f"{primary.metric}: {ci} {where}"),
         Check("primary_min_delta", large_enough, False,
               f"{primary.metric}: mean delta {primary.mean:+.4f} "
               f"{'meets' if large_enough else 'is below'} min_delta {rule.min_delta:+.4f}"),
@@ -345,19 +355,32 @@ def _latency_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: l
     p95 = latency.challenger_p95_ms
     if rule.latency_p95_max_ms is not None:
         passed = p95 <= rule.latency_p95_max_ms
-        checks.append(Check("latency_p95_ms", passed, True,
-                            f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} "
-                            f"budget {rule.latency_p95_max_ms:.1f} ms"))
+        message = (f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} "
+                   f"budget {rule.latency_p95_max_ms:.1f} ms")
+        checks.append(_latency_check("latency_p95_ms", passed, message,
+                                     None if passed else latency.challenger_untrusted))
     if rule.latency_p95_max_ratio is not None:
         if latency.baseline_p95_ms is None:
             notes.append("baseline latency not measured; latency ratio budget skipped")
         else:
             limit = latency.baseline_p95_ms * rule.latency_p95_max_ratio
             passed = p95 <= limit
-            checks.append(Check("latency_p95_ratio", passed, True,
-                                f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} baseline "
-                                f"{latency.baseline_p95_ms:.1f} ms x {rule.latency_p95_max_ratio:g} = {limit:.1f} ms"))
+            message = (f"latency p95: challenger {p95:.1f} ms {'within' if passed else 'exceeds'} baseline "
+                       f"{latency.baseline_p95_ms:.1f} ms x {rule.latency_p95_max_ratio:g} = {limit:.1f} ms")
+            # A loaded challenger inflates an overrun; a loaded baseline inflates the limit, so a pass.
+            untrusted = latency.baseline_untrusted if passed else latency.challenger_untrusted
+            checks.append(_latency_check("latency_p95_ratio", passed, message,
+                                         None if untrusted is None else
+                                         f"{'baseline' if passed else 'challenger'} {untrusted}"))
     return checks
+
+
+def _latency_check(name: str, passed: bool, message: str, untrusted: str | None) -> Check:
+    """A latency check; one whose outcome the machine's load may have decided only blocks ACCEPT."""
+    if untrusted is None:
+        return Check(name, passed, True, message)
+    return Check(name, False, False, f"{message}, but not trusted: {untrusted}; re-measure on an idle machine "
+                                     "(delete data/latency/<system>.json, then dvc repro -s latency compare)")
 
 
 # --------------------------------------------------------------------------- helpers
