@@ -71,6 +71,15 @@ def test_modules_are_small_and_stage_scripts_thin():
     assert not fat, f"stage scripts over {MAX_STAGE_LINES} lines: {fat}"
 
 
+def test_pipeline_knows_its_stage_entry_points():
+    # Stage code deps are derived from each entry script's imports (rerankeval.pipeline.deps); a stage run some
+    # other way would escape that check.
+    from rerankeval.pipeline.deps import stage_entries
+
+    entries = stage_entries(REPO / "dvc.yaml")
+    assert {path.name for path in entries.values()} == {path.name for path in (REPO / "stages").glob("*.py")}
+
+
 def test_heavy_libraries_are_imported_only_where_they_are_used():
     eager = sorted(f"{path.relative_to(PACKAGE)}: {target}" for path in PACKAGE.rglob("*.py")
                    for target, top_level in imported_modules(path) if top_level and target.split(".")[0] in HEAVY)

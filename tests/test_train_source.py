@@ -10,7 +10,8 @@ import yaml
 from rerankeval.core.errors import CollectionError, ConfigError
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
-from rerankeval.pipeline import splits, train as train_stage
+from rerankeval.pipeline import train as train_stage
+from rerankeval.systems import splits
 from rerankeval.pipeline.params import load_params
 from rerankeval.report.training import training_section
 from rerankeval.retrieval.candidates import write_candidates

@@ -17,9 +17,9 @@ from ..core.io import read_table, write_json
 from ..rerank.assemble import RUN_SCHEMA
 from ..serving.loadtest import Endpoint, Request, in_process, machine_load, overhead, run_levels
 from ..serving.server import free_port, served, serving_recipe, wait_healthy
-from ..systems import RERANKED, parse_system_config
+from ..systems import RERANKED
 from ..systems.http_rerank import api_key
-from .eval_queries import eval_queries, heads
+from ..systems.splits import eval_queries, heads
 from .params import load_params
 from .runs import system_file
 
@@ -45,7 +45,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     name = settings.system
     if name not in params.systems:
         raise ConfigError(f"serving.loadtest.system: no system {name!r} under `systems`.")
-    config = parse_system_config(name, params.systems[name])
+    config = params.system_configs[name]
     _, candidates, queries = eval_queries(params, snapshot_dir, candidates_path)
     tokens = request_tokens(system_file(run_pattern, name) if run_pattern else None)
     requests = [Request(head.query_text, head.passages, tokens.get(head.query_id))

@@ -13,11 +13,11 @@ from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
-from ..systems import BuildContext, build_system, parse_system_config
+from ..systems import BuildContext, build_system
 from ..systems.base import FUSION_FALLBACK
 from ..systems.composite.components import pair_counts
 from .params import load_params
-from .splits import split_candidates
+from ..systems.splits import split_candidates
 
 
 def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path,
@@ -27,7 +27,7 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     if mapping is None:
         raise ConfigError(f"{params_path}: no system {system_name!r} under `systems` (configured: "
                           f"{', '.join(params.systems)}).")
-    config = parse_system_config(system_name, mapping)
+    config = params.system_configs[system_name]
     split = params.dataset.eval_split
     snapshot = Snapshot(snapshot_dir)
     check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
@@ -36,9 +36,9 @@ def run(system_name: str, params_path: str | Path, snapshot_dir: str | Path, can
     candidates, query_views, _, _ = candidates_of(split)
 
     started = time.perf_counter()
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.systems,
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.system_configs,
                            candidates_of=candidates_of)
-    system = build_system(system_name, mapping, context)
+    system = build_system(system_name, config, context)
     load_s = time.perf_counter() - started
     run_frame, latency = rerank(candidates, query_views, system, RerankSettings(config.depth, config.deadline_s))
     metadata = {"system": system_name, "config": mapping, "split": split,

@@ -18,7 +18,7 @@ from ..policies.sweep import run_policy
 from ..systems import BuildContext
 from .params import load_params
 from .runs import load_runs
-from .splits import split_candidates
+from ..systems.splits import split_candidates
 
 
 def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
@@ -33,7 +33,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     candidates, queries, _, _ = candidates_of(split)
     baseline_run = load_runs(run_pattern, [baseline_name], str(candidates_path))[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
-    context = BuildContext(qrels=qrels, systems=params.systems, candidates_of=candidates_of)
+    context = BuildContext(qrels=qrels, systems=params.system_configs, candidates_of=candidates_of)
     frames, pairs = [], {}
     for number, sweep in enumerate(policies.sweeps):
         policy = run_policy(sweep, candidates, queries, context, f"policies.sweeps[{number}]")

@@ -2,7 +2,7 @@
 
 The queries come from the evaluated dataset's ``train.split``; a dataset without that split (most BEIR sets have a
 test split only) trains on the same split of ``train.fallback_path`` instead, with candidates frozen there by the same
-first stage (``pipeline.splits``). The model card records which (``source``) and the report states it.
+first stage (``systems.splits``). The model card records which (``source``) and the report states it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..core.errors import ConfigError
 from ..data.snapshot import Snapshot
 from ..training.cross_encoder import mine_examples, train
 from .params import load_params
-from .splits import split_candidates
+from ..systems.splits import split_candidates
 
 CANDIDATE_COLUMNS = ["query_id", "doc_id", "passage_sha256", "fused_rank", "passage"]
 

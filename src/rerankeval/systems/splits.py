@@ -1,6 +1,9 @@
-"""A split's queries, qrels and frozen candidates, for what is fitted on another split than the evaluated one: the
-cross-encoder's training, a blend's weight. A dataset without that split (most BEIR sets have a test split only) reads
-the same split of ``train.fallback_path`` instead, frozen by the same first stage, and says so in ``source``."""
+"""What systems read: a split's queries, qrels and frozen candidates, for what is fitted on another split than the
+evaluated one (the cross-encoder's training, a blend's weight), and the evaluated split as requests to a system (the
+latency stage, the load test). A dataset without a fitting split (most BEIR sets have a test split only) reads the
+same split of ``train.fallback_path`` instead, frozen by the same first stage, and says so in ``source``.
+
+``params`` is the typed params.yaml (``rerankeval.pipeline.params.Params``)."""
 
 from __future__ import annotations
 
@@ -10,15 +13,15 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import CollectionError, ConfigError
+from ..core.io import table_metadata
 from ..data.beir import load_beir
-from ..data.snapshot import Snapshot
+from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..retrieval.candidates import load_candidates
 from ..retrieval.freeze import freeze
-from ..systems import Query, SplitCandidates
-from .params import Params
+from .base import Query, QueryCandidates, SplitCandidates
 
 
-def split_candidates(params: Params, snapshot: Snapshot,
+def split_candidates(params, snapshot: Snapshot,
                      candidates_path: str | Path) -> Callable[[str], SplitCandidates]:
     """``candidates_of(split)``: that split's candidates (texts verified against their hashes, fused order), query
     views and qrels; from ``train.fallback_path`` when the snapshot lacks the split (frozen once per process)."""
@@ -41,7 +44,7 @@ def split_candidates(params: Params, snapshot: Snapshot,
     return candidates_of
 
 
-def fallback_split(params: Params, snapshot: Snapshot, split: str) -> SplitCandidates:
+def fallback_split(params, snapshot: Snapshot, split: str) -> SplitCandidates:
     """``split`` of ``train.fallback_path``, frozen with the evaluated dataset's retrieval settings."""
     path = params.train.fallback_path
     if path is None:
@@ -61,6 +64,26 @@ def fallback_split(params: Params, snapshot: Snapshot, split: str) -> SplitCandi
     return SplitCandidates(candidates, _views(queries, []), collection.qrels.to_pandas(),
                            {"dataset": Path(path).name, "path": path, "split": split, "fallback": True,
                             "reason": f"{params.dataset.path} has no split {split!r}"})
+
+
+def eval_queries(params, snapshot_dir: str | Path, candidates_path: str | Path,
+                 limit: int | None = None) -> tuple[Snapshot, pd.DataFrame, dict[str, Query]]:
+    """The evaluated split's candidates (fused order) and queries; the first ``limit`` query ids when given."""
+    snapshot = Snapshot(snapshot_dir)
+    check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
+    queries = snapshot.queries_of(params.dataset.eval_split).sort_values("query_id")
+    if limit is not None:
+        queries = queries.head(limit)
+    candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
+    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
+    labels = [column for column in snapshot.slice_columns if column in queries.columns]
+    return snapshot, candidates, _views(queries, labels)
+
+
+def heads(candidates: pd.DataFrame, queries: dict[str, Query], depth: int) -> list[QueryCandidates]:
+    """Each query's top ``depth`` candidates, in query id order: what one request to the system holds."""
+    return [QueryCandidates(queries[query_id], frame.head(depth).reset_index(drop=True))
+            for query_id, frame in candidates.groupby("query_id", sort=True)]
 
 
 def _views(queries: pd.DataFrame, labels: list[str]) -> dict[str, Query]:
