@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: demo test test-all bench repro clean-runs
+.PHONY: demo test test-all bench repro clean-runs results
 
 # setup.py and the C sources: the editable install compiles the metric engine's kernels.
 $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
@@ -20,23 +20,36 @@ $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeva
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'
 	touch $@
 
+# DVC's experiment queue starts its worker as `dvc` from PATH, so without the venv on PATH `.venv/bin/dvc exp run
+# --run-all` loses its worker and waits forever. This .pth file puts the venv's bin/ first on PATH in every process
+# the venv's Python starts: the queue works from any shell, the venv activated or not.
+VENV_ON_PATH := $(VENV)/.bin-on-path
+PATH_LINE := import os, sys; bin_dir = os.path.dirname(sys.executable); path = os.environ.get("PATH", ""); os.environ["PATH"] = path if not bin_dir or bin_dir in path.split(os.pathsep) else bin_dir + os.pathsep + path
+$(VENV_ON_PATH): $(INSTALLED)
+	printf '%s\n' '$(PATH_LINE)' > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/rerankeval-bin-on-path.pth"
+	touch $@
+
 # Ray (serving, load tests, the ray executor) is an extra: the default demo does not use it, the tests do.
 $(SERVE_INSTALLED): $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[serve]'
 	touch $@
 
-demo: $(INSTALLED)
-	PATH="$(CURDIR)/$(BIN):$$PATH" dvc repro
+demo: $(VENV_ON_PATH)
+	$(BIN)/dvc repro
 	@echo "Report: reports/report.md  Metrics: reports/metrics.json  Plots: reports/plots/"
 
 repro: demo
 
 # The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
-test: $(SERVE_INSTALLED)
+test: $(SERVE_INSTALLED) $(VENV_ON_PATH)
 	$(BIN)/python -m pytest -m "not slow"
 
 test-all: test
 	$(BIN)/python -m pytest -m slow
+
+# results/demo.yaml from reports/*.json, then docs/results.md and README.md's marked tables from results/*.yaml.
+results: $(INSTALLED)
+	$(BIN)/python -m rerankeval.report.results_data
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

@@ -25,6 +25,7 @@ from pydantic import field_validator
 from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.hashing import sha256_text
 from ..core.progress import Progress
+from ..core.registry import Registry
 from .base import (BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, check_deadline,
                    register_system)
 from .cache import PairScore, ScoreCache, cache_dir
@@ -49,8 +50,7 @@ class PairScorerConfig(SystemConfig):
     @field_validator("executor")
     @classmethod
     def _known_executor(cls, name: str) -> str:
-        if name not in EXECUTORS:
-            raise ValueError(f"unknown executor {name!r}; known: {sorted(EXECUTORS)}")
+        EXECUTORS.get(name)
         return name
 
 
@@ -133,7 +133,7 @@ class PairSystem(System):
 
     def describe(self) -> dict[str, Any]:
         return {**self.scorer.describe(), "normalization": self.normalization,
-                "cache": {"path": str(self.cache.path), "fingerprint": self.cache.fingerprint, "key": self.cache.parts},
+                "cache": {"fingerprint": self.cache.fingerprint, "key": self.cache.parts},
                 "executor": self.executor.name}
 
 
@@ -143,7 +143,8 @@ def _pair_score(batch: PairBatch, position: int, index: int) -> PairScore:
                      stats.get("truncated"), float(batch.compute_s[position]))
 
 
-PAIR_SCORERS: dict[str, Callable[[Any, BuildContext], PairScorer]] = {}
+PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = Registry("pair-scorer kind",
+                                                                          "rerankeval.systems")
 """Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
 
 
@@ -157,7 +158,7 @@ def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
             return PairSystem(scorer, cache, settings.normalization, build_executor(settings.executor, recipe))
 
         register_system(kind, config)(build)
-        PAIR_SCORERS[kind] = factory
+        PAIR_SCORERS.add(kind, factory)
         return factory
 
     return register

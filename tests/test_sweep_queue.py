@@ -1,0 +1,213 @@
+"""Queued DVC sweeps as the README runs them: `.venv/bin/dvc` from a shell without the venv on PATH, experiments in
+temp copies sharing the workspace's caches and compiled kernels, and run files that do not record where a cache is."""
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rerankeval.core.caches import CACHE_DIR_ENV, cache_dir
+from rerankeval.core.io import write_table
+from rerankeval.data.beir import load_beir
+from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
+from rerankeval.pipeline import rerank
+from rerankeval.retrieval.candidates import write_candidates
+from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from rerankeval.systems import PairBatch, PairScorerConfig, register_pair_scorer
+from tests.test_params import composed
+from tests.test_retrieval import FakeRetriever, PriorRetriever
+
+REPO = Path(__file__).resolve().parents[1]
+VENV = Path(sys.executable).parents[1]
+
+
+def test_a_relative_cache_folder_is_the_main_checkouts(monkeypatch, tmp_path):
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    assert cache_dir(None) == Path("data/score_cache")
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "main"))
+    assert cache_dir(None) == tmp_path / "main" / "data" / "score_cache"
+    assert cache_dir("data/generation_cache") == tmp_path / "main" / "data" / "generation_cache"
+    assert cache_dir(str(tmp_path / "elsewhere")) == tmp_path / "elsewhere"
+    monkeypatch.setenv(CACHE_DIR_ENV, "moved")
+    assert cache_dir("data/score_cache") == tmp_path / "main" / "moved"
+
+
+class Overlap:
+    """Word overlap, two pairs a batch."""
+
+    def __init__(self, config: PairScorerConfig):
+        self.config = config
+
+    def fingerprint(self) -> dict:
+        return {"scorer": "sweep_overlap/v1"}
+
+    def score_batches(self, query: str, passages: list[str]):
+        for start in range(0, len(passages), 2):
+            indices = np.arange(start, min(start + 2, len(passages)))
+            yield PairBatch(indices, np.array([len(set(query.split()) & set(passages[i].split())) for i in indices],
+                                              dtype=float))
+
+    def describe(self) -> dict:
+        return {"scorer": "word overlap"}
+
+
+register_pair_scorer("test_sweep_overlap", PairScorerConfig)(lambda config, context: Overlap(config))
+
+
+def test_a_run_file_does_not_depend_on_where_the_cache_lives(tmp_path, tiny_beir, monkeypatch):
+    write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
+    snapshot = Snapshot(tmp_path / "snapshot")
+    config = RetrievalConfig(top_n=5, fusion_depth=5)
+    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"),
+                    lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict(), "fusion": frozen.fusion}
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                     frozen.passages, provenance)
+    write_table(tmp_path / "first_stage.parquet", frozen.first_stage, provenance)
+    params = composed()
+    params["dataset"] = {"name": "tiny", "path": str(tiny_beir)}
+    params["systems"] = {"fusion": params["systems"]["fusion"],
+                         "overlap": {"kind": "test_sweep_overlap", "depth": 5, "depends_on": "tests"}}
+    params["system_names"] = list(params["systems"])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    runs = []
+    for place in ("here", "there"):
+        monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / place))
+        run = tmp_path / f"run_{place}.parquet"
+        rerank.run("overlap", tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet", run,
+                   tmp_path / f"latency_{place}.parquet")
+        assert (tmp_path / place).is_dir()
+        runs.append(run.read_bytes())
+    assert runs[0] == runs[1]
+
+
+def temp_copy(tmp_path: Path, edit_kernel: bool = False) -> Path:
+    """What DVC's temp copy of a clone holds: the tracked files, so no compiled kernels."""
+    copy = tmp_path / "copy"
+    for name in ("stages", "src", "setup.py", "pyproject.toml"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+        else:
+            shutil.copy(source, copy / name)
+    if edit_kernel:
+        with open(copy / "src" / "rerankeval" / "eval" / "_strings.c", "a", encoding="utf-8") as handle:
+            handle.write("\n/* edited in the experiment */\n")
+    return copy
+
+
+def import_kernels(copy: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DVC_ROOT": str(REPO)}
+    return subprocess.run(["sh", "stages/python", "-c", "import rerankeval.eval._strings as k; print(k.__file__)"],
+                          cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_temp_copy_reuses_the_main_checkouts_kernels(tmp_path):
+    copy = temp_copy(tmp_path)
+    imported = import_kernels(copy)
+    assert imported.returncode == 0, imported.stderr
+    assert Path(imported.stdout.strip()).parent == copy / "src" / "rerankeval" / "eval"
+
+
+@pytest.mark.slow
+def test_a_temp_copy_with_other_kernel_sources_builds_its_own(tmp_path):
+    copy = temp_copy(tmp_path, edit_kernel=True)
+    imported = import_kernels(copy)
+    assert imported.returncode == 0, imported.stderr
+    built = Path(imported.stdout.strip())
+    assert built.parent == copy / "src" / "rerankeval" / "eval"
+    assert built.read_bytes() != (REPO / "src" / "rerankeval" / "eval" / built.name).read_bytes()
+
+
+def fresh_shell() -> dict:
+    """The environment of a new shell: no venv on PATH, nothing activated, no DVC variables."""
+    path = [entry for entry in os.environ["PATH"].split(os.pathsep)
+            if entry and Path(entry).resolve() != (VENV / "bin").resolve()]
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("VIRTUAL_ENV", "PYTHONPATH", CACHE_DIR_ENV) and not name.startswith("DVC_")}
+    return {**env, "PATH": os.pathsep.join(path), "DVC_NO_ANALYTICS": "1"}
+
+
+def dvc(workdir: Path, *args: str, timeout: float = 600) -> str:
+    result = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), *args], cwd=workdir, env=fresh_shell(),
+                            capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def sweep_project(tmp_path, tiny_beir):
+    """A git-committed project on the tiny collection, with the fused baseline and a tiny cross-encoder at depth 5;
+    the venv linked in as `make` would leave it, the compiled kernels git-ignored as in a clone."""
+    from tests.test_models import save_tiny_bert
+    from tests.test_pipeline import compose_params
+
+    model = save_tiny_bert(tmp_path / "model", "BertForSequenceClassification")
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    for name in ("dvc.yaml", "stages", "conf", ".dvc", "src", "setup.py", "pyproject.toml", ".gitignore"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
+    for transient in ("cache", "tmp"):
+        shutil.rmtree(workdir / ".dvc" / transient, ignore_errors=True)
+    (workdir / ".venv").symlink_to(VENV)
+    # -S edits params.yaml as written here (DVC's Hydra composition would bring back the demo's conf/).
+    (workdir / ".dvc" / "config").write_text("[core]\n    analytics = false\n    autostage = true\n")
+    params = compose_params([
+        "dataset=beir", f"dataset.path={tiny_beir}", "retrieval.top_n=10", "retrieval.fusion_depth=10",
+        "serving.latency.queries=2", "serving.latency.warmup_queries=0", "serving.latency.repeats=1",
+        "+system@systems.tiny=ce_minilm_ft", f"systems.tiny.model={model}", "systems.tiny.depth=5",
+        "systems.tiny.max_length=32"])
+    params["systems"] = {name: params["systems"][name] for name in ("fusion", "tiny")}
+    params["system_names"] = list(params["systems"])
+    (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=workdir, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tiny"], cwd=workdir, check=True)
+    assert not subprocess.run(["git", "ls-files", "*.so"], cwd=workdir, capture_output=True, text=True).stdout
+    return workdir
+
+
+def experiment_latencies(workdir: Path) -> dict[int, pd.DataFrame]:
+    """Each experiment's latency table of the tiny system, by its depth (read from the experiment's commit)."""
+    from dvc.api import open as open_output
+
+    table = dvc(workdir, "exp", "show", "--csv", "--drop", ".*",
+                "--keep", r"^Experiment$|^rev$|^State$|^systems.tiny.depth$")
+    rows = [row for row in csv.DictReader(io.StringIO(table)) if row["Experiment"]]
+    assert len(rows) == 2 and {row["State"] for row in rows} <= {"", "Success"}, table
+    latencies = {}
+    for row in rows:
+        with open_output("data/runs/latency_tiny.parquet", repo=str(workdir), rev=row["rev"], mode="rb") as handle:
+            latencies[int(row["systems.tiny.depth"])] = pd.read_parquet(io.BytesIO(handle.read()))
+    return latencies
+
+
+@pytest.mark.slow
+def test_a_queued_sweep_runs_from_a_fresh_shell_and_shares_the_workspace_caches(sweep_project):
+    dvc(sweep_project, "repro", "latency")
+    scored = pd.read_parquet(sweep_project / "data" / "runs" / "latency_tiny.parquet")
+    assert scored["cache_hits"].sum() == 0 and scored["n_pairs"].sum() > 0
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "baseline"],
+                   cwd=sweep_project, check=True)
+
+    dvc(sweep_project, "exp", "run", "--queue", "-S", "systems.tiny.depth=4,3", "latency")
+    # Without the venv's dvc on PATH the queue worker never starts and this waits forever: the timeout fails it.
+    dvc(sweep_project, "exp", "run", "--run-all", "-j", "1", timeout=1800)
+
+    latencies = experiment_latencies(sweep_project)
+    assert sorted(latencies) == [3, 4]
+    for depth, latency in latencies.items():
+        # A shallower depth scores a subset of the workspace's pairs: every one is read from its cache.
+        assert latency["n_pairs"].sum() > 0 and (latency["cache_hits"] == latency["n_pairs"]).all(), (depth, latency)
