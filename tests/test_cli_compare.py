@@ -122,7 +122,7 @@ def test_bad_input_exits_2_with_a_message(files, rerankeval):
     (files / "upper.txt").write_text("q00 0 rel 1\n")
     disjoint = rerankeval("compare", "--qrels", files / "upper.txt", "--baseline", files / "fusion.trec",
                           "--run", files / "better.trec", check=False)
-    assert disjoint.returncode == 2 and "case included" in disjoint.stderr
+    assert disjoint.returncode == 2 and "differ in letter case only" in disjoint.stderr
 
 
 def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):

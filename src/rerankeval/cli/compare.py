@@ -91,6 +91,9 @@ def _named(text: str) -> tuple[str, str]:
 
 def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
     """The queries with a relevant document that at least one run answers; warns of runs that miss some."""
+    judged = set(map(str, qrels["query_id"]))
+    for name, run in runs.items():
+        refuse_unmatched(set(map(str, run["query_id"])), judged, f"run {name!r}", qrels_path)
     relevant = set(qrels.loc[qrels["relevance"] >= 1, "query_id"])
     answered = set().union(*(set(run["query_id"]) for run in runs.values()))
     query_ids = sorted(relevant & answered)
@@ -103,6 +106,23 @@ def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
             print(f"rerankeval compare: warning: run {name!r} has no ranking for {missing} of the {len(query_ids)} "
                   "compared queries; they score 0 there (trec_eval -c)", file=sys.stderr)
     return query_ids
+
+
+def refuse_unmatched(run_ids: set[str], judged: set[str], run_label: str, qrels_path: str) -> None:
+    """Refuse a run sharing no query id with the qrels: any verdict on it would compare nothing."""
+    if run_ids & judged:
+        return
+    folded = {query_id.casefold(): query_id for query_id in judged}
+    clash = next((query_id for query_id in sorted(run_ids) if query_id.casefold() in folded), None)
+    hint = (f"; the ids differ in letter case only (run {clash!r}, qrels {folded[clash.casefold()]!r})"
+            if clash else f" (run: {_some(run_ids)}; qrels: {_some(judged)})")
+    raise ValueError(f"{run_label} and {qrels_path} share no query id{hint}. Fix: use the qrels' query ids in "
+                     "the run.")
+
+
+def _some(ids: set[str]) -> str:
+    ordered = sorted(ids)
+    return ", ".join(repr(query_id) for query_id in ordered[:3]) + (", ..." if len(ordered) > 3 else "")
 
 
 def _slices(queries_path: str | None, columns: list[str], query_ids: list[str]):

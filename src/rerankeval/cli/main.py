@@ -90,13 +90,7 @@ def _query_set(run, qrels, run_path: str, qrels_path: str, complete: bool) -> li
     every query of the qrels. A run sharing no query with the qrels is refused; one sharing few gets a warning."""
     run_ids, judged = set(map(str, run["query_id"])), set(map(str, qrels["query_id"]))
     shared = run_ids & judged
-    if not shared:
-        folded = {query_id.casefold(): query_id for query_id in judged}
-        clash = next((query_id for query_id in sorted(run_ids) if query_id.casefold() in folded), None)
-        hint = (f"; the ids differ in letter case only (run {clash!r}, qrels {folded[clash.casefold()]!r})"
-                if clash else f" (run: {_some(run_ids)}; qrels: {_some(judged)})")
-        raise ValueError(f"{run_path} and {qrels_path} share no query id{hint}. Fix: use the qrels' query ids in "
-                         "the run.")
+    _compare.refuse_unmatched(run_ids, judged, run_path, qrels_path)
     if len(shared) < FEW_SHARED * len(judged) or len(shared) < FEW_SHARED * len(run_ids):
         averaged = (f"all {len(judged)} judged queries, the {len(judged) - len(shared)} missing scoring 0 (-c)"
                     if complete else f"those {len(shared)}, as trec_eval does (-c: all {len(judged)}, missing ones "
@@ -104,11 +98,6 @@ def _query_set(run, qrels, run_path: str, qrels_path: str, complete: bool) -> li
         print(f"rerankeval evaluate: warning: {run_path} has {len(run_ids)} queries and {qrels_path} judges "
               f"{len(judged)}; only {len(shared)} are in both. Averaging over {averaged}.", file=sys.stderr)
     return sorted(judged if complete else shared)
-
-
-def _some(ids: set[str]) -> str:
-    ordered = sorted(ids)
-    return ", ".join(repr(query_id) for query_id in ordered[:3]) + (", ..." if len(ordered) > 3 else "")
 
 
 @_subcommand(
@@ -171,9 +160,23 @@ def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
     _add_diff_arguments,
 )
 def _diff(args: argparse.Namespace) -> int:
-    from ..report.prdiff import run_diff
+    from ..core.io import write_text
+    from ..report.prdiff import PARAMS, load_revision, markdown_comment
+    from ..stats.comparison import CompareConfig
+    from ..stats.revisions import diff_revisions
 
-    return run_diff(args)
+    base = load_revision(args.repo, args.base)
+    head = load_revision(args.repo, args.head)
+    settings = CompareConfig.parse(head.params["compare"], f"{head.label}:{PARAMS}: compare")
+    if args.metrics:
+        settings = settings.model_copy(update={"metrics": list(args.metrics)})
+    result = diff_revisions(base, head, settings, settings.release.primary_metric)
+    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n" if args.json else markdown_comment(result)
+    if args.output:
+        write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 1 if args.fail_on_regression and result["regressions"] else 0
 
 
 @_subcommand(

@@ -31,6 +31,10 @@ class InfrastructureError(RerankevalError, RuntimeError):
     """The pipeline's own machinery failed (a cache file, the disk): the stage must fail, not degrade a query."""
 
 
+class UnwritableOutput(InfrastructureError, OSError):
+    """An output file cannot be written (full disk, read-only folder); an OSError still, for callers that catch it."""
+
+
 class ScoringFailure(Exception):
     """A system could not score one query (timeout, bad response, model error): that query is degraded.
 

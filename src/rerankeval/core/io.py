@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import ContractError
+from .errors import ContractError, UnwritableOutput
 from .hashing import canonical_json
 
 METADATA_KEY = b"rerankeval"
@@ -43,17 +43,28 @@ _UMASK = _umask()
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` and move the result into place, so readers never see a half-written file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise _unwritable(path, err) from None
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the permissions open() would
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(err, OSError) and not isinstance(err, UnwritableOutput):
+            raise _unwritable(path, err) from None
         raise
+
+
+def _unwritable(path: Path, err: OSError) -> UnwritableOutput:
+    return UnwritableOutput(f"{path}: cannot be written ({err.strerror or err}); nothing was left half-written. "
+                            f"Fix: free disk space on the volume of {path.parent}, or make that folder writable "
+                            "(or point the stage's output elsewhere), then re-run the stage.")
 
 
 def atomic_write_text(path: str | Path, write: Callable[[TextIO], None]) -> None:

@@ -12,6 +12,7 @@ but suspicious (no judged non-relevant document, unjudged queries, a tiny split,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,8 +83,8 @@ def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield line_no, raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise CollectionError(f"{path}:{line_no}: byte {raw[err.start]:#04x} at column {err.start + 1} is "
-                                      "not UTF-8. Fix: re-encode the file as UTF-8 "
-                                      f"(e.g. `iconv -f cp949 -t utf-8 {path.name}`).") from None
+                                      "not UTF-8. Fix: re-encode the file as UTF-8 from its encoding "
+                                      f"(e.g. `iconv -f cp1252 -t utf-8 {path.name}` for a Windows file).") from None
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
@@ -94,6 +95,16 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise CollectionError(f"{path}:{line_no}: not valid JSON ({err.msg}). Fix: one JSON object per line.")
+        except RecursionError:
+            raise CollectionError(f"{path}:{line_no}: JSON nested too deeply to read. Fix: flatten the record (BEIR "
+                                  "records are flat objects with string fields).") from None
+        if "\\ud" in line.lower():  # an escape may decode to half a surrogate pair, which is no text
+            try:
+                json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise CollectionError(f"{path}:{line_no}: a \\uD800-\\uDFFF escape that is not part of a surrogate "
+                                      "pair (no character). Fix: write the character itself, or its full "
+                                      "pair.") from None
         if not isinstance(record, dict) or "_id" not in record:
             raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field.")
         yield line_no, record
@@ -111,9 +122,18 @@ def _case_hint(unknown: str, known) -> str:
     return "" if match is None else f" (ids are compared exactly: did you mean {match!r}?)"
 
 
+INVISIBLE = re.compile(r"[\s\u200b-\u200d\u2060\ufeff]*")
+"""Whitespace and zero-width characters: text made only of them is empty to a reader and to a model."""
+UNNAMEABLE = re.compile(r"[\t\n\r\x00]")
+"""Characters that no qrels or TREC line can carry inside an id."""
+
+
 def _as_id(value: Any, path: Path, line_no: int) -> str:
     if not isinstance(value, (str, int)) or isinstance(value, bool) or str(value) == "":
         raise CollectionError(f"{path}:{line_no}: \"_id\" must be a non-empty string or integer, got {value!r}.")
+    if isinstance(value, str) and UNNAMEABLE.search(value):
+        raise CollectionError(f"{path}:{line_no}: \"_id\" {value!r} holds a TAB, line break or NUL, so no qrels or "
+                              "TREC line can name it. Fix: remove those characters from the id.")
     return str(value)
 
 
@@ -185,7 +205,7 @@ def _query_text(record: dict, query_id: str, path: Path, line_no: int) -> str:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         raise CollectionError(f"{path}:{line_no}: query {query_id!r} has a number as text ({text!r}). "
                               f"Fix: quote it (\"text\": \"{text}\").")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or INVISIBLE.fullmatch(text):
         raise CollectionError(f"{path}:{line_no}: query {query_id!r} has empty text. "
                               "Fix: remove the query or give it text.")
     return text

@@ -80,8 +80,14 @@ def read_qrels(path: str | os.PathLike) -> pd.DataFrame:
 
 def _read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
     import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..core.io import DIGEST_KEY, METADATA_KEY, read_table
 
     try:
+        recorded = pq.read_schema(path).metadata or {}
+        if DIGEST_KEY in recorded or METADATA_KEY in recorded:  # written by the pipeline: verify its digests
+            return read_table(path, columns=columns).to_pandas()
         return pd.read_parquet(path, columns=columns)
     except (pa.ArrowException, OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot read as Parquet ({type(err).__name__}: {err}); is it truncated or "

@@ -11,6 +11,10 @@ class UntrainedHeadError(RerankevalError, ValueError):
     """The checkpoint has no trained classification head."""
 
 
+class UnsafeCheckpointError(RerankevalError, ValueError):
+    """A pickled checkpoint that safe loading refuses (code in the pickle, or not a tensor file)."""
+
+
 def _checkpoint_keys(directory: Path) -> set[str]:
     """Tensor names stored in a checkpoint, read without loading the tensors."""
     keys: set[str] = set()
@@ -23,8 +27,27 @@ def _checkpoint_keys(directory: Path) -> set[str]:
         import torch
 
         for path in directory.glob("*.bin"):
-            keys.update(torch.load(path, map_location="meta", weights_only=True, mmap=True).keys())
+            keys.update(_pickled_state_dict(torch, path).keys())
     return keys
+
+
+def _pickled_state_dict(torch, path: Path) -> dict:
+    """A pickled checkpoint's tensors, loaded safely (``weights_only``): refused with the file and fix otherwise."""
+    import pickle
+
+    try:
+        try:
+            return torch.load(path, map_location="meta", weights_only=True, mmap=True)
+        except RuntimeError as err:  # the legacy (pre-zip) torch.save format cannot be memory-mapped
+            if "mmap" not in str(err):
+                raise
+            return torch.load(path, map_location="meta", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        raise UnsafeCheckpointError(
+            f"{path}: not a plain tensor checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
+            "safe loading refuses pickled code, and the file may be corrupted or malicious. Fix: use the model's "
+            "*.safetensors weights (use_safetensors: true), or convert this file to safetensors on a machine you "
+            "trust.") from None
 
 
 def check_trained_head(directory: Path, *, trust_remote_code: bool) -> None:

@@ -90,3 +90,23 @@ def require_safetensors(resolved: ResolvedModel, use_safetensors: bool) -> None:
     if use_safetensors and not any(resolved.directory.glob("*.safetensors")):
         raise ModelUnavailable(f"{resolved.directory}: no *.safetensors weights. Pickled weights (*.bin) are loaded "
                                "only when the system config sets `use_safetensors: false`.")
+
+
+def ignored_remote_code(directory: Path, trust_remote_code: bool) -> dict[str, str]:
+    """``{"remote_code_ignored": why}`` when the model's config declares custom code (``auto_map``) that is not
+    trusted, so the built-in class of its ``model_type`` scores it instead; ``{}`` otherwise."""
+    import json
+
+    config_path = directory / "config.json"
+    if trust_remote_code or not config_path.is_file():
+        return {}
+    try:
+        auto_map = json.loads(config_path.read_text(encoding="utf-8")).get("auto_map")
+    except (ValueError, AttributeError):
+        return {}
+    if not auto_map:
+        return {}
+    return {"remote_code_ignored": f"{config_path} declares custom model code (auto_map: {sorted(auto_map)}); "
+                                   "trust_remote_code is false, so it is scored with the built-in class of its "
+                                   "model_type, which may differ from what its authors ran. Fix: set "
+                                   "trust_remote_code: true if you trust that code, or use a model without it."}

@@ -8,6 +8,7 @@ FlagEmbedding are imported only when such a system is built.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ from pydantic import Field, model_validator
 
 from ...models.environment import describe_environment
 from ...models.heads import check_trained_head
-from ...models.resolve import ResolvedModel, is_local, require_safetensors, resolve_model
+from ...models.resolve import ResolvedModel, ignored_remote_code, is_local, require_safetensors, resolve_model
 from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
 from ..baselines import require_watched
 from ..base import BuildContext
@@ -88,12 +89,15 @@ class LearnedModel:
             "batch_size": config.batch_size, "trust_remote_code": config.trust_remote_code,
             "use_safetensors": config.use_safetensors, "scorer_version": SCORER_VERSION,
             "environment": describe_environment(),
+            **ignored_remote_code(self.resolved.directory, config.trust_remote_code),
         }
 
 
 def _resolve(config: LearnedConfig) -> ResolvedModel:
     resolved = resolve_model(config.model, config.revision, use_safetensors=config.use_safetensors)
     require_safetensors(resolved, config.use_safetensors)
+    for reason in ignored_remote_code(resolved.directory, config.trust_remote_code).values():
+        print(f"rerankeval: warning: {reason}", file=sys.stderr)
     return resolved
 
 
