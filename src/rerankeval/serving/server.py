@@ -37,7 +37,7 @@ def serving_recipe(system_name: str, systems: Mapping[str, Mapping[str, Any]]) -
     import pandas as pd
 
     empty = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))
-    return ScorerRecipe(PAIR_SCORERS[settings.kind], settings, empty)
+    return ScorerRecipe(PAIR_SCORERS.get(settings.kind), settings, empty)
 
 
 def score_requests(scorer, requests: list[tuple[str, list[str]]]) -> list:
