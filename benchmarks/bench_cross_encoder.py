@@ -10,9 +10,11 @@
     (Q, K, V and output projections plus the two feed-forward matrices at 2 FLOPs per multiply-add, plus QK^T and
     attention-times-V); embeddings, layer norms, softmax and the one-logit head are left out (< 1%).
 
-Timings are the best of --repeats interleaved runs, which filters out other processes on a shared machine.
+Timings are the best of --repeats interleaved runs, which filters out other processes on a shared machine; the load
+average before and after is printed with them. The measured figures are kept in results/benchmarks.yaml.
 
     .venv/bin/python benchmarks/bench_cross_encoder.py --pairs 2000 --lengths 128,256,512
+    .venv/bin/python benchmarks/bench_cross_encoder.py --smoke    # a few demo pairs: checks that it runs
 """
 
 from __future__ import annotations
@@ -30,13 +32,18 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rerankeval import models  # noqa: E402
-from rerankeval.collection import load_beir  # noqa: E402
-from rerankeval.retrieval import Bm25Retriever, passage_text  # noqa: E402
-from rerankeval.score_cache import ScoreCache  # noqa: E402
-from rerankeval.systems import QueryCandidates  # noqa: E402
+from rerankeval.data.beir import load_beir  # noqa: E402
+from rerankeval.models.environment import describe_environment  # noqa: E402
+from rerankeval.models.resolve import resolve_model  # noqa: E402
+from rerankeval.retrieval.lexical import Bm25Retriever  # noqa: E402
+from rerankeval.retrieval.text import passage_text  # noqa: E402
+from rerankeval.systems import BuildContext, PairSystem, Query, QueryCandidates, build_system  # noqa: E402
+from rerankeval.systems.cache import ScoreCache  # noqa: E402
 
-FINE_TUNED = Path("data/models/ce-minilm-ft")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FINE_TUNED = REPO_ROOT / "data" / "models" / "ce-minilm-ft"
+SMOKE = {"data": str(REPO_ROOT / "datasets" / "demo"), "pairs": 16, "depth": 8, "max_length": 64, "lengths": "64",
+         "repeats": 1, "matmul_size": 256}
 
 
 def parse_args() -> argparse.Namespace:
@@ -50,7 +57,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-length", type=int, default=256, help="max_length of comparison (a)")
     parser.add_argument("--lengths", default="128,256,512", help="max_lengths of table (b); empty: skip it")
     parser.add_argument("--repeats", type=int, default=3)
-    return parser.parse_args()
+    parser.add_argument("--matmul-size", type=int, default=2048, help="side of the square matmul of (c)")
+    parser.add_argument("--smoke", action="store_true", help="a few pairs of the bundled demo, one repeat: checks "
+                                                             "that the script runs (its figures mean nothing)")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
+    return args
 
 
 def test_pairs(folder: str, depth: int, pairs: int) -> list[tuple[str, list[str]]]:
@@ -72,7 +85,7 @@ def benchmark_model(requested: str | None, scratch: Path) -> tuple[Path, str]:
     from sentence_transformers import CrossEncoder
 
     directory = scratch / "minilm-fresh-head"
-    backbone = models.resolve_model("minilm", None).directory
+    backbone = resolve_model("minilm", None).directory
     CrossEncoder(str(backbone), num_labels=1).save_pretrained(str(directory))
     # The head check is bypassed on purpose: the random head is saved into the checkpoint, so the check passes.
     return directory, "MiniLM backbone + UNTRAINED random head (head check bypassed by saving it; speed only)"
@@ -89,13 +102,13 @@ def best_of(repeats: int, run) -> tuple[float, object]:
     return min(seconds for seconds, _ in runs), runs[-1][1]
 
 
-def scorer_run(system: models.LearnedSystem, groups, scratch: Path):
+def scorer_run(system: PairSystem, groups, scratch: Path):
     """Score every group with an empty cache, as a first rerun would."""
     def run():
         system.cache = ScoreCache(tempfile.mkdtemp(dir=scratch), system.cache.parts)
-        results = [system.score(QueryCandidates(f"q{i}", text, pd.DataFrame({"passage": passages})), None)
+        results = [system.score(QueryCandidates(Query(f"q{i}", text), pd.DataFrame({"passage": passages})))
                    for i, (text, passages) in enumerate(groups)]
-        return np.concatenate([scored.scores for scored in results])
+        return np.concatenate([scored.values for scored in results])
     return run
 
 
@@ -104,7 +117,7 @@ def flops_per_pair(config, tokens: np.ndarray) -> np.ndarray:
     return layers * (2 * tokens * (4 * h * h + 2 * h * f) + 4 * tokens.astype(np.float64) ** 2 * h)
 
 
-def matmul_flops_per_s(threads: int, size: int = 2048, repeats: int = 20) -> float:
+def matmul_flops_per_s(threads: int, size: int, repeats: int = 20) -> float:
     import torch
 
     torch.set_num_threads(threads)
@@ -126,15 +139,17 @@ def run_benchmark(args: argparse.Namespace, scratch: Path) -> None:
     groups = test_pairs(args.data, args.depth, args.pairs)
     n_pairs = sum(len(passages) for _, passages in groups)
     model_dir, provenance = benchmark_model(args.model, scratch)
-    environment = models.describe_environment()
+    environment = describe_environment()
     print(f"model: {model_dir} ({provenance})")
     print(f"data: {args.data}, {len(groups)} test queries x BM25 top-{args.depth} = {n_pairs} pairs")
     print(f"machine: {environment['cpu_model']}, {os.cpu_count()} CPUs, torch {environment['torch']} with "
-          f"{environment['torch_threads']} threads; times are the best of {args.repeats}\n")
+          f"{environment['torch_threads']} threads; times are the best of {args.repeats}")
+    print(f"load average before: {' '.join(f'{value:.2f}' for value in os.getloadavg())}\n")
 
-    def system(max_length: int) -> models.LearnedSystem:
-        return models.build("cross_encoder", {"model": str(model_dir), "max_length": max_length,
-                                              "batch_size": args.batch_size, "cache_dir": str(scratch / "cache")})
+    def system(max_length: int) -> PairSystem:
+        config = {"kind": "cross_encoder", "model": str(model_dir), "depth": args.depth, "max_length": max_length,
+                  "batch_size": args.batch_size, "cache_dir": str(scratch / "cache")}
+        return build_system(f"bench_{max_length}", config, BuildContext(qrels=pd.DataFrame()))
 
     ours = system(args.max_length)
     plain = CrossEncoder(str(model_dir), max_length=args.max_length, activation_fn=torch.nn.Identity())
@@ -157,8 +172,8 @@ def run_benchmark(args: argparse.Namespace, scratch: Path) -> None:
     print(f"    speed ratio {plain_s / ours_s:.2f}x; max |score difference| "
           f"{np.max(np.abs(ours_scores - plain_scores)):.2e}\n")
 
-    peak = matmul_flops_per_s(torch.get_num_threads())
-    config = ours.scorer.model.config
+    peak = matmul_flops_per_s(torch.get_num_threads(), args.matmul_size)
+    config = ours.scorer.scorer.model.config
     lengths = [int(value) for value in args.lengths.split(",") if value]
     if lengths:
         print(f"(b) {'max_length':>10}{'pairs/s':>10}{'tokens/s':>11}{'mean n':>8}{'cut':>7}{'GFLOP/pair':>12}"
@@ -166,16 +181,18 @@ def run_benchmark(args: argparse.Namespace, scratch: Path) -> None:
     for max_length in lengths:
         length_system = system(max_length)
         seconds, _ = best_of(args.repeats, scorer_run(length_system, groups, scratch))
-        encoded = [length_system.scorer.encode(text, passages) for text, passages in groups]
+        encoded = [length_system.scorer.scorer.encode(text, passages) for text, passages in groups]
         tokens = np.concatenate([e.lengths for e in encoded])
         cut = np.concatenate([e.truncated for e in encoded]).mean()
         flops = flops_per_pair(config, tokens)
         print(f"    {max_length:>10}{n_pairs / seconds:>10.1f}{tokens.sum() / seconds:>11.0f}{tokens.mean():>8.0f}"
               f"{cut:>7.0%}{flops.mean() / 1e9:>12.2f}{flops.sum() / seconds / 1e9:>9.1f}"
               f"{flops.sum() / seconds / peak:>8.0%}")
-    print(f"\n(c) float32 matmul 2048x2048, {torch.get_num_threads()} threads: {peak / 1e9:.1f} GFLOP/s measured")
+    size = args.matmul_size
+    print(f"\n(c) float32 matmul {size}x{size}, {torch.get_num_threads()} threads: {peak / 1e9:.1f} GFLOP/s measured")
     print(f"    FLOPs/pair = L*(2n*(4h^2+2hf) + 4n^2*h) with L={config.num_hidden_layers}, h={config.hidden_size}, "
           f"f={config.intermediate_size}, n = real (unpadded) tokens of the pair")
+    print(f"load average after: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -39,13 +39,17 @@ def measure(folder: str, n: int, model: str, batch_size: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder")
+    parser.add_argument("folder", nargs="?", default=str(Path(__file__).resolve().parents[1] / "datasets" / "demo"),
+                        help="a BEIR folder (default: the bundled demo)")
     parser.add_argument("--passages", type=int, default=48)
     parser.add_argument("--models", default="e5-small,minilm")
     parser.add_argument("--batch-sizes", default="1,16,64")
     parser.add_argument("--wait-policies", default="PASSIVE,ACTIVE", help="OMP_WAIT_POLICY values (e5-small)")
     parser.add_argument("--one", nargs=3, metavar=("MODEL", "BATCH", "POLICY"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(passages=2, models="minilm", batch_sizes="2", wait_policies="PASSIVE")
     if args.one:
         print(json.dumps({**measure(args.folder, args.passages, args.one[0], int(args.one[1])),
                           "omp_wait_policy": args.one[2]}))

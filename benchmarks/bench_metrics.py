@@ -90,7 +90,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skip-baselines", action="store_true", help="time rerankeval only")
     parser.add_argument("--profile", action="store_true", help="also print where one evaluate call spends its time")
     parser.add_argument("--big-child", action="store_true", help=argparse.SUPPRESS)
-    return parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(queries=200, depth=20, big_queries=0, repeats=1)
+    return args
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 from rerankeval.data.snapshot import Snapshot  # noqa: E402
 from rerankeval.eval.evaluate import evaluate  # noqa: E402
 from rerankeval.pipeline.params import load_params  # noqa: E402
-from rerankeval.pipeline.rerank import split_candidates  # noqa: E402
+from rerankeval.systems.splits import split_candidates  # noqa: E402
 from rerankeval.stats.resampling import bootstrap_ci, bootstrap_means  # noqa: E402
 from rerankeval.systems import BuildContext, SYSTEM_KINDS, parse_system_config  # noqa: E402
 from rerankeval.systems.composite.components import ranked  # noqa: E402
@@ -46,14 +46,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--measure", default="nDCG@10")
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--json", help="also write the results here")
-    return parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(depth=4, queries=2, samples=50)
+    return args
 
 
 def main() -> None:
     args = parse_args()
     params = load_params(args.params)
     snapshot = Snapshot(args.snapshot)
-    candidates, queries = split_candidates(snapshot, args.candidates)(params.dataset.eval_split)
+    split = split_candidates(params, snapshot, args.candidates)(params.dataset.eval_split)
+    candidates, queries = split.candidates, split.queries
     base = dict(params.systems[args.system])
     depth = args.depth or base["depth"]
     frames = {qid: frame.sort_values("fused_rank").reset_index(drop=True)

@@ -32,7 +32,7 @@ BEIR_TEST_QUERIES = {
 
 
 def rerank_with(executor: str, project: Path, model: str, depth: int, queries: int, max_length: int, batch_size: int):
-    from rerankeval.pipeline.eval_queries import eval_queries
+    from rerankeval.systems.splits import eval_queries
     from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.driver import RerankSettings, rerank
     from rerankeval.systems import BuildContext, build_system
@@ -60,7 +60,7 @@ def pairs_per_cpu_second(project: Path, model: str, depth: int, queries: int, ma
     time, so other processes competing for the cores do not change it (as they change wall time)."""
     import torch
 
-    from rerankeval.pipeline.eval_queries import eval_queries, heads
+    from rerankeval.systems.splits import eval_queries, heads
     from rerankeval.pipeline.params import load_params
     from rerankeval.systems import BuildContext, build_system
 
@@ -103,8 +103,9 @@ def scale_plan(per_worker: float, overhead: float, peak_factor: float, depth: in
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, required=True, help="project folder with data/snapshot, candidates")
-    parser.add_argument("--model", required=True, help="cross-encoder directory (e.g. data/models/ce-minilm-ft)")
+    parser.add_argument("--project", type=Path, default=Path("."),
+                        help="project folder with data/snapshot, candidates (default: here)")
+    parser.add_argument("--model", default="data/models/ce-minilm-ft", help="cross-encoder directory")
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--max-length", type=int, default=96)
@@ -113,7 +114,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--per-core-only", action="store_true",
                         help="only the CPU-time rate of one thread (robust on a loaded machine), and its scale plan")
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(depth=4, queries=2, max_length=32)
     model = str(Path(args.model).resolve())
     load_before = os.getloadavg()[0]
     if args.per_core_only:

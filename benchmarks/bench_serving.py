@@ -27,7 +27,10 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=None, help="warm-up requests per level")
     parser.add_argument("--concurrency", type=int, action="append", default=None)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(requests=2, warmup=1, concurrency=[1])
     from rerankeval.pipeline.loadtest import run
     from rerankeval.report.serving import loadtest_section
 

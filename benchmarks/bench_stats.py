@@ -31,7 +31,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--method", choices=["percentile", "bca"], default="percentile")
     parser.add_argument("--slices", type=int, default=0, help="also time slice CIs over K slices")
     parser.add_argument("--repeat", type=int, default=5)
-    return parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(queries=30, metrics=2, pairs=2, samples=100, permutations=100, slices=2, repeat=1)
+    return args
 
 
 def synthetic_deltas(n_queries: int, n_comparisons: int) -> np.ndarray:

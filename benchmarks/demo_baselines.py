@@ -8,6 +8,7 @@ query; unjudged passages count as grade 0. It is written out in a few lines on p
 metric engine.
 
     .venv/bin/python benchmarks/demo_baselines.py [--data datasets/demo] [--split test]
+    .venv/bin/python benchmarks/demo_baselines.py --smoke    # 3 queries over their judged passages and 20 more
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rerankeval.text import tokenize  # noqa: E402
+from rerankeval.retrieval.text import tokenize  # noqa: E402
 
 CANDIDATE_DEPTH = 100
 RRF_K = 60
@@ -43,6 +44,15 @@ def load_beir(data_dir: Path, split: str) -> tuple[list[dict], list[dict], dict[
         for row in csv.DictReader(handle, delimiter="\t"):
             qrels[row["query-id"]][row["corpus-id"]] = int(row["score"])
     return corpus, [q for q in queries if q["_id"] in qrels], dict(qrels)
+
+
+def smoke_subset(corpus: list[dict], queries: list[dict], qrels: dict[str, dict[str, int]],
+                 n_queries: int = 3, n_others: int = 20) -> tuple[list[dict], list[dict]]:
+    """The first queries and a corpus of their judged passages plus a few others: seconds instead of minutes."""
+    queries = queries[:n_queries]
+    judged = {doc_id for q in queries for doc_id in qrels[q["_id"]]}
+    others = [r for r in corpus if r["_id"] not in judged][:n_others]
+    return [r for r in corpus if r["_id"] in judged] + others, queries
 
 
 def passage_text(record: dict) -> str:
@@ -91,9 +101,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=REPO_ROOT / "datasets" / "demo")
     parser.add_argument("--split", default="test")
+    parser.add_argument("--smoke", action="store_true", help="a tiny input: checks that the script runs")
     args = parser.parse_args()
 
     corpus, queries, qrels = load_beir(args.data, args.split)
+    if args.smoke:
+        corpus, queries = smoke_subset(corpus, queries, qrels)
     ids = [r["_id"] for r in corpus]
     never_judged = np.array([r["metadata"]["doc_type"] in UNJUDGED_DOC_TYPES for r in corpus])
     bm25 = bm25_rankings(corpus, queries)

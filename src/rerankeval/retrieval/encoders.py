@@ -42,9 +42,9 @@ def load_sentence_transformer(model: str, revision: str | None = None, *, device
 class SentenceTransformerEncoder:
     """Any sentence-transformers model (the bundled all-MiniLM-L6-v2 by default); no query/passage prefixes.
 
-    Each text goes through the model alone: padded batches change the last bits of a vector (measured: up to 9e-8
-    with MiniLM), which would make cached and fresh vectors differ, and on 2 cores one text at a time is as fast
-    (14.9 texts per CPU-second at batch size 1, 14.3 at 16, 11.3 at 64, SciFact abstracts)."""
+    Each text goes through the model alone: padded batches change the last bits of a vector, which would make
+    cached and fresh vectors differ, and on 2 cores one text at a time is as fast (benchmarks/bench_encoders.py
+    measures passages per CPU-second by batch size)."""
 
     def __init__(self, model: str, revision: str | None, max_length: int | None):
         import sentence_transformers

@@ -53,8 +53,8 @@ class DenseConfig(StrictConfig):
     """Tokens read per text; null: the model's own limit (MiniLM 256; e5-small reads whole texts in 510-token
     windows)."""
     batch_size: int = Field(16, ge=1)
-    """Texts per encoder call, embedding-cache commit and progress update (e5-small's throughput per core is the
-    same at 1, 16 or 64; 16 keeps both cores busy and commits often)."""
+    """Texts per encoder call, embedding-cache commit and progress update (e5-small's throughput per core does
+    not depend on it, benchmarks/bench_encoders.py; 16 keeps both cores busy and commits often)."""
 
 
 class RetrievalConfig(StrictConfig):
@@ -120,7 +120,7 @@ def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, qrels: 
     def fit_run(fit_ids: list[str], fit_texts: list[str]):
         """The fit queries' fused top-N under every BM25 share of the grid, ranking each query once. The main pass
         below scores these queries again (the weights are unknown until here) rather than keeping their full score
-        rows in memory: the whole fit adds about 2.5 s to SciFact's warm freeze (809 train queries; 2.1 s -> 4.5 s)."""
+        rows in memory: the fit's cost is a few seconds of a warm freeze (docs/results.md#bench-timings)."""
         lists: dict[float, list] = {share: [] for share in config.fusion.grid}
         for start, rankings in chunks(fit_texts):
             for row in range(len(rankings[0].columns)):

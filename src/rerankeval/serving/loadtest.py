@@ -136,8 +136,8 @@ def run_levels(endpoint: Endpoint, requests: Sequence[Request], settings: LoadTe
 def in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig, threads: int) -> dict[str, Any]:
     """The measured requests scored in this process, one after another: what serving adds is measured against it.
     torch gets the replica's ``threads`` (Ray gives an actor one thread per CPU it reserves), so the ratio is
-    serving's overhead, not a difference in threads (measured: 2 threads in-process were 3x slower than the 1-thread
-    replica on an oversubscribed machine)."""
+    serving's overhead, not a difference in threads (on an oversubscribed machine 2 threads in-process were far
+    slower than the 1-thread replica; benchmarks/bench_serving.py measures the ratio)."""
     import sys
 
     torch = sys.modules.get("torch")

@@ -48,7 +48,7 @@ def randomisation_pvalues(
     extreme = np.zeros(n_comparisons, dtype=np.int64)
     for start in range(0, n_permutations, rows_per_block):
         rows = min(rows_per_block, n_permutations - start)
-        # Random bytes unpacked to bits are ~10x faster than rng.integers(0, 2); the flipped sum
+        # Random bytes unpacked to bits are faster than rng.integers(0, 2) (bench_stats.py); the flipped sum
         # is Σ(2b−1)d = 2·(b @ d) − Σd, which avoids materialising the ±1 matrix.
         bits = np.unpackbits(np.frombuffer(rng.bytes(-(-rows * n_queries // 8)), dtype=np.uint8))
         plus = bits[: rows * n_queries].reshape(rows, n_queries).astype(np.float64)

@@ -1,0 +1,271 @@
+"""Expected results as data: ``results/<dataset>.yaml`` generated from a run's outputs, and the Markdown rendered
+from those files (``docs/results.md`` and the marked blocks of README.md).
+
+A results file is the model of Anserini's regression YAMLs: what a dataset's run should give, with how it was made.
+``results/demo.yaml`` is written from the demo's ``reports/metrics.json``, ``compare.json`` and ``verdicts.json``; the
+other datasets' files were recorded by hand (their ``provenance`` says so, with the command and the commit). Every
+measured number the documentation quotes is rendered from these files, so a changed output that is not re-rendered
+fails ``tests/test_results_data.py``.
+
+    python -m rerankeval.report.results_data            # `make results`: rewrite results/demo.yaml and the docs
+    python -m rerankeval.report.results_data --check    # exit 1 when a file differs from what would be written
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.errors import RerankevalError
+from ..core.io import read_json, write_text
+from .markdown import table
+
+PRIMARY = "nDCG@10"
+GENERATED_FROM = ("reports/metrics.json", "reports/compare.json", "reports/verdicts.json")
+DOCS_PAGE = "docs/results.md"
+BLOCK = re.compile(r"(<!-- results:(?P<name>[a-z0-9_-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
+
+
+class ResultsDataError(RerankevalError):
+    """A results file or a marked block that cannot be read or rendered."""
+
+
+def demo_results(reports: Path) -> dict[str, Any]:
+    """The demo's results file, from the outputs of one run (no other input, so the same outputs give the same file)."""
+    metrics, compare, verdicts = (read_json(reports / Path(name).name) for name in GENERATED_FROM)
+    baseline, stages = compare["baseline"], metrics["first_stage"]
+    deltas = {row["challenger"]: row for row in compare["comparisons"] if row["metric"] == PRIMARY}
+    systems = {}
+    for name, means in sorted(compare["systems"].items()):
+        entry = {"mean": means[PRIMARY]["mean"], "ci": [means[PRIMARY]["low"], means[PRIMARY]["high"]]}
+        if name in deltas:
+            entry["delta_vs_baseline"] = deltas[name]["delta"]
+            entry["delta_ci"] = [deltas[name]["low"], deltas[name]["high"]]
+        if name in verdicts["verdicts"]:
+            entry["verdict"] = verdicts["verdicts"][name]["decision"]
+        p95_ms = verdicts.get("latency_p95_ms", {}).get(name)
+        if p95_ms is not None:  # None: not measured
+            entry["p95_ms"] = round(p95_ms, 1)
+        systems[name] = entry
+    fit = metrics["fusion"]["fit"]
+    return {
+        "dataset": "demo",
+        "split": compare["split"],
+        "queries": compare["first_stage"]["queries"],
+        "provenance": {"how": "generated", "from": list(GENERATED_FROM),
+                       "command": "dvc repro, then make results"},
+        "first_stage": {
+            "measure": PRIMARY,
+            **{name: stages[name][PRIMARY] for name in ("bm25", "dense", "hybrid")},
+            "oracle": metrics["systems"][baseline][f"oracle:{PRIMARY}"],
+            "random": compare["first_stage"]["random"],
+            "R@100": {name: stages[name]["R@100"] for name in ("bm25", "dense", "hybrid")},
+        },
+        "fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],
+                       "delta": fit["delta"], "ci": list(fit["ci"]), "confidence": fit["confidence"],
+                       "weights": dict(metrics["fusion"]["weights"])},
+        "baseline": baseline,
+        "systems": systems,
+        "timing_note": "p95_ms is the dedicated latency stage's measurement on the machine that ran it; it changes "
+                       "between runs and with load (verdicts.json latency_source says under which load).",
+    }
+
+
+def dump(results: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(results), sort_keys=False, allow_unicode=True, width=120)
+
+
+def _read_yaml(path: Path, required: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ResultsDataError(f"{path}: not readable YAML ({err}). Fix: regenerate it with `make results` or "
+                               "correct the hand-recorded file.") from None
+    missing = [key for key in required if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise ResultsDataError(f"{path}: missing key(s) {', '.join(missing)}. Fix: see results/demo.yaml and "
+                               "results/benchmarks/ for the layout.")
+    return data
+
+
+def load_results(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every ``results/*.yaml`` by dataset name, the demo first."""
+    files = sorted(folder.glob("*.yaml"), key=lambda path: (path.stem != "demo", path.stem))
+    return {path.stem: _read_yaml(path, ("dataset", "provenance")) for path in files}
+
+
+def load_benchmarks(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every ``results/benchmarks/*.yaml`` (a benchmark script's figures, with its command and the load)."""
+    return {path.stem: _read_yaml(path, ("benchmark", "provenance"))
+            for path in sorted((folder / "benchmarks").glob("*.yaml"))}
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+def _interval(bounds: list[float]) -> str:
+    return f"[{_signed(bounds[0])}, {_signed(bounds[1])}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    return table(header, rows) + "\n"
+
+
+def render_first_stage(results: Mapping[str, Mapping[str, Any]]) -> str:
+    rows = []
+    for name, data in results.items():
+        stage = data.get("first_stage")
+        if not stage:
+            continue
+        recall = stage.get("R@100", {})
+        rows.append([f"{name} ({data['queries']} queries)", *(_number(stage.get(key)) for key in
+                                                              ("bm25", "dense", "hybrid", "oracle", "random")),
+                     " / ".join(_number(recall.get(key)) for key in ("bm25", "dense", "hybrid")) if recall else ""])
+    return _table(["dataset (test split), nDCG@10", "BM25", "dense (`auto`)", "hybrid (RRF)",
+                   "oracle on the candidates", "random", "R@100: BM25 / dense / hybrid"], rows)
+
+
+def render_fusion_fit(results: Mapping[str, Mapping[str, Any]]) -> str:
+    rows = []
+    for name, data in results.items():
+        fit = data.get("fusion_fit")
+        if not fit:
+            continue
+        weights = fit.get("weights", {})
+        decision = "plain RRF kept" if weights.get("bm25") == weights.get("dense") else \
+            f"weights {weights['bm25']:g} / {weights['dense']:g}"
+        rows.append([name, str(fit["queries"]), _number(fit["best_share"]), _signed(fit["delta"]),
+                     _interval(fit["ci"]), decision])
+    return _table(["dataset", "train queries", "best BM25 share", "gain over plain RRF", "99.17% CI", "decision"], rows)
+
+
+def render_systems(data: Mapping[str, Any]) -> str:
+    rows = []
+    for name, entry in data["systems"].items():
+        delta = entry.get("delta_vs_baseline")
+        rows.append([f"`{name}`", _number(entry["mean"]), _interval(entry["ci"]).replace("+", ""),
+                     "" if delta is None else f"{_signed(delta)} {_interval(entry['delta_ci'])}",
+                     entry.get("verdict", ""), _number(entry.get("p95_ms"), 1)])
+    return _table(["system", PRIMARY, "95% CI", f"Δ vs `{data['baseline']}` [95% CI]", "verdict", "p95 ms"], rows)
+
+
+def render_tables(data: Mapping[str, Any]) -> str:
+    """A hand-recorded file's own tables (``tables``: title, columns, rows), each cell as written there."""
+    parts = []
+    for table in data.get("tables", []):
+        parts.append(f"{table['title']}\n\n" + _table(list(table["columns"]),
+                                                     [[str(cell) for cell in row] for row in table["rows"]]))
+    return "\n".join(parts)
+
+
+def _provenance(data: Mapping[str, Any]) -> str:
+    source = data["provenance"]
+    if source["how"] == "generated":
+        return f"generated from {', '.join(f'`{path}`' for path in source['from'])} (`{source['command']}`)"
+    if source["how"] == "measured":
+        return f"measured at commit {source['commit']} with `{source['command']}`, {source['conditions']}"
+    note = f" ({source['note']})" if source.get("note") else ""
+    return f"recorded by hand at commit {source['commit']} from `{source['command']}`{note}"
+
+
+def render_blocks(results: Mapping[str, Mapping[str, Any]],
+                  benchmarks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The Markdown of every named block, for README.md's markers and docs/results.md."""
+    blocks = {"first-stage": render_first_stage(results), "fusion-fit": render_fusion_fit(results)}
+    for name, data in benchmarks.items():
+        blocks[f"bench-{name}"] = render_tables(data)
+    for name, data in results.items():
+        if "systems" in data:
+            blocks[f"systems-{name}"] = render_systems(data)
+        if data.get("tables"):
+            blocks[f"tables-{name}"] = render_tables(data)
+    return blocks
+
+
+def render_page(results: Mapping[str, Mapping[str, Any]], benchmarks: Mapping[str, Mapping[str, Any]]) -> str:
+    blocks = render_blocks(results, benchmarks)
+    lines = ["# Results", "",
+             "Generated by `make results` (`python -m rerankeval.report.results_data`) from `results/*.yaml`; do not "
+             "edit by hand. Each dataset's file says how its numbers were made.", "",
+             "## First stage", "", blocks["first-stage"], "## RRF weight fit (train split)", "", blocks["fusion-fit"]]
+    for name, data in results.items():
+        lines += [f"## {name}", "", f"Source: {_provenance(data)}.", ""]
+        for note in data.get("notes", []):
+            lines += [note, ""]
+        if f"systems-{name}" in blocks:
+            lines += [blocks[f"systems-{name}"]]
+        if f"tables-{name}" in blocks:
+            lines += [blocks[f"tables-{name}"]]
+    for name, data in benchmarks.items():
+        lines += [f'<a id="bench-{name}"></a>', "", f"## Benchmark: {data['benchmark']}", "",
+                  f"Source: {_provenance(data)}.", ""]
+        lines += [*(line for note in data.get("notes", []) for line in (note, "")), blocks[f"bench-{name}"]]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def rewrite_blocks(text: str, blocks: Mapping[str, str], where: str) -> str:
+    """``text`` with the body of every ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` block rendered."""
+    def body(match: re.Match) -> str:
+        name = match["name"]
+        if name not in blocks:
+            raise ResultsDataError(f"{where}: marked block results:{name} names no rendered block (known: "
+                                   f"{', '.join(sorted(blocks))}). Fix: rename the marker or add a results file.")
+        return f"{match[1]}{blocks[name]}{match[4]}"
+    return BLOCK.sub(body, text)
+
+
+def expected_files(root: Path) -> dict[Path, str]:
+    """Every file the generator owns, with the text it should hold now."""
+    reports, folder = root / "reports", root / "results"
+    wanted = {folder / "demo.yaml": dump(demo_results(reports))}
+    results = load_results(folder)
+    results["demo"] = yaml.safe_load(wanted[folder / "demo.yaml"])
+    results = {"demo": results.pop("demo"), **results}
+    benchmarks = load_benchmarks(folder)
+    readme = root / "README.md"
+    wanted[readme] = rewrite_blocks(readme.read_text(encoding="utf-8"), render_blocks(results, benchmarks),
+                                    str(readme))
+    wanted[root / DOCS_PAGE] = render_page(results, benchmarks)
+    return wanted
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write results/demo.yaml from reports/, then render docs/results.md "
+                                                 "and README.md's marked blocks from results/*.yaml.")
+    parser.add_argument("--root", type=Path, default=Path("."), help="the project root")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the files that differ")
+    args = parser.parse_args(argv)
+    try:
+        wanted = expected_files(args.root)
+    except RerankevalError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
+    if args.check:
+        for path in stale:
+            print(f"{path}: differs from the results data. Fix: run `make results`.", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, wanted[path])
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

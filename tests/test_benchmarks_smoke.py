@@ -1,0 +1,85 @@
+"""Every script in benchmarks/ runs on a tiny input (``--smoke``), so a refactor cannot break one unseen. Nothing
+here times anything: a script passes when it exits 0 and prints its table."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_OUTPUTS = (ROOT / "data" / "candidates.parquet", ROOT / "data" / "snapshot" / "manifest.json",
+                ROOT / "data" / "models" / "ce-minilm-ft" / "model.safetensors")
+
+
+def _missing(module: str) -> bool:
+    return importlib.util.find_spec(module) is None
+
+
+needs_ray = pytest.mark.skipif(_missing("ray"), reason="ray is missing (the `serve` extra: make test installs it)")
+needs_ranx = pytest.mark.skipif(_missing("ranx"), reason="ranx is missing (the `bench` extra: `make bench`)")
+needs_demo_outputs = pytest.mark.skipif(not all(path.exists() for path in DEMO_OUTPUTS),
+                                        reason="needs the demo's candidates, snapshot and model (`make demo`)")
+
+
+def run_script(name: str, *args: str) -> str:
+    env = dict(os.environ, RERANKEVAL_PROGRESS="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), "--smoke", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_every_script_is_covered():
+    covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_metrics.py", "bench_precision.py",
+               "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py"}
+    assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
+
+
+@needs_demo_outputs
+def test_bench_cross_encoder():
+    out = run_script("bench_cross_encoder.py")
+    assert "CrossEncoder.predict" in out and "GFLOP/s measured" in out and "load average after" in out
+
+
+def test_bench_encoders():
+    assert '"passages_per_s"' in run_script("bench_encoders.py")
+
+
+def test_bench_metrics_rerankeval_alone():
+    assert "nDCG@10" in run_script("bench_metrics.py", "--skip-baselines")
+
+
+@needs_ranx
+def test_bench_metrics_with_baselines():
+    assert "vs ranx" in run_script("bench_metrics.py")
+
+
+@needs_demo_outputs
+def test_bench_precision():
+    assert "int8:" in run_script("bench_precision.py")
+
+
+@needs_ray
+@needs_demo_outputs
+def test_bench_ray_executor():
+    assert "scale_plan" in run_script("bench_ray_executor.py")
+
+
+@needs_ray
+@needs_demo_outputs
+def test_bench_serving(tmp_path):
+    run_script("bench_serving.py", "--out", str(tmp_path / "loadtest.json"))
+    assert (tmp_path / "loadtest.json").exists()
+
+
+def test_bench_stats():
+    assert "comparisons" in run_script("bench_stats.py")
+
+
+def test_demo_baselines():
+    assert "hybrid" in run_script("demo_baselines.py")
