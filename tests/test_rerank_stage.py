@@ -13,17 +13,12 @@ import yaml
 
 from rerankeval.core.errors import ContractError
 from rerankeval.core.io import write_table
-from rerankeval.data.beir import load_beir
-from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
 from rerankeval.pipeline import evaluate, rerank
 from rerankeval.pipeline.runs import load_latencies, load_runs
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section
-from rerankeval.retrieval.candidates import write_candidates
-from rerankeval.retrieval.freeze import RetrievalConfig, freeze
 from rerankeval.systems import FUSION_FALLBACK, PairBatch, PairScorerConfig, register_pair_scorer
-from tests.test_params import composed
-from tests.test_retrieval import FakeRetriever, PriorRetriever
+from tests.stage_fixtures import frozen_tiny_project
 
 
 class SlowOnKoreanConfig(PairScorerConfig):
@@ -57,17 +52,7 @@ register_pair_scorer("test_slow_on_korean", SlowOnKoreanConfig)(lambda config, c
 @pytest.fixture
 def stage(tmp_path, tiny_beir):
     """A snapshot, frozen candidates and params.yaml with the fusion baseline and a pair scorer with a deadline."""
-    write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
-    snapshot = Snapshot(tmp_path / "snapshot")
-    config = RetrievalConfig(top_n=5, fusion_depth=5)
-    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"),
-                    lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
-    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict(), "fusion": frozen.fusion}
-    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
-                     frozen.passages, provenance)
-    write_table(tmp_path / "first_stage.parquet", frozen.first_stage, provenance)
-    params = composed()
-    params["dataset"] = {"name": "tiny", "path": str(tiny_beir)}
+    params = frozen_tiny_project(tmp_path, tiny_beir)
     # 5 pairs of a Korean query take 0.1 s (over the deadline after 4), of an English one 0.005 s.
     params["systems"] = {"fusion": params["systems"]["fusion"],
                          "slow": {"kind": "test_slow_on_korean", "depth": 5, "deadline_s": 0.06,

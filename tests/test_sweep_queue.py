@@ -15,15 +15,9 @@ import pytest
 import yaml
 
 from rerankeval.core.caches import CACHE_DIR_ENV, cache_dir
-from rerankeval.core.io import write_table
-from rerankeval.data.beir import load_beir
-from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
 from rerankeval.pipeline import rerank
-from rerankeval.retrieval.candidates import write_candidates
-from rerankeval.retrieval.freeze import RetrievalConfig, freeze
 from rerankeval.systems import PairBatch, PairScorerConfig, register_pair_scorer
-from tests.test_params import composed
-from tests.test_retrieval import FakeRetriever, PriorRetriever
+from tests.stage_fixtures import frozen_tiny_project
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parents[1]
@@ -64,17 +58,7 @@ register_pair_scorer("test_sweep_overlap", PairScorerConfig)(lambda config, cont
 
 
 def test_a_run_file_does_not_depend_on_where_the_cache_lives(tmp_path, tiny_beir, monkeypatch):
-    write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
-    snapshot = Snapshot(tmp_path / "snapshot")
-    config = RetrievalConfig(top_n=5, fusion_depth=5)
-    frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"),
-                    lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
-    provenance = {"snapshot": retrieval_inputs(snapshot), "retrieval": config.to_dict(), "fusion": frozen.fusion}
-    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
-                     frozen.passages, provenance)
-    write_table(tmp_path / "first_stage.parquet", frozen.first_stage, provenance)
-    params = composed()
-    params["dataset"] = {"name": "tiny", "path": str(tiny_beir)}
+    params = frozen_tiny_project(tmp_path, tiny_beir)
     params["systems"] = {"fusion": params["systems"]["fusion"],
                          "overlap": {"kind": "test_sweep_overlap", "depth": 5, "depends_on": "tests"}}
     params["system_names"] = list(params["systems"])
