@@ -37,6 +37,8 @@ def main() -> int:
     overrides = {key: value for key, value in (("system", args.system), ("requests", args.requests),
                                                ("warmup_requests", args.warmup), ("concurrency", args.concurrency))
                  if value is not None}
+    if args.concurrency:  # the level the report's Pareto point reads must be one of the measured levels
+        overrides["pareto_concurrency"] = max(args.concurrency)
     run(args.params, "data/snapshot", "data/candidates.parquet", args.out, "data/runs/run_{system}.parquet",
         overrides=overrides, force=True)
     print(loadtest_section(json.loads(args.out.read_text()), "plots"))

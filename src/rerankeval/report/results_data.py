@@ -49,9 +49,6 @@ def demo_results(reports: Path) -> dict[str, Any]:
             entry["delta_ci"] = [deltas[name]["low"], deltas[name]["high"]]
         if name in verdicts["verdicts"]:
             entry["verdict"] = verdicts["verdicts"][name]["decision"]
-        p95_ms = verdicts.get("latency_p95_ms", {}).get(name)
-        if p95_ms is not None:  # None: not measured
-            entry["p95_ms"] = round(p95_ms, 1)
         systems[name] = entry
     fit = metrics["fusion"]["fit"]
     return {
@@ -72,8 +69,6 @@ def demo_results(reports: Path) -> dict[str, Any]:
                        "weights": dict(metrics["fusion"]["weights"])},
         "baseline": baseline,
         "systems": systems,
-        "timing_note": "p95_ms is the dedicated latency stage's measurement on the machine that ran it; it changes "
-                       "between runs and with load (verdicts.json latency_source says under which load).",
     }
 
 
@@ -160,8 +155,8 @@ def render_systems(data: Mapping[str, Any]) -> str:
         delta = entry.get("delta_vs_baseline")
         rows.append([f"`{name}`", _number(entry["mean"]), _interval(entry["ci"]).replace("+", ""),
                      "" if delta is None else f"{_signed(delta)} {_interval(entry['delta_ci'])}",
-                     entry.get("verdict", ""), _number(entry.get("p95_ms"), 1)])
-    return _table(["system", PRIMARY, "95% CI", f"Δ vs `{data['baseline']}` [95% CI]", "verdict", "p95 ms"], rows)
+                     entry.get("verdict", "")])
+    return _table(["system", PRIMARY, "95% CI", f"Δ vs `{data['baseline']}` [95% CI]", "verdict"], rows)
 
 
 def render_tables(data: Mapping[str, Any]) -> str:
