@@ -32,6 +32,8 @@ def main() -> int:
     if args.smoke:
         vars(args).update(requests=2, warmup=1, concurrency=[1])
     from rerankeval.pipeline.loadtest import run
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.pipeline.paths import SYSTEM_PLACEHOLDER, PipelinePaths
     from rerankeval.report.serving import loadtest_section
 
     overrides = {key: value for key, value in (("system", args.system), ("requests", args.requests),
@@ -39,7 +41,8 @@ def main() -> int:
                  if value is not None}
     if args.concurrency:  # the level the report's Pareto point reads must be one of the measured levels
         overrides["pareto_concurrency"] = max(args.concurrency)
-    run(args.params, "data/snapshot", "data/candidates.parquet", args.out, "data/runs/run_{system}.parquet",
+    paths = PipelinePaths.load()
+    run(load_params(args.params), paths.snapshot, paths.candidates, args.out, paths.run(SYSTEM_PLACEHOLDER),
         overrides=overrides, force=True)
     print(loadtest_section(json.loads(args.out.read_text()), "plots"))
     return 0

@@ -1,6 +1,7 @@
 """core.http and core.sqlite_cache under every caller: one set of knobs, secrets redacted from everything recorded,
 replies checked on receipt (clamped logits, absurd token counts), cache messages naming the file and the fix."""
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -11,16 +12,18 @@ import pytest
 import yaml
 
 from rerankeval.core.errors import ConfigError, InfrastructureError
-from rerankeval.core.http import redact
+from rerankeval.core.http import AsyncHttpClient, HttpClient, HttpFailure, RetrySettings, redact
 from rerankeval.core.sqlite_cache import LOOKUP_CHUNK, SqliteCache
 from rerankeval.rag.chat import ChatClient, ChatConfig
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import FUSION_FALLBACK, RERANKED, build_system
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.base import FUSION_FALLBACK, RERANKED
+from rerankeval.systems.registry import build_system
 from rerankeval.systems.cache import PairScore, ScoreCache
 from tests.conftest import REPO
 from tests.fake_openai import send_json
 from tests.test_generators import _mini_pipeline_inputs
-from tests.test_http_rerank import CONTEXT, QUERIES, candidates
+from tests.test_http_rerank import CONTEXT, QUERIES, candidates, fake_api  # noqa: F401  (the fixture)
 
 SECRET = "sk-live-0a1b2c3d4e5f60718293"
 KEY_ENV = "RERANKEVAL_TEST_KEY"
@@ -96,6 +99,52 @@ def test_redaction_removes_configured_secrets_and_any_authorization_value():
     assert json.loads(redact('{"m": "Bearer tok123"}')) == {"m": "Bearer [redacted]"}
 
 
+def post_with_both_clients(urls, settings, headers=None, secrets=()):
+    """The same POST through HttpClient and AsyncHttpClient (seeded alike), to ``urls`` (one each): each one's reply
+    or HttpFailure."""
+    body = {"model": "m", "query": "alpha", "documents": ["alpha", "beta"]}
+
+    def blocking():
+        client = HttpClient(settings, headers, secrets, seed=1)
+        try:
+            return client.post_json(urls[0], body)
+        except HttpFailure as failure:
+            return failure
+        finally:
+            client.close()
+
+    async def concurrent():
+        async with AsyncHttpClient(settings, headers, secrets, seed=1) as client:
+            try:
+                return await client.post_json(urls[1], body)
+            except HttpFailure as failure:
+                return failure
+
+    return blocking(), asyncio.run(concurrent())
+
+
+@pytest.mark.parametrize("script, reason", [([503, 429, "ok"], None), ([503], "http_5xx"), ([400], "http_4xx")])
+def test_the_async_client_follows_the_one_retry_policy(fake_api, script, reason):  # noqa: F811
+    settings = RetrySettings(max_retries=2, backoff_s=0.01, max_backoff_s=0.02)
+    servers = [fake_api(script), fake_api(script)]
+    blocking, concurrent = post_with_both_clients([f"{url(server)}/v2/rerank" for server in servers], settings)
+    if reason is None:  # retried twice, waiting the same jittered backoff
+        assert blocking.attempts == concurrent.attempts == 3 and blocking.backoff_s == concurrent.backoff_s > 0
+        assert blocking.body == concurrent.body
+    else:
+        assert isinstance(concurrent, HttpFailure) and concurrent.reason == blocking.reason == reason
+        assert concurrent.attempts == blocking.attempts == (3 if reason == "http_5xx" else 1)
+        assert concurrent.detail == blocking.detail
+    assert [server.calls for server in servers] == [blocking.attempts, concurrent.attempts]
+
+
+def test_the_async_client_redacts_what_the_server_echoes(api):
+    api.script = ["echo_401", "echo_401"]
+    for failure in post_with_both_clients([f"{url(api)}/v2/rerank"] * 2, RetrySettings(),
+                                          {"Authorization": f"Bearer {SECRET}"}, [SECRET]):
+        assert failure.reason == "http_4xx" and SECRET not in str(failure) and "[redacted]" in failure.detail
+
+
 def test_clamp_refuses_logits_as_a_bad_response(api, tmp_path):
     api.script = ["logits", "ok"]
     system = build_system("api", rerank_config(api, tmp_path, normalization="clamp"), CONTEXT)
@@ -117,7 +166,8 @@ def test_absurd_usage_is_a_bad_response_and_not_cached(api, tmp_path, monkeypatc
 
 def test_no_secret_reaches_any_file_a_stage_writes(api, tmp_path, monkeypatch, capsys, caplog):
     from rerankeval.core.io import write_table
-    from rerankeval.pipeline.generate import generate
+    from rerankeval.pipeline.generate import run as generate
+    from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.assemble import run_table
     from rerankeval.rerank.latency import latency_table
 
@@ -130,16 +180,14 @@ def test_no_secret_reaches_any_file_a_stage_writes(api, tmp_path, monkeypatch, c
     write_table(tmp_path / "latency.parquet", latency_table(latency), {"describe": system.describe()})
     system.cache.close()
 
-    _mini_pipeline_inputs(tmp_path)
+    paths = _mini_pipeline_inputs(tmp_path)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["rag"]["generator"] = {"kind": "openai_compatible", "base_url": url(api) + "/v1", "model": "m",
                                   "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "cache"), "max_retries": 0}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     api.script = ["echo_401", "echo_200"]  # generate: a 401 echoing the header, then a 200 answer echoing the key
-    generate("s", tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet",
-             tmp_path / "context_s.parquet", tmp_path / "calibration.json", tmp_path / "answers_s.parquet",
-             tmp_path / "timing_s.parquet")
-    answers = pq.read_table(tmp_path / "answers_s.parquet").to_pylist()
+    generate(load_params(tmp_path / "params.yaml"), paths, "s")
+    answers = pq.read_table(paths.answer("s")).to_pylist()
     assert answers[0]["reason"].startswith("http_4xx: HTTP 401") and "[redacted]" in answers[1]["answer"]
 
     written = [path for path in tmp_path.rglob("*") if path.is_file()]

@@ -14,7 +14,7 @@ from rerankeval.report import serving as report_serving
 from rerankeval.serving.config import LatencyConfig, LoadTestConfig
 from rerankeval.serving.loadtest import Endpoint, Request, overhead, run_levels
 from rerankeval.serving.measure import measure_latency, verdict_latencies
-from rerankeval.systems import QueryCandidates, Query
+from rerankeval.systems.base import Query, QueryCandidates
 from rerankeval.systems.base import Scores, System
 from tests.test_http_rerank import fake_api  # noqa: F401  (the fixture)
 
@@ -23,8 +23,8 @@ REQUESTS = [Request(f"query {i}", ["alpha beta", "beta gamma", "gamma"], 30) for
 
 def test_the_load_test_measures_each_level_and_counts_retries(fake_api):  # noqa: F811
     server = fake_api([429, "ok"])
-    settings = LoadTestConfig(concurrency=[1, 4], warmup_requests=2, requests=12, pareto_concurrency=4)
-    levels = run_levels(Endpoint(f"http://127.0.0.1:{server.server_address[1]}", backoff_s=0.0), REQUESTS, settings)
+    settings = LoadTestConfig(concurrency=[1, 4], warmup_requests=2, requests=12, pareto_concurrency=4, backoff_s=0.0)
+    levels = run_levels(Endpoint(f"http://127.0.0.1:{server.server_address[1]}"), REQUESTS, settings)
     assert [level["concurrency"] for level in levels] == [1, 4]
     assert server.calls == 1 + 2 * 14  # one 429 retried, then every warm-up and measured request once
     first, second = levels
@@ -37,9 +37,26 @@ def test_the_load_test_measures_each_level_and_counts_retries(fake_api):  # noqa
 
 def test_a_hanging_endpoint_counts_as_timeouts(fake_api):  # noqa: F811
     server = fake_api(["hang"])
-    settings = LoadTestConfig(concurrency=[2], warmup_requests=0, requests=2, timeout_s=0.2, pareto_concurrency=2)
+    settings = LoadTestConfig(concurrency=[2], warmup_requests=0, requests=2, request_timeout_s=0.2, max_retries=0,
+                              pareto_concurrency=2)
     level, = run_levels(Endpoint(f"http://127.0.0.1:{server.server_address[1]}"), REQUESTS, settings)
     assert level["timeout_rate"] == 1.0 and level["ok"] == 0 and level["requests_per_s"] == 0
+
+
+@pytest.mark.parametrize("status, retry_rate", [(503, 1.0), (400, 0.0)])
+def test_the_load_test_retries_as_the_one_http_policy_says(fake_api, status, retry_rate):  # noqa: F811
+    """5xx is retried (max_retries), then counted as http_5xx; a 4xx cannot succeed: an error, not retried."""
+    server = fake_api([status])
+    settings = LoadTestConfig(concurrency=[1], warmup_requests=0, requests=3, pareto_concurrency=1, max_retries=1,
+                              backoff_s=0.0)
+    level, = run_levels(Endpoint(f"http://127.0.0.1:{server.server_address[1]}"), REQUESTS, settings)
+    assert level["ok"] == 0 and level["error_rate"] == 1.0 and level["retry_rate"] == retry_rate
+    assert server.calls == 3 * (1 + retry_rate)
+
+
+def test_the_load_test_takes_the_http_knob_names():
+    with pytest.raises(ConfigError, match="serving.loadtest: timeout_s was renamed: use request_timeout_s"):
+        LoadTestConfig.parse({"timeout_s": 60.0}, "serving.loadtest")
 
 
 def test_overhead_is_served_over_in_process():

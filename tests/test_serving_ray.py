@@ -23,8 +23,11 @@ from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.retrieval.lexical import Bm25Retriever
 from rerankeval.retrieval.text import passage_text
 from rerankeval.serving.server import free_port
-from rerankeval.systems import RERANKED, BuildContext, Query, build_system
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.base import RERANKED, Query
+from rerankeval.systems.registry import BuildContext, build_system
 from tests.test_models import save_tiny_bert
+from tests.test_serving_validation import BAD_REQUESTS, LIMITS, assert_refusal, raw
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +48,7 @@ def server(tmp_path_factory, tiny_model):
     params["systems"]["tiny"] = {"kind": "cross_encoder", "model": str(tiny_model), "depth": DEPTH,
                                  "max_length": 64, "batch_size": 16}
     params["system_names"].append("tiny")
-    params["serving"]["serve"].update(max_batch_size=8, batch_wait_s=0.01)
+    params["serving"]["serve"].update(max_batch_size=8, batch_wait_s=0.01, **LIMITS)
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -119,6 +122,21 @@ def test_ray_executor_equals_the_local_executor_on_the_demo(server, ray_local, d
     np.testing.assert_allclose(again["replayed_s"].to_numpy(), ray_latency["compute_s"].to_numpy(), rtol=1e-9)
 
 
+def assert_refuses_bad_requests(endpoint: str) -> None:
+    """Every bad case of tests/test_serving_validation.py, posted to the served app: its status and field, as JSON."""
+    for _, body, status, field, part in BAD_REQUESTS:
+        reply = httpx.post(endpoint, content=raw(body), headers={"content-type": "application/json"}, timeout=30)
+        assert_refusal(reply.status_code, reply.json()["message"], status, field, part)
+    chunked = httpx.post(endpoint, content=iter([b'{"query": "q", "documents": ["', b"x" * 250_000, b'"]}']),
+                         timeout=30)  # no Content-Length: refused while it is read
+    assert_refusal(chunked.status_code, chunked.json()["message"], 413, "body", "serving.serve.max_request_bytes")
+    echoed = httpx.post(endpoint, json={"model": "tiny", "query": "q", "documents": ["a", {"text": "b"}, "c"],
+                                        "top_n": 2, "return_documents": True, "max_tokens_per_doc": 64}, timeout=30)
+    results = echoed.json()["results"]
+    assert echoed.status_code == 200 and len(results) == 2
+    assert all(result["document"] == {"text": "abc"[result["index"]]} for result in results)
+
+
 def test_http_rerank_against_rerankeval_serve_matches_in_process_scoring(server, demo, tiny_model, tmp_path):
     process, url = server
     deadline = time.monotonic() + 180
@@ -132,7 +150,7 @@ def test_http_rerank_against_rerankeval_serve_matches_in_process_scoring(server,
             pass
         time.sleep(0.5)
     assert health.json()["status"] == "ok" and health.json()["peak_rss_mib"] > 0
-    assert httpx.post(f"{url}/v2/rerank", json={"documents": ["a"]}).status_code == 400
+    assert_refuses_bad_requests(f"{url}/v2/rerank")
 
     candidates, queries = demo
     head = sorted(queries)[:40]

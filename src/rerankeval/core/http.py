@@ -13,10 +13,14 @@ one place where secrets are removed from whatever a server sends back.
 
 A failure is a ``ScoringFailure`` whose ``reason`` is ``timeout``, ``connection``, ``http_429``, ``http_5xx``,
 ``http_4xx`` or ``bad_response``, its detail saying the status and the attempts.
+
+``RetryPolicy`` is that policy on its own; ``HttpClient`` (blocking) and ``AsyncHttpClient`` (asyncio, for the load
+test's concurrent workers) only send the attempts it asks for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -94,26 +98,18 @@ class HttpFailure(ScoringFailure):
         self.attempts, self.seconds = attempts, seconds
 
 
-class HttpClient:
-    """POSTs JSON with ``RetrySettings``'s policy; ``secrets`` are sent (in ``headers``) but never returned."""
+class RetryPolicy:
+    """What each attempt may take, which outcomes are retried and how long to wait before the next attempt."""
 
-    def __init__(self, settings: RetrySettings, headers: Mapping[str, str] | None = None,
-                 secrets: Iterable[str | None] = (), max_connections: int | None = None, seed: int | None = None):
-        import httpx
-
-        self.settings, self._httpx = settings, httpx
+    def __init__(self, settings: RetrySettings, secrets: Iterable[str | None] = (), seed: int | None = None):
+        self.settings = settings
         self._secrets = tuple(secret for secret in secrets if secret)
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self._client = httpx.Client(headers=dict(headers or {}), limits=limits, timeout=settings.request_timeout_s)
         self._jitter = random.Random(seed)
-
-    def __repr__(self) -> str:  # never the headers, which hold the key
-        return "HttpClient()"
 
     def redact(self, text: str) -> str:
         return redact(text, self._secrets)
 
-    def _backoff(self, retry: int, retry_after: str | None) -> float:
+    def backoff(self, retry: int, retry_after: str | None) -> float:
         settings = self.settings
         wait = self._jitter.uniform(0.0, min(settings.max_backoff_s, settings.backoff_s * 2 ** retry))
         try:
@@ -121,54 +117,150 @@ class HttpClient:
         except ValueError:  # an HTTP date: keep our own backoff
             return wait
 
+    def attempts(self, deadline_s: float | None = None) -> "Attempts":
+        return Attempts(self, deadline_s)
+
+
+class Attempts:
+    """The attempts of one request under the policy: a client asks ``timeout()`` before each send, then reports
+    what came back; each report returns the wait before the next attempt, or raises the ``HttpFailure``."""
+
+    def __init__(self, policy: RetryPolicy, deadline_s: float | None):
+        self.policy, self.deadline_s = policy, deadline_s
+        self.started, self.count, self.backoff_s = time.perf_counter(), 0, 0.0
+
+    def timeout(self) -> float:
+        """The next attempt's timeout: the per-attempt one, cut to what the deadline leaves."""
+        self.count += 1
+        settings, deadline_s = self.policy.settings, self.deadline_s
+        timeout = settings.request_timeout_s if deadline_s is None else min(
+            settings.request_timeout_s, deadline_s - (time.perf_counter() - self.started))
+        if timeout <= 0:
+            raise self.failure("timeout", f"deadline {deadline_s:g}s reached", self.count - 1)
+        return timeout
+
+    def send_failed(self, error: Exception, timeout: float) -> float:
+        """An httpx ``TransportError``: a timeout or a dropped connection, both retried."""
+        import httpx
+
+        if isinstance(error, httpx.TimeoutException):
+            return self.retry("timeout", f"no reply within {timeout:.2f}s")
+        return self.retry("connection", type(error).__name__)
+
+    def replied(self, response) -> float | None:
+        """None when ``response`` is a success; the wait before a retry on 429 and 5xx."""
+        status = response.status_code
+        if status == 429 or status >= 500:
+            return self.retry("http_429" if status == 429 else "http_5xx", f"HTTP {status}",
+                              response.headers.get("retry-after"))
+        if status >= 400:  # our request is wrong (bad key, bad model): retrying cannot help
+            body_start = self.policy.redact(response.text)[:200]  # redacted before it is cut, so no key is half-kept
+            raise self.failure("http_4xx", f"HTTP {status}: {body_start!r}")
+        return None
+
+    def retry(self, reason: str, detail: str, retry_after: str | None = None) -> float:
+        if self.count > self.policy.settings.max_retries:
+            raise self.failure(reason, f"{detail}; gave up after {self.count} attempts")
+        wait = self.policy.backoff(self.count - 1, retry_after)
+        if self.deadline_s is not None and time.perf_counter() - self.started + wait >= self.deadline_s:
+            raise self.failure(reason, f"{detail}; deadline {self.deadline_s:g}s leaves no time for attempt "
+                                       f"{self.count + 1}")
+        self.backoff_s += wait
+        return wait
+
+    def reply(self, response, request_s: float) -> HttpReply:
+        """The successful ``response`` parsed, secrets redacted; a ``bad_response`` failure when it is not JSON."""
+        try:
+            body = json.loads(self.policy.redact(response.text))
+        except ValueError as err:
+            raise self.failure("bad_response", f"the reply is not JSON ({err})") from None
+        return HttpReply(body, response.headers, self.count, request_s, self.backoff_s,
+                         time.perf_counter() - self.started)
+
+    def failure(self, reason: str, detail: str, attempts: int | None = None) -> HttpFailure:
+        return HttpFailure(reason, self.policy.redact(detail), self.count if attempts is None else attempts,
+                           time.perf_counter() - self.started)
+
+
+class _PolicyClient:
+    """What both clients share: the policy, and headers (holding ``secrets``) that are sent but never returned."""
+
+    _transport = ""
+    """The httpx client class: Client or AsyncClient."""
+
+    def __init__(self, settings: RetrySettings, headers: Mapping[str, str] | None = None,
+                 secrets: Iterable[str | None] = (), max_connections: int | None = None, seed: int | None = None):
+        import httpx
+
+        self.settings, self.policy = settings, RetryPolicy(settings, secrets, seed)
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._client = getattr(httpx, self._transport)(headers=dict(headers or {}), limits=limits,
+                                                       timeout=settings.request_timeout_s)
+
+    def __repr__(self) -> str:  # never the headers, which hold the key
+        return f"{type(self).__name__}()"
+
+    def redact(self, text: str) -> str:
+        return self.policy.redact(text)
+
+
+class HttpClient(_PolicyClient):
+    """POSTs JSON with ``RetrySettings``'s policy, blocking."""
+
+    _transport = "Client"
+
     def post_json(self, url: str, body: Any, deadline_s: float | None = None) -> HttpReply:
         """The reply to ``body``, retried as the policy says; an ``HttpFailure`` once it cannot succeed."""
-        settings, httpx = self.settings, self._httpx
-        started, backoff_s, attempt = time.perf_counter(), 0.0, 0
+        import httpx
+
+        attempts = self.policy.attempts(deadline_s)
         while True:
-            attempt += 1
-            elapsed = time.perf_counter() - started
-            timeout = settings.request_timeout_s if deadline_s is None else min(settings.request_timeout_s,
-                                                                                deadline_s - elapsed)
-            if timeout <= 0:
-                raise self._failure("timeout", f"deadline {deadline_s:g}s reached", attempt - 1, started)
-            retry_after = None
+            timeout = attempts.timeout()
             try:
                 sent = time.perf_counter()
                 response = self._client.post(url, json=body, timeout=timeout)
                 request_s = time.perf_counter() - sent
-            except httpx.TimeoutException:
-                reason, detail = "timeout", f"no reply within {timeout:.2f}s"
-            except httpx.TransportError as err:
-                reason, detail = "connection", type(err).__name__
+            except httpx.TransportError as error:  # timeouts included
+                wait = attempts.send_failed(error, timeout)
             else:
-                status = response.status_code
-                if status == 429 or status >= 500:
-                    reason, detail = ("http_429" if status == 429 else "http_5xx"), f"HTTP {status}"
-                    retry_after = response.headers.get("retry-after")
-                elif status >= 400:  # our request is wrong (bad key, bad model): retrying cannot help
-                    body_start = self.redact(response.text)[:200]  # redacted before it is cut, so no key is half-kept
-                    raise self._failure("http_4xx", f"HTTP {status}: {body_start!r}", attempt, started)
-                else:
-                    return self._reply(response, attempt, started, request_s, backoff_s)
-            if attempt > settings.max_retries:
-                raise self._failure(reason, f"{detail}; gave up after {attempt} attempts", attempt, started)
-            wait = self._backoff(attempt - 1, retry_after)
-            if deadline_s is not None and time.perf_counter() - started + wait >= deadline_s:
-                raise self._failure(reason, f"{detail}; deadline {deadline_s:g}s leaves no time for attempt "
-                                            f"{attempt + 1}", attempt, started)
+                wait = attempts.replied(response)
+                if wait is None:
+                    return attempts.reply(response, request_s)
             time.sleep(wait)
-            backoff_s += wait
-
-    def _reply(self, response, attempts: int, started: float, request_s: float, backoff_s: float) -> HttpReply:
-        try:
-            body = json.loads(self.redact(response.text))
-        except ValueError as err:
-            raise self._failure("bad_response", f"the reply is not JSON ({err})", attempts, started) from None
-        return HttpReply(body, response.headers, attempts, request_s, backoff_s, time.perf_counter() - started)
-
-    def _failure(self, reason: str, detail: str, attempts: int, started: float) -> HttpFailure:
-        return HttpFailure(reason, self.redact(detail), attempts, time.perf_counter() - started)
 
     def close(self) -> None:
         self._client.close()
+
+
+class AsyncHttpClient(_PolicyClient):
+    """POSTs JSON with ``RetrySettings``'s policy from asyncio tasks (the load test's concurrent workers)."""
+
+    _transport = "AsyncClient"
+
+    async def post_json(self, url: str, body: Any, deadline_s: float | None = None) -> HttpReply:
+        """As ``HttpClient.post_json``, waiting without blocking the event loop."""
+        import httpx
+
+        attempts = self.policy.attempts(deadline_s)
+        while True:
+            timeout = attempts.timeout()
+            try:
+                sent = time.perf_counter()
+                response = await self._client.post(url, json=body, timeout=timeout)
+                request_s = time.perf_counter() - sent
+            except httpx.TransportError as error:  # timeouts included
+                wait = attempts.send_failed(error, timeout)
+            else:
+                wait = attempts.replied(response)
+                if wait is None:
+                    return attempts.reply(response, request_s)
+            await asyncio.sleep(wait)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> "AsyncHttpClient":
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()

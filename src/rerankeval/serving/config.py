@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..core.config import StrictConfig
+from ..core.http import RetrySettings
 
 
 class ServeConfig(StrictConfig):
@@ -22,10 +23,17 @@ class ServeConfig(StrictConfig):
     score: Literal["sigmoid", "none", "clamp"] = "sigmoid"
     """What the reply's relevance_score is: sigmoid(logit) (in [0, 1], as clients of rerank APIs expect), the raw
     score, or the raw score clamped to [0, 1] (for models whose scores are probabilities already)."""
+    max_documents: int = Field(1000, ge=1)
+    """Documents one request may hold (Cohere's limit); a larger request is refused (413) before it holds a replica."""
+    max_document_chars: int = Field(100_000, ge=1)
+    """Characters one document, or the query, may hold; the model truncates far earlier, the limit bounds the work."""
+    max_request_bytes: int = Field(16_000_000, ge=1)
+    """Bytes one request body may hold: a larger one is refused (413) from its Content-Length, before it is read."""
 
 
-class LoadTestConfig(StrictConfig):
-    """``rerankeval loadtest`` and the ``loadtest`` stage."""
+class LoadTestConfig(RetrySettings):
+    """``rerankeval loadtest`` and the ``loadtest`` stage. Its HTTP knobs (request_timeout_s, max_retries, backoff_s,
+    max_backoff_s) are ``core.http.RetrySettings``, the policy of every outbound call."""
 
     enabled: bool = False
     """Off in the default demo: with its Ray Serve start it adds about 2-3 minutes (README, Serving)."""
@@ -35,7 +43,10 @@ class LoadTestConfig(StrictConfig):
     warmup_requests: int = Field(8, ge=0)
     requests: int = Field(64, ge=1)
     """Measured requests per concurrency level (each replays one query's frozen candidates)."""
-    timeout_s: float = Field(60.0, gt=0)
+    request_timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+    backoff_s: float = Field(0.1, ge=0)
+    max_backoff_s: float = Field(1.0, ge=0)
     pareto_concurrency: int = 8
     """The concurrency whose p95 goes on the Pareto plot and, when the test ran, into the verdict's latency check."""
 

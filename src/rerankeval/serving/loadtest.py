@@ -2,18 +2,20 @@
 
 Each request is one query's candidates at the system's depth (queries in id order, cycled). At each level, a fixed
 number of workers (the concurrency) send requests back to back: ``warmup_requests`` untimed, then ``requests``
-timed. A request's latency is from its first send to its final reply, retries included (429/5xx are retried with
-the http_rerank backoff); a timeout ends it. Per level: p50/p95/p99, requests/s and pairs/s over the timed phase,
-input tokens/s (the pairs' tokens from the system's run, before truncation), timeout, retry and error rates, and the
-server's time split when it reports it. The server's peak memory comes from its health endpoint (``rerankeval
-serve``). The same requests are also scored in-process, one at a time, so the report states serving's overhead.
+timed. Requests go through ``core.http.AsyncHttpClient``, the retry policy of every outbound call (429, 5xx,
+timeouts and dropped connections retried with full jitter, honouring Retry-After), with the load test's
+``request_timeout_s``, ``max_retries``, ``backoff_s`` and ``max_backoff_s``. A request's latency is from its first
+send to its final reply, retries included; its status is how it ended: ok, timeout, http_429, http_5xx or error.
+Per level: p50/p95/p99, requests/s and pairs/s over the timed phase, input tokens/s (the pairs' tokens from the
+system's run, before truncation), timeout, retry and error rates, and the server's time split when it reports it.
+The server's peak memory comes from its health endpoint (``rerankeval serve``). The same requests are also scored
+in-process, one at a time, so the report states serving's overhead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.http import AsyncHttpClient, HttpFailure, RetrySettings
 from ..systems.http_protocols import PROTOCOLS, BadResponse, server_seconds
 from .config import LoadTestConfig
 from .measure import percentiles_ms
@@ -40,8 +43,6 @@ class Endpoint:
     protocol: str = "cohere"
     model: str = ""
     api_key: str | None = None
-    max_retries: int = 2
-    backoff_s: float = 0.1
 
 
 @dataclass
@@ -53,43 +54,31 @@ class Outcome:
     server_s: float | None
 
 
-async def _send(client, endpoint: Endpoint, request: Request, timeout_s: float, jitter: random.Random) -> Outcome:
-    import httpx
+COUNTED_FAILURES = frozenset({"timeout", "http_429", "http_5xx"})
+"""The policy's failure reasons that are a status of their own; any other (http_4xx, connection, bad_response) is an
+error."""
 
+
+async def _send(client: AsyncHttpClient, endpoint: Endpoint, request: Request) -> Outcome:
     protocol = PROTOCOLS[endpoint.protocol]
     body = protocol.request(endpoint.model, request.query, request.documents)
-    started, status = time.perf_counter(), "error"
-    for attempt in range(endpoint.max_retries + 1):
-        try:
-            reply = await client.post(endpoint.base_url + protocol.path, json=body, timeout=timeout_s)
-        except httpx.TimeoutException:
-            return Outcome(time.perf_counter() - started, attempt + 1, "timeout", None)
-        except httpx.TransportError:
-            status = "error"
-        else:
-            if reply.status_code == 429 or reply.status_code >= 500:
-                status = "http_429" if reply.status_code == 429 else "http_5xx"
-            elif reply.status_code >= 400:
-                return Outcome(time.perf_counter() - started, attempt + 1, "error", None)
-            else:
-                try:
-                    protocol.scores(reply.json(), len(request.documents))
-                except (ValueError, BadResponse):
-                    return Outcome(time.perf_counter() - started, attempt + 1, "error", None)
-                return Outcome(time.perf_counter() - started, attempt + 1, "ok", server_seconds(reply.headers))
-        if attempt < endpoint.max_retries:
-            await asyncio.sleep(jitter.uniform(0, endpoint.backoff_s * 2 ** attempt))
-    return Outcome(time.perf_counter() - started, endpoint.max_retries + 1, status, None)
+    try:
+        reply = await client.post_json(endpoint.base_url + protocol.path, body)
+    except HttpFailure as failure:
+        return Outcome(failure.seconds, failure.attempts,
+                       failure.reason if failure.reason in COUNTED_FAILURES else "error", None)
+    try:
+        protocol.scores(reply.body, len(request.documents))
+    except BadResponse:
+        return Outcome(reply.total_s, reply.attempts, "error", None)
+    return Outcome(reply.total_s, reply.attempts, "ok", server_seconds(reply.headers))
 
 
 async def _level(endpoint: Endpoint, requests: Sequence[Request], concurrency: int, warmup: int, measured: int,
-                 timeout_s: float) -> dict[str, Any]:
-    import httpx
-
+                 retry: RetrySettings) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    jitter = random.Random(concurrency)
-    async with httpx.AsyncClient(headers=headers, limits=limits) as client:
+    async with AsyncHttpClient(retry, headers, secrets=[endpoint.api_key], max_connections=concurrency,
+                               seed=concurrency) as client:
         async def drain(count: int, offset: int) -> tuple[list[tuple[Request, Outcome]], float]:
             queue: asyncio.Queue = asyncio.Queue()
             for index in range(count):
@@ -99,7 +88,7 @@ async def _level(endpoint: Endpoint, requests: Sequence[Request], concurrency: i
             async def worker():
                 while not queue.empty():
                     request = queue.get_nowait()
-                    done.append((request, await _send(client, endpoint, request, timeout_s, jitter)))
+                    done.append((request, await _send(client, endpoint, request)))
 
             started = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(min(concurrency, count))))
@@ -129,8 +118,8 @@ def summarise_level(concurrency: int, done: Sequence[tuple[Request, Outcome]], w
 
 
 def run_levels(endpoint: Endpoint, requests: Sequence[Request], settings: LoadTestConfig) -> list[dict[str, Any]]:
-    return [asyncio.run(_level(endpoint, requests, level, settings.warmup_requests, settings.requests,
-                               settings.timeout_s)) for level in settings.concurrency]
+    return [asyncio.run(_level(endpoint, requests, level, settings.warmup_requests, settings.requests, settings))
+            for level in settings.concurrency]
 
 
 def in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig, threads: int) -> dict[str, Any]:

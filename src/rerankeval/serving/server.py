@@ -1,6 +1,9 @@
 """``rerankeval serve SYSTEM``: a learned system's model behind Cohere's v2 rerank API, with Ray Serve.
 
 One deployment (``replicas`` copies, each loading the model once) answers ``POST /v2/rerank`` and ``GET /health``.
+A request is checked before it is queued for the model (``rerank_api``: Cohere's fields, at most ``max_documents``
+documents of at most ``max_document_chars`` characters, a body of at most ``max_request_bytes``); a refused one gets
+4xx and ``{"message": "<field>: <problem>. Fix: <how>"}``.
 Requests are batched dynamically with ``@serve.batch``: a batch is scored when it holds ``max_batch_size`` requests
 or its oldest request has waited ``batch_wait_s``; the pairs of all its requests are forwarded together, grouped by
 length. Every reply carries the server's own time in milliseconds, as text-embeddings-inference does:
@@ -18,10 +21,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..systems.base import BuildContext, parse_system_config
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.pair_scoring import ScorerRecipe
 from ..systems.pairs import NORMALIZE, PAIR_SCORERS
+from ..systems.registry import BuildContext, parse_system_config
 from .config import ServeConfig
+from .rerank_api import BadRerankRequest, check_body_size, parse_rerank_body, rerank_response
 
 APP_NAME = "rerankeval"
 
@@ -52,6 +57,20 @@ def score_requests(scorer, requests: list[tuple[str, list[str]]]) -> list:
             scores[batch.indices] = batch.scores
         results.append(scores)
     return results
+
+
+async def read_body(request, options: ServeConfig) -> bytes:
+    """The body of a starlette ``request``; one over ``max_request_bytes`` is refused from its Content-Length before
+    it is read, or, sent without one (chunked), as soon as what arrived passes the limit."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit():
+        check_body_size(int(declared), options)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        check_body_size(size, options)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _deployment(options: ServeConfig):
@@ -94,20 +113,13 @@ def _deployment(options: ServeConfig):
                                     status_code=404)
             arrived = time.perf_counter()
             try:
-                body = await request.json()
-                query, documents = body["query"], body["documents"]
-                documents = [d["text"] if isinstance(d, dict) else d for d in documents]
-                if not isinstance(query, str) or not all(isinstance(d, str) for d in documents):
-                    raise TypeError("query and documents must be strings")
-                top_n = int(body.get("top_n") or len(documents))
-            except (ValueError, KeyError, TypeError) as err:
-                return JSONResponse({"message": f"bad request: {type(err).__name__}: {err}"}, status_code=400)
+                rerank_request = parse_rerank_body(await read_body(request, options), options)
+            except BadRerankRequest as refused:
+                return JSONResponse({"message": str(refused)}, status_code=refused.status)
             self.requests += 1
-            values, queue_s, inference_s = await self.score((query, documents, arrived))
-            order = sorted(range(len(documents)), key=lambda i: (-values[i], i))[:top_n]
+            values, queue_s, inference_s = await self.score((rerank_request.query, rerank_request.documents, arrived))
             return JSONResponse(
-                {"id": f"{self.requests}", "results": [{"index": i, "relevance_score": float(values[i])} for i in order],
-                 "meta": {"billed_units": {"search_units": 1}}},
+                rerank_response(rerank_request, values, f"{self.requests}"),
                 headers={"x-queue-time": f"{queue_s * 1000:.3f}", "x-inference-time": f"{inference_s * 1000:.3f}",
                          "x-compute-time": f"{(queue_s + inference_s) * 1000:.3f}"})
 
