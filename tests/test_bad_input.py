@@ -1,7 +1,13 @@
 """Issue 22: bad input is refused with the file, the line or the field and the fix, never a traceback or a silently
-wrong answer (the cases handled here: 2, 5, 6, 7, 8, 12's encoding hint)."""
+wrong answer (the cases handled here: 2, 5, 6, 7, 8, 12's encoding hint and 13)."""
 
+import gzip
 import json
+import random
+import shutil
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,11 +50,23 @@ def test_deeply_nested_json_names_the_line(tmp_path):  # case 8
         load_beir(beir_folder(tmp_path / "c", corpus_lines=docs))
 
 
-def test_a_windows_encoded_file_gets_the_cp1252_hint(tmp_path):  # case 12
+def test_a_file_in_another_encoding_gets_an_encoding_neutral_hint(tmp_path, capsys):  # case 12
     folder = beir_folder(tmp_path / "c")
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "d1", "text": "caf\xe9"}\n{"_id": "d2", "text": "b"}\n')
-    with pytest.raises(CollectionError, match=r"corpus\.jsonl:1: byte 0xe9 .*iconv -f cp1252"):
-        load_beir(folder)
+    assert main(["check-collection", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'corpus.jsonl'}:1: byte 0xe9 at column 27 is not UTF-8. Fix: re-encode" in err
+    assert "`iconv -f <its encoding> -t utf-8 corpus.jsonl > <utf-8 file>`" in err and "caf\\xe9" in err
+    assert "cp1252" not in err and "cp949" not in err  # a guess: a one-byte file could be in any 8-bit encoding
+
+
+def test_utf16_text_is_named_with_its_conversion(tmp_path, capsys):  # case 13
+    qrels, _ = trec_files(tmp_path, ["q0"])
+    run = tmp_path / "run.txt"
+    run.write_bytes("q0 Q0 d0 1 2.0 t\n".encode("utf-16"))
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metric", "nDCG@10"]) == 2
+    assert f"{run}: UTF-16 text (byte-order mark ff fe), not UTF-8. Fix: convert it (`iconv -f utf-16 -t utf-8 " \
+           "run.txt > <utf-8 file>`)" in capsys.readouterr().err
 
 
 def trec_files(tmp_path: Path, run_ids: list[str]) -> tuple[Path, Path]:
@@ -145,7 +163,8 @@ def test_a_legacy_pickled_checkpoint_is_read_and_a_malicious_one_refused_naming_
 def test_custom_code_not_trusted_is_said_in_the_metadata_and_the_log(tmp_path, capsys):  # case 14
     import pandas as pd
 
-    from rerankeval.systems import BuildContext, build_system
+    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+    from rerankeval.systems.registry import BuildContext, build_system
     from tests.test_models import save_tiny_bert
 
     model = save_tiny_bert(tmp_path / "custom", "BertForSequenceClassification")
@@ -160,7 +179,133 @@ def test_custom_code_not_trusted_is_said_in_the_metadata_and_the_log(tmp_path, c
     assert "warning:" in capsys.readouterr().err
 
 
-def test_a_lone_surrogate_names_the_line(tmp_path):  # case 12
-    docs = [json.dumps({"_id": "d1", "text": "a"}), '{"_id": "d2", "text": "half \\ud800 a pair"}']
-    with pytest.raises(CollectionError, match=r"corpus\.jsonl:2: a .* not part of a surrogate pair.*Fix"):
-        load_beir(beir_folder(tmp_path / "c", corpus_lines=docs))
+@pytest.mark.parametrize("file, record, field, escape", [
+    ("corpus.jsonl", '{"_id": "d2", "text": "half \\ud800 a pair"}', "text", "\\uD800"),
+    ("corpus.jsonl", '{"_id": "d2", "metadata": {"tags": ["ok", "\\uDC00"]}}', "metadata.tags.1", "\\uDC00"),
+    ("queries.jsonl", '{"_id": "q2", "text": "what \\ud83d"}', "text", "\\uD83D"),
+    ("queries.jsonl", '{"_id": "q2", "text": "what", "metadata": {"\\ud800": 1}}', "metadata.\ud800", "\\uD800"),
+])
+def test_a_lone_surrogate_names_the_file_line_and_field(tmp_path, capsys, file, record, field, escape):  # case 12
+    corpus = [json.dumps({"_id": "d1", "text": "a"}), json.dumps({"_id": "d2", "text": "b"})]
+    queries = [json.dumps({"_id": "q1", "text": "what"})]
+    (corpus if file == "corpus.jsonl" else queries)[1:] = [record]
+    folder = beir_folder(tmp_path / "c", corpus_lines=corpus, query_lines=queries)
+    assert main(["check-collection", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / file}:2: field {field!r} holds the escape {escape}, half a surrogate pair" in err
+    assert "Fix: write the character itself, or its full pair" in err and "Traceback" not in err
+
+
+def test_a_binary_run_is_refused_as_not_a_text_file(tmp_path, capsys):  # case 13
+    qrels, _ = trec_files(tmp_path, ["q0"])
+    run = tmp_path / "run.txt"
+    run.write_bytes(random.Random(13).randbytes(200))
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metric", "nDCG@10"]) == 2
+    err = capsys.readouterr().err
+    assert f"{run}: not a text file (its first bytes hold NUL or control characters: binary data). Fix: pass the " \
+           "text file meant here (`file run.txt` tells what this one is)" in err
+
+
+def test_a_gzip_run_is_read_by_its_name_and_refused_without_it(tmp_path, capsys):  # case 13
+    qrels, plain = trec_files(tmp_path, ["q0"])
+    compressed = gzip.compress(plain.read_bytes())
+    (tmp_path / "run.txt.gz").write_bytes(compressed)
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(tmp_path / "run.txt.gz"), "--metric", "P@1"]) == 0
+    (tmp_path / "run.txt").write_bytes(compressed)
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(tmp_path / "run.txt"), "--metric", "P@1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'run.txt'}: gzip-compressed, not a text file. Fix: decompress it (`gunzip -c run.txt > " \
+           "<plain file>`) and pass that file; `rerankeval evaluate` and `compare` also read TREC and qrels files " \
+           "named *.gz" in err
+    (tmp_path / "cut.txt.gz").write_bytes(compressed[:-12])
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(tmp_path / "cut.txt.gz"), "--metric", "P@1"]) == 2
+    assert f"{tmp_path / 'cut.txt.gz'}: named *.gz but not a complete gzip file" in capsys.readouterr().err
+
+
+NON_INTEGER_GRADES = ["1e309", "inf", "nan", "-1e400", "1e5"]
+
+
+@pytest.mark.parametrize("grade", NON_INTEGER_GRADES)
+def test_a_trec_qrels_grade_that_is_no_integer_is_refused_without_a_warning(tmp_path, capsys, grade):  # case 13
+    _, run = trec_files(tmp_path, ["q0"])
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"q0 0 d0 1\nq0 0 d1 {grade}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas' cast warning used to print before the message
+        assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metric", "nDCG@10"]) == 2
+    assert capsys.readouterr().err == (
+        f"rerankeval evaluate: error: {qrels}, line 2: relevance {grade!r} is not an integer in 'q0 0 d1 {grade}'. "
+        "Fix: relevance grades must be integers (0 = judged non-relevant); each line of a TREC qrels reads 'query_id "
+        "iteration doc_id relevance' (whitespace-separated), e.g. 'q1 0 doc7 2'\n")
+
+
+def test_a_trec_qrels_grade_beyond_int64_names_the_line(tmp_path, capsys):  # case 13 (was an OverflowError)
+    _, run = trec_files(tmp_path, ["q0"])
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q0 0 d0 1\nq0 0 d1 99999999999999999999\n")
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metric", "nDCG@10"]) == 2
+    assert f"{qrels}, line 2: relevance 99999999999999999999 is out of range in " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("grade", NON_INTEGER_GRADES)
+def test_a_beir_qrels_grade_that_is_no_integer_names_the_line_and_the_fix(tmp_path, grade):  # case 13
+    folder = beir_folder(tmp_path / "c")
+    (folder / "qrels" / "test.tsv").write_text(f"query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t{grade}\n")
+    with pytest.raises(CollectionError, match=rf"test\.tsv:3: grade '{grade}' is not an integer \(column score\)\. "
+                                              r"Fix: relevance grades must be integers"):
+        load_beir(folder)
+
+
+def test_the_cli_prints_only_the_message_for_an_infinite_grade(tmp_path):  # case 13
+    _, run = trec_files(tmp_path, ["q0"])
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q0 0 d0 1\nq0 0 d1 1e309\n")
+    command = shutil.which("rerankeval", path=str(Path(sys.executable).parent)) or shutil.which("rerankeval")
+    done = subprocess.run([command, "evaluate", "--qrels", str(qrels), "--run", str(run), "--metric", "nDCG@10"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"rerankeval evaluate: error: {qrels}, line 2: relevance '1e309' is not an "
+                                        "integer in 'q0 0 d1 1e309'. Fix: relevance grades must be integers (0 = "
+                                        "judged non-relevant); each line of a TREC qrels reads 'query_id iteration "
+                                        "doc_id relevance' (whitespace-separated), e.g. 'q1 0 doc7 2'"]
+
+
+@pytest.mark.parametrize("mirrors", [1, 3])
+def test_export_ir_datasets_offline_says_where_the_files_go_and_what_else_to_do(tmp_path, monkeypatch, capsys,
+                                                                                 mirrors):  # case 13
+    """The connection fails as it does offline: urllib3 cannot resolve the host, requests raises its ConnectionError
+    and ir_datasets gives up on the mirror (or, with a local copy and a mirror, on every source)."""
+    import socket
+
+    import ir_datasets
+    import urllib3.util.connection
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
+    from ir_datasets.util import Download, LocalDownload, RequestsDownload
+
+    def unresolvable(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(urllib3.util.connection, "create_connection", unresolvable)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "irds-home"))
+    monkeypatch.setenv("IR_DATASETS_DL_TRIES", "1")
+    url = "https://files.example.org/offline/docs.tsv"
+    sources = [RequestsDownload(url)] if mirrors == 1 else [
+        LocalDownload(tmp_path / "no-local-copy.tsv"), RequestsDownload(url), RequestsDownload(url + ".mirror")]
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "queries.tsv").write_text("q1\twhat\n")
+    (local / "qrels.txt").write_text("q1 0 d1 1\n")
+    name = f"rerankeval-test/offline-{mirrors}/test"
+    if name not in ir_datasets.registry:
+        ir_datasets.registry.register(name, Dataset(
+            TsvDocs(Download(sources, cache_path=str(tmp_path / "cache" / "docs.tsv"))),
+            TsvQueries(LocalDownload(local / "queries.tsv")), TrecQrels(LocalDownload(local / "qrels.txt"), {})))
+    assert main(["export-ir-datasets", name, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {name}: cannot download the dataset's files (no connection to {url})" in err
+    assert f"into its home folder {tmp_path / 'irds-home'} (set by the environment variable IR_DATASETS_HOME) and " \
+           "reads copies already placed there" in err
+    assert "Fix: run this command once where the network is reachable" in err
+    assert "set dataset.path to a BEIR folder of local files (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)" in err
+    assert "HTTPSConnectionPool" not in err and "Traceback" not in err

@@ -11,12 +11,15 @@ but suspicious (no judged non-relevant document, unjudged queries, a tiny split,
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -43,6 +46,8 @@ QRELS_SCHEMA = pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 GRADE_RANGE = (-(2**31), 2**31 - 1)
 """Grades are stored as int32."""
+INTEGER = re.compile(r"[+-]?[0-9]+")
+"""A relevance grade as written: digits only (no exponent, decimal point or digit separator)."""
 
 MAX_SLICE_VALUES = 50
 """A query metadata key becomes a slice column when it is scalar and takes at most this many distinct values."""
@@ -73,18 +78,87 @@ class Collection:
         return "answers" in self.queries.schema.names
 
 
+SIGNATURES = {
+    b"\x1f\x8b": ("gzip", "gunzip -c"), b"BZh": ("bzip2", "bunzip2 -c"), b"\xfd7zXZ\x00": ("xz", "unxz -c"),
+    b"(\xb5/\xfd": ("zstd", "unzstd -c"), b"PK\x03\x04": ("zip", "unzip -p"),
+}
+"""Leading bytes of the compressed formats a text file may arrive in, and the command that decompresses each."""
+BOMS = {b"\xff\xfe": "utf-16", b"\xfe\xff": "utf-16", b"\xff\xfe\x00\x00": "utf-32", b"\x00\x00\xfe\xff": "utf-32"}
+"""Byte-order marks of the wide Unicode encodings (Windows tools often write UTF-16)."""
+HEAD_BYTES = 4096
+"""How much of a file is looked at to tell binary data from text in another encoding."""
+
+
+@contextmanager
+def open_binary(path: Path) -> Iterator[BinaryIO]:
+    """A file's bytes; a ``*.gz`` file's decompressed, a damaged one refused naming the file."""
+    if path.suffix != ".gz":
+        with open(path, "rb") as handle:
+            yield handle
+        return
+    try:
+        with gzip.open(path, "rb") as handle:
+            yield handle
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise CollectionError(f"{path}: named *.gz but not a complete gzip file ({err}). Fix: compress it again "
+                              f"(`gzip -c <plain file> > {path.name}`), or remove the .gz from its name if it is "
+                              "plain text.") from None
+
+
 def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 file, a leading byte-order mark dropped; undecodable bytes are refused."""
-    with open(path, "rb") as handle:
+    """(line number, text) of a UTF-8 file (``*.gz``: compressed), a leading byte-order mark dropped; undecodable
+    bytes are refused, saying whether the file is compressed, binary or text in another encoding."""
+    with open_binary(path) as handle:
         for line_no, raw in enumerate(handle, 1):
             if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
                 yield line_no, raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise CollectionError(f"{path}:{line_no}: byte {raw[err.start]:#04x} at column {err.start + 1} is "
-                                      "not UTF-8. Fix: re-encode the file as UTF-8 from its encoding "
-                                      f"(e.g. `iconv -f cp1252 -t utf-8 {path.name}` for a Windows file).") from None
+                raise CollectionError(_not_utf8(path, line_no, raw, err)) from None
+
+
+def _not_utf8(path: Path, line_no: int, raw: bytes, err: UnicodeDecodeError) -> str:
+    with open_binary(path) as handle:
+        head = handle.read(HEAD_BYTES)
+    name = path.name
+    for signature, (kind, command) in SIGNATURES.items():
+        if head.startswith(signature):
+            return (f"{path}: {kind}-compressed, not a text file. Fix: decompress it (`{command} {name} > "
+                    "<plain file>`) and pass that file; `rerankeval evaluate` and `compare` also read TREC and qrels "
+                    "files named *.gz as they are.")
+    for bom, encoding in sorted(BOMS.items(), key=lambda item: -len(item[0])):
+        if head.startswith(bom):
+            return (f"{path}: {encoding.upper()} text (byte-order mark {bom.hex(' ')}), not UTF-8. Fix: convert it "
+                    f"(`iconv -f {encoding} -t utf-8 {name} > <utf-8 file>`).")
+    controls = sum(byte < 0x20 and byte not in b"\t\n\r\f" for byte in head)
+    if b"\x00" in head or controls > max(2, len(head) // 100):
+        return (f"{path}: not a text file (its first bytes hold NUL or control characters: binary data). Fix: pass "
+                f"the text file meant here (`file {name}` tells what this one is).")
+    context = raw[max(0, err.start - 20):err.start + 10].decode("utf-8", errors="backslashreplace").rstrip("\r\n")
+    return (f"{path}:{line_no}: byte {raw[err.start]:#04x} at column {err.start + 1} is not UTF-8. Fix: re-encode the "
+            f"file as UTF-8 from the encoding it was written in (`iconv -f <its encoding> -t utf-8 {name} > <utf-8 "
+            f"file>`; `file -i {name}` may name it). The byte is in '{context}'.")
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point: JSON decodes a valid escaped pair into one character, so any left is half a pair."""
+
+
+def _lone_surrogate(record: dict) -> tuple[str, str] | None:
+    """(field path, code point) of a key or string in a record that holds half a surrogate pair, or None."""
+    pending: list[tuple[str, Any]] = [("", record)]
+    while pending:  # iterative: records may be nested as deeply as json allows
+        where, value = pending.pop()
+        if isinstance(value, str):
+            found = LONE_SURROGATE.search(value)
+            if found:
+                return where, found.group()
+        elif isinstance(value, (dict, list)):
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                inner = f"{where}.{key}" if where else str(key)
+                pending += [(inner, item), (inner, key)]  # a key is a string too
+    return None
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
@@ -98,13 +172,12 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
         except RecursionError:
             raise CollectionError(f"{path}:{line_no}: JSON nested too deeply to read. Fix: flatten the record (BEIR "
                                   "records are flat objects with string fields).") from None
-        if "\\ud" in line.lower():  # an escape may decode to half a surrogate pair, which is no text
-            try:
-                json.dumps(record, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise CollectionError(f"{path}:{line_no}: a \\uD800-\\uDFFF escape that is not part of a surrogate "
-                                      "pair (no character). Fix: write the character itself, or its full "
-                                      "pair.") from None
+        lone = _lone_surrogate(record) if "\\ud" in line.lower() else None  # only an escape can make one
+        if lone is not None:
+            where, code_point = lone
+            raise CollectionError(f"{path}:{line_no}: field {where!r} holds the escape \\u{ord(code_point):04X}, half "
+                                  "a surrogate pair (no character). Fix: write the character itself, or its full "
+                                  "pair (e.g. \\ud83d\\ude00 for U+1F600).")
         if not isinstance(record, dict) or "_id" not in record:
             raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field.")
         yield line_no, record
@@ -187,11 +260,11 @@ def read_qrels_tsv(path: str | Path, *, require_header: bool = False) -> pd.Data
             if not value.strip():
                 raise CollectionError(f"{path}:{line_no}: empty {name}. Fix: every judgment names a query and a "
                                       "document.")
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise CollectionError(f"{path}:{line_no}: grade {grade_text!r} is not an integer. "
-                                  "Fix: use integer relevance grades (0 = judged non-relevant).") from None
+        if not INTEGER.fullmatch(grade_text.strip()):
+            raise CollectionError(f"{path}:{line_no}: grade {grade_text!r} is not an integer (column score). "
+                                  "Fix: relevance grades must be integers (0 = judged non-relevant), e.g. "
+                                  "'q1<TAB>doc7<TAB>2'.")
+        grade = int(grade_text)
         if not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
             raise CollectionError(f"{path}:{line_no}: grade {grade} is out of range. Fix: use small integer grades "
                                   "(e.g. 0-3; 0 = judged non-relevant).")
