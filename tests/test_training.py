@@ -14,16 +14,27 @@ from rerankeval.data.snapshot import write_snapshot
 from rerankeval.models.resolve import local_model_hash, resolve_model
 from rerankeval.pipeline import train as train_stage
 from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, load_candidates, passages_table, write_candidates
-from rerankeval.systems import BuildContext, Query, QueryCandidates, build_system
-from rerankeval.training.cross_encoder import MODEL_CARD, TrainConfig, mine_examples, train
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.base import Query, QueryCandidates
+from rerankeval.systems.registry import BuildContext, build_system
+from rerankeval.training.config import MODEL_CARD, TrainConfig
+from rerankeval.training.cross_encoder import mine_examples, train
 
 CONFIG = TrainConfig(backbone="minilm", steps=2, batch_size=4, learning_rate=1e-4, max_length=32,
                      negatives_per_positive=2, seed=3, out_dir="unused", negative_pool_depth=8, unjudged_skip_top=2,
                      frozen_layers=2)
 
 
+def fused(candidates: pd.DataFrame) -> pd.DataFrame:
+    """``candidates`` with RRF (k 60) fused scores and ranks recomputed from their BM25 and dense ranks."""
+    candidates = candidates.assign(fused_score=1 / (60 + candidates["bm25_rank"]) + 1 / (60 + candidates["dense_rank"]))
+    order = candidates.sort_values(["query_id", "fused_score", "bm25_rank"], ascending=[True, False, True])
+    return order.assign(fused_rank=order.groupby("query_id").cumcount() + 1)
+
+
 def synthetic_split_tables():
-    """Train queries t1-t3 and test queries s1-s2 over shared documents; the test side carries LEAK markers."""
+    """Train queries t1-t3 and test queries s1-s2 over shared documents; the test side carries LEAK markers. BM25
+    ranks d<r> at r; dense ranks them in another order."""
     queries = pd.DataFrame({"query_id": ["t1", "t2", "t3", "s1", "s2"],
                             "text": ["train one", "train two", "train three", "LEAK test one", "LEAK test two"],
                             "split": ["train"] * 3 + ["test"] * 2})
@@ -34,7 +45,10 @@ def synthetic_split_tables():
             doc_id = f"{'x' if test_query and rank > 5 else 'd'}{rank}"
             passage = f"LEAK test-only passage {rank}" if doc_id.startswith("x") else f"shared passage {rank}"
             rows.append((query_id, doc_id, passage, rank))
-    candidates = pd.DataFrame(rows, columns=["query_id", "doc_id", "passage", "fused_rank"])
+    candidates = pd.DataFrame(rows, columns=["query_id", "doc_id", "passage", "bm25_rank"])
+    candidates["dense_rank"] = candidates["bm25_rank"] * 3 % 10 + 1
+    candidates["dense_score"] = 1 - candidates["dense_rank"] / 100
+    candidates = fused(candidates)
     # d4 is a duplicate of d3's text: a copy of a positive is never a negative.
     candidates.loc[candidates["doc_id"] == "d4", "passage"] = "shared passage 3"
     candidates["passage_sha256"] = candidates["passage"].map(sha256_text)
@@ -71,18 +85,54 @@ def test_mining_uses_the_train_split_only_and_avoids_likely_unjudged_positives()
     assert sorted(zip(positives["query_id"], positives["doc_id"], positives["label"])) == [
         ("t1", "d3", 1.0), ("t2", "d6", 0.5)]  # graded labels: grade / max grade of the train split
     negatives = examples[examples["label"] == 0]
-    assert (negatives["fused_rank"] <= CONFIG.negative_pool_depth).all()
+    assert (negatives["bm25_rank"] <= CONFIG.negative_pool_depth).all()
     assert "d4" not in set(negatives[negatives["query_id"] == "t1"]["doc_id"])  # a copy of t1's positive
     judged = set(zip(qrels["query_id"], qrels["doc_id"]))
-    unjudged_ranks = [rank for q, d, rank in zip(negatives["query_id"], negatives["doc_id"], negatives["fused_rank"])
+    unjudged_ranks = [rank for q, d, rank in zip(negatives["query_id"], negatives["doc_id"], negatives["bm25_rank"])
                       if (q, d) not in judged]
     assert min(unjudged_ranks) > CONFIG.unjudged_skip_top
     assert mined.stats == {"split_queries": 3, "queries_with_groups": 2, "groups": 2,
-                           "positives_short_of_negatives": 0, "judged_positives_outside_candidates": 0}
+                           "positives_short_of_negatives": 0, "judged_positives_outside_candidates": 0,
+                           "queries_with_bm25_pool_cut_short": 0}
 
     again = mine_examples(queries, qrels, candidates, CONFIG)
     pd.testing.assert_frame_equal(again.examples, examples)
     assert again.sha256 == mined.sha256
+
+
+def test_mined_examples_do_not_move_with_the_dense_retriever():
+    """Dense scores differ in the last bits from one CPU to another, and dense and fused ranks with them (issue 21):
+    the examples must not; BM25's ranks are the same everywhere and do decide them."""
+    queries, qrels, candidates = synthetic_split_tables()
+    qrels = pd.concat([qrels, pd.DataFrame([("t3", "d2", 1), ("t3", "d7", 2)], columns=qrels.columns)])
+    mined = mine_examples(queries, qrels, candidates, CONFIG)
+    assert mined.stats["groups"] == 4
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        other_cpu = candidates.assign(
+            dense_rank=candidates.groupby("query_id")["dense_rank"].transform(lambda ranks: rng.permutation(ranks)),
+            dense_score=candidates["dense_score"] * (1 + 1e-6 * rng.standard_normal(len(candidates))))
+        other_cpu = fused(other_cpu).sample(frac=1, random_state=rng.integers(1 << 30))
+        ranks = candidates.merge(other_cpu, on=["query_id", "doc_id"], suffixes=("", "_other"))
+        assert (ranks["fused_rank"] != ranks["fused_rank_other"]).any()
+        assert mine_examples(queries, qrels, other_cpu, CONFIG).sha256 == mined.sha256
+    # A candidate below BM25's pool that fusion keeps on one CPU and drops on another changes nothing either.
+    beyond_pool = (candidates["query_id"] == "t1") & (candidates["bm25_rank"] == CONFIG.negative_pool_depth + 1)
+    assert mine_examples(queries, qrels, candidates[~beyond_pool], CONFIG).sha256 == mined.sha256
+
+    t1 = candidates["query_id"] == "t1"
+    other_bm25 = candidates.assign(bm25_rank=np.where(t1, 11 - candidates["bm25_rank"], candidates["bm25_rank"]))
+    assert mine_examples(queries, qrels, other_bm25, CONFIG).sha256 != mined.sha256
+
+
+def test_a_bm25_pool_with_a_rank_missing_stops_there_and_is_counted():
+    queries, qrels, candidates = synthetic_split_tables()
+    missing = (candidates["query_id"] == "t1") & (candidates["bm25_rank"] == 6)
+    mined = mine_examples(queries, qrels, candidates[~missing], CONFIG)
+    examples = mined.examples
+    assert examples[examples["query_id"] == "t1"]["bm25_rank"].max() < 6
+    assert examples[examples["query_id"] == "t2"]["bm25_rank"].max() > 6
+    assert mined.stats["queries_with_bm25_pool_cut_short"] == 1
 
 
 def test_train_params_refuse_the_test_split_unknown_keys_and_wrong_types():

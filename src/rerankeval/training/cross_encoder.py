@@ -1,10 +1,13 @@
 """The train stage: fine-tune a cross-encoder on the train split's queries only.
 
 Examples are groups: one train query, one of its judged-relevant candidates (grade >= 1) and
-``negatives_per_positive`` hard negatives drawn from the same query's frozen fused candidates: judged non-relevant
-(grade <= 0) anywhere in the top ``negative_pool_depth``, or unjudged below the top ``unjudged_skip_top`` ranks (the
-top unjudged candidates are the likeliest unjudged positives), never a copy of a positive's passage. Nothing of any
-other split is read past the first filter.
+``negatives_per_positive`` hard negatives drawn from the same query's frozen candidates in BM25's top
+``negative_pool_depth``: judged non-relevant (grade <= 0), or unjudged below BM25's top ``unjudged_skip_top`` (the
+top unjudged candidates are the likeliest unjudged positives), never a copy of a positive's passage. BM25's ranking,
+not the fused one, because it is the same on every CPU while dense scores move in the last bits (and fused ranks with
+them): drawn from the fused ranks, the fine-tuned model's demo scores swung between two CPUs
+(results/benchmarks/training_cpu_invariance.yaml).
+Nothing of any other split is read past the first filter.
 
 The loss is listwise: softmax cross-entropy putting the positive first within its group (localised contrastive
 estimation); on the demo it reranked far better than pointwise binary cross-entropy at the same budget. The fresh head
@@ -27,72 +30,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pydantic import Field, model_validator
-
-from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..core.hashing import canonical_json, sha256_text
 from ..core.io import write_json
 from ..core.progress import Progress
 from ..models.resolve import resolve_model
+from .config import MODEL_CARD, TrainConfig
 
-MODEL_CARD = "model_card.json"
 LOSS_WINDOW = 20
 """Steps whose mean loss the progress line shows."""
-
-
-class TrainConfig(StrictConfig):
-    """The ``train`` block of params.yaml."""
-
-    backbone: str
-    """``minilm`` (the bundled all-MiniLM-L6-v2) or a local model directory."""
-    steps: int = Field(ge=1)
-    batch_size: int = Field(ge=2)
-    """Pairs per step: batch_size // (1 + negatives_per_positive) groups."""
-    learning_rate: float = Field(gt=0)
-    max_length: int = Field(ge=8)
-    negatives_per_positive: int = Field(ge=1)
-    seed: int
-    out_dir: str
-    split: str = "train"
-    """The split of the evaluated dataset to train on."""
-    fallback_path: str | None = None
-    """A BEIR folder whose ``split`` is trained on when the evaluated dataset has none (the bundled demo's, in
-    conf/train); None: such a dataset is refused."""
-    negative_pool_depth: int = Field(30, ge=1)
-    """Only candidates at fused rank <= this are mined as negatives."""
-    unjudged_skip_top: int = Field(3, ge=0)
-    """Unjudged candidates at fused rank <= this are not used as negatives."""
-    warmup_fraction: float = Field(0.1, ge=0, le=1)
-    weight_decay: float = Field(0.01, ge=0)
-    head_learning_rate: float | None = Field(None, gt=0)
-    """Learning rate of the freshly initialised pooler and classifier; None: ``learning_rate``."""
-    train_embeddings: bool = False
-    """Fine-tune the token embeddings too (about half of MiniLM's weights; slower steps, little gain here)."""
-    frozen_layers: int = Field(0, ge=0)
-    """The lowest N transformer layers stay as pretrained: backpropagation stops above them (faster steps)."""
-    holdout: int = Field(0, ge=0)
-    """This many of the split's queries (a seeded sample) are left out of training and listed in the model card, so
-    settings fitted on the model's scores (a blend's weight) can be fitted out of sample on the same split."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "TrainConfig":
-        if self.split == "test":
-            raise ValueError("split must not be the evaluation split 'test'")
-        if self.batch_size < self.group_size:
-            raise ValueError(f"batch_size {self.batch_size} holds no group of 1 positive + "
-                             f"{self.negatives_per_positive} negatives")
-        return self
-
-    @property
-    def group_size(self) -> int:
-        return 1 + self.negatives_per_positive
 
 
 @dataclass
 class TrainingSet:
     examples: pd.DataFrame
-    """group, query_id, text, doc_id, passage, passage_sha256, fused_rank, label (grade / max grade, 0 for a
+    """group, query_id, text, doc_id, passage, passage_sha256, bm25_rank, label (grade / max grade, 0 for a
     negative); each group's positive first; groups in training order."""
     stats: dict[str, Any]
 
@@ -104,7 +56,12 @@ class TrainingSet:
 
 def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataFrame,
                   config: TrainConfig) -> TrainingSet:
-    """Groups of (positive, hard negatives) for the ``config.split`` queries, shuffled with ``config.seed``."""
+    """Groups of (positive, hard negatives) for the ``config.split`` queries, in an order set by ``config.seed``.
+
+    Nothing here reads the dense retriever, whose scores move in the last bits from one CPU to another and with them
+    the dense and fused ranks: negatives come from BM25's ranking, each group draws from its own stream seeded by
+    (seed, query, positive), and groups are ordered by a hash of the same keys, so one query's change moves no other
+    query's examples."""
     split_queries = queries[queries["split"] == config.split][["query_id", "text"]]
     if split_queries.empty:
         raise ConfigError(f"train.split: no queries in split {config.split!r} (splits present: "
@@ -115,42 +72,66 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
     judged = qrels[qrels["query_id"].isin(train_ids)]
     pool = candidates[candidates["query_id"].isin(train_ids)].merge(
         judged[["query_id", "doc_id", "relevance"]], on=["query_id", "doc_id"], how="left")
-    pool = pool.merge(split_queries, on="query_id").sort_values(["query_id", "fused_rank"], kind="stable")
+    pool = pool.merge(split_queries, on="query_id").sort_values(["query_id", "bm25_rank"], kind="stable",
+                                                               ignore_index=True)
+    in_bm25_pool, cut_short = _complete_bm25_top(pool, config.negative_pool_depth)
     positive = pool["relevance"] >= 1
     positive_passages = set(zip(pool["query_id"][positive], pool["passage_sha256"][positive]))
     copy_of_positive = np.array([pair in positive_passages for pair in zip(pool["query_id"], pool["passage_sha256"])],
                                 dtype=bool)
-    negative = ((pool["fused_rank"] <= config.negative_pool_depth) & ~copy_of_positive
+    negative = (in_bm25_pool & ~copy_of_positive
                 & ((pool["relevance"] <= 0) | (pool["relevance"].isna()
-                                               & (pool["fused_rank"] > config.unjudged_skip_top))))
+                                               & (pool["bm25_rank"] > config.unjudged_skip_top))))
     max_grade = max(1, int(judged["relevance"].max())) if len(judged) else 1
 
-    rng = np.random.default_rng(config.seed)
-    groups, short_of_negatives = [], 0
-    for _, frame in pool.groupby("query_id", sort=True):
+    groups, short_of_negatives = {}, 0
+    for query_id, frame in pool.groupby("query_id", sort=True):
         negatives = frame[negative[frame.index]]
         for index in frame.index[positive[frame.index]]:
             if len(negatives) < config.negatives_per_positive:
                 short_of_negatives += 1
                 continue
+            doc_id = frame.at[index, "doc_id"]
+            rng = np.random.default_rng([config.seed, _stable_int(query_id), _stable_int(doc_id)])
             picked = np.sort(rng.choice(len(negatives), size=config.negatives_per_positive, replace=False))
-            groups.append(pd.concat([frame.loc[[index]].assign(label=lambda row: row["relevance"] / max_grade),
-                                     negatives.iloc[picked].assign(label=0.0)]))
+            groups[sha256_text(canonical_json([config.seed, query_id, doc_id]))] = pd.concat([
+                frame.loc[[index]].assign(label=lambda row: row["relevance"] / max_grade),
+                negatives.iloc[picked].assign(label=0.0)])
     if not groups:
         raise ConfigError(f"train.split {config.split!r}: no judged-relevant candidate with "
                           f"{config.negatives_per_positive} hard negatives to train on. Fix: train on a split with "
                           "relevant documents among the candidates, or lower train.negatives_per_positive.")
-    order = rng.permutation(len(groups))
-    examples = pd.concat([groups[index].assign(group=rank) for rank, index in enumerate(order)], ignore_index=True)
-    columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", "fused_rank", "label"]
+    examples = pd.concat([groups[key].assign(group=rank) for rank, key in enumerate(sorted(groups))],
+                         ignore_index=True)
+    columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", "bm25_rank", "label"]
     return TrainingSet(examples[columns], {
         "split_queries": len(train_ids),
         "queries_with_groups": int(examples["query_id"].nunique()),
         "groups": len(groups),
         "positives_short_of_negatives": short_of_negatives,
         "judged_positives_outside_candidates": int((judged["relevance"] >= 1).sum()) - int(positive.sum()),
+        "queries_with_bm25_pool_cut_short": cut_short,
         **({"held_out_queries": held_out} if held_out else {}),
     })
+
+
+def _stable_int(text: str) -> int:
+    """The same integer for the same text in every process (Python's own hash() is salted per process)."""
+    return int(sha256_text(text), 16)
+
+
+def _complete_bm25_top(pool: pd.DataFrame, depth: int) -> tuple[pd.Series, int]:
+    """Which rows (sorted by query, BM25 rank) lie in their query's BM25 top ``depth`` with every better BM25 rank
+    among the candidates too, and how many queries' pools stop short of ``depth`` for lack of one.
+
+    The fused candidates hold BM25's top ranks unless the fusion ranked enough dense hits above one of them (on the
+    demo, BM25's top 30 were always there); such a query's pool could move with dense, so it is cut at the first
+    missing rank and counted."""
+    position = pool.groupby("query_id", sort=False).cumcount() + 1
+    unbroken = (pool["bm25_rank"] == position).groupby(pool["query_id"], sort=False).cummin()
+    inside = unbroken & (pool["bm25_rank"] <= depth)
+    per_query = inside.groupby(pool["query_id"], sort=False).agg(["sum", "size"])
+    return inside, int((per_query["sum"] < np.minimum(depth, per_query["size"])).sum())
 
 
 def held_out_queries(query_ids: list[str], config: TrainConfig) -> list[str]:
