@@ -50,9 +50,9 @@ class RagConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _llm_judge_needs_a_client(self) -> "RagConfig":
-        if self.claims.judge == "llm" and self.generator.get("kind") != "openai_compatible":
+        if self.claims.judge == "llm" and self.generator.get("kind") not in ("openai_compatible", "local_llm"):
             raise ValueError("claims.judge: llm uses the generator's OpenAI-compatible client; set generator.kind "
-                             "to openai_compatible or use judge: lexical")
+                             "to openai_compatible or local_llm, or use judge: lexical")
         if self.calibration_split == "test":
             raise ValueError("calibration_split must not be the evaluated split 'test'")
         return self

@@ -26,7 +26,7 @@ def register_generator(kind: str, config_class: type[GeneratorConfig]) -> Callab
 
 
 def _load_builtin() -> None:
-    from . import extractive, openai_compatible  # noqa: F401  (register the built-in kinds)
+    from . import extractive, local_llm, openai_compatible  # noqa: F401  (register the built-in kinds)
 
 
 def parse_generator_config(mapping: Mapping[str, Any], where: str = "rag.generator") -> GeneratorConfig:

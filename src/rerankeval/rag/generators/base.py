@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.config import StrictConfig
-from ...systems.base import BuildContext  # noqa: F401  (the one build context, re-exported for generator kinds)
+from ...systems.registry import BuildContext  # noqa: F401  (the one build context, re-exported for generator kinds)
 
 
 class GeneratorConfig(StrictConfig):
@@ -61,3 +61,12 @@ class Generator:
 
     def generate(self, question: str, passages: Sequence[str]) -> Generated:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the generator holds (a server it started); default: nothing."""
+
+    def __enter__(self) -> "Generator":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import field_validator
+from pydantic import AfterValidator
 
 from ...core.hashing import canonical_json, sha256_text
 from ..chat import ChatClient, ChatConfig
@@ -31,16 +31,19 @@ _CITATION = re.compile(r"\[(\d+)\]")
 _ABSTAIN = re.compile(r"^\W*cannot answer", re.IGNORECASE)
 
 
+def _known_prompt(value: str) -> str:
+    if value not in PROMPTS:
+        raise ValueError(f"unknown prompt version {value!r}; known: {', '.join(PROMPTS)}")
+    return value
+
+
+PromptVersion = Annotated[str, AfterValidator(_known_prompt)]
+"""A key of ``PROMPTS``."""
+
+
 class OpenAICompatibleConfig(ChatConfig):
     kind: Literal["openai_compatible"] = "openai_compatible"
-    prompt: str = "rag-cite/v1"
-
-    @field_validator("prompt")
-    @classmethod
-    def _known_prompt(cls, value: str) -> str:
-        if value not in PROMPTS:
-            raise ValueError(f"unknown prompt version {value!r}; known: {', '.join(PROMPTS)}")
-        return value
+    prompt: PromptVersion = "rag-cite/v1"
 
 
 def messages(prompt: str, question: str, passages: Sequence[str]) -> list[dict]:
