@@ -69,20 +69,38 @@ def test_run_round_trip_is_exact(tmp_path):
 
 def test_written_ranks_follow_the_tie_break_rule_and_rank_only_runs_get_scores(tmp_path):
     tied = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["c", "a", "b"], "score": [1.0, 1.0, 2.0]})
-    write_trec_run(tied.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tied.trec", tag="t")
+    assert write_trec_run(tied.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tied.trec", tag="t") == 0
     # Ranks from scores follow trec_eval (ties: doc id descending), so the tied scores themselves keep the order.
     assert (tmp_path / "tied.trec").read_text() == "q Q0 b 1 2.0 t\nq Q0 c 2 1.0 t\nq Q0 a 3 1.0 t\n"
-    # An explicit rank that trec_eval's tie rule would not reproduce from the scores gets -rank scores.
+    # An explicit rank trec_eval's order would not rebuild from the scores: only the row out of place is nudged,
+    # to the largest 32-bit float below the row above.
     against = tied.assign(rank=[1, 2, 3])
-    write_trec_run(against.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "against.trec", tag="t")
-    assert (tmp_path / "against.trec").read_text() == "q Q0 c 1 -1 t\nq Q0 a 2 -2 t\nq Q0 b 3 -3 t\n"
+    assert write_trec_run(against.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "against.trec",
+                          tag="t") == 1
+    below_one = float(np.nextafter(np.float32(1.0), np.float32(0.0)))
+    assert (tmp_path / "against.trec").read_text() == f"q Q0 c 1 1.0 t\nq Q0 a 2 1.0 t\nq Q0 b 3 {below_one!r} t\n"
+    # Rows without a score (beyond the rerank depth) get whole numbers below the scored ones.
     beyond_depth = pd.DataFrame({"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "score": [0.9, np.nan, np.nan],
                                  "rank": [1, 2, 3]})
     write_trec_run(beyond_depth.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "tail.trec", tag="t")
-    assert (tmp_path / "tail.trec").read_text() == "q Q0 a 1 -1 t\nq Q0 b 2 -2 t\nq Q0 c 3 -3 t\n"
+    assert (tmp_path / "tail.trec").read_text() == "q Q0 a 1 0.9 t\nq Q0 b 2 -1.0 t\nq Q0 c 3 -2.0 t\n"
     ranked = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["y", "x"], "rank": [2, 1]})
     write_trec_run(ranked.astype({"query_id": "str", "doc_id": "str"}), tmp_path / "ranked.trec", tag="t")
-    assert (tmp_path / "ranked.trec").read_text() == "q Q0 x 1 -1 t\nq Q0 y 2 -2 t\n"
+    assert (tmp_path / "ranked.trec").read_text() == "q Q0 x 1 -1.0 t\nq Q0 y 2 -2.0 t\n"
+
+
+def test_scores_that_tie_as_32_bit_floats_are_nudged_only_there(tmp_path):
+    """trec_eval reads scores as 32-bit floats: 1.0 and 1.00000001 tie for it, and it would put d2 first."""
+    run = pd.DataFrame({"query_id": ["q"] * 5, "doc_id": ["d1", "d2", "d3", "d4", "d5"],
+                        "score": [5.25, 1.00000001, 1.0, 0.5, 0.25], "rank": [1, 2, 3, 4, 5]})
+    path = tmp_path / "run.trec"
+    assert write_trec_run(run.astype({"query_id": "str", "doc_id": "str"}), path, tag="t") == 1
+    back = read_trec_run(path)
+    assert back["score"].tolist() == [5.25, 1.00000001, float(np.nextafter(np.float32(1.0), np.float32(0))), 0.5,
+                                      0.25]
+    single = back.assign(single=back["score"].astype(np.float32))
+    assert single.sort_values(["single", "doc_id"], ascending=False)["doc_id"].tolist() == ["d1", "d2", "d3", "d4",
+                                                                                             "d5"]
 
 
 def test_qrels_round_trip(tmp_path):
@@ -185,7 +203,7 @@ def test_a_pipeline_run_with_a_nan_tail_exports_to_the_same_values_in_trec_eval(
     reads back with our reader and evaluates, by us and by trec_eval, to the values of the run itself."""
     import pytrec_eval
 
-    from rerankeval.eval import evaluate
+    from rerankeval.eval.engine import evaluate
     from rerankeval.rerank.driver import RerankSettings, rerank
     from tests.test_rerank import QUERIES, Fixed, candidates
 

@@ -26,11 +26,16 @@ def content_hash(table: pa.Table, name: str) -> str:
     return sha256_text("\n".join(table.column("row_sha256").to_pylist()))
 
 
-def write_snapshot(collection: Collection, out_dir: str | Path, source: dict[str, Any]) -> dict[str, Any]:
+def write_snapshot(collection: Collection, out_dir: str | Path, source: dict[str, Any],
+                   sample: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``sample``: the record of the query sample the collection was cut to (``data.sample``); a snapshot of every
+    query has no ``sample`` key, so its manifest is as before samples existed."""
     out_dir = Path(out_dir)
     tables = {"corpus": collection.corpus, "queries": collection.queries, "qrels": collection.qrels}
     manifest: dict[str, Any] = {"source": source, "slice_columns": collection.slice_columns,
                                 "notes": collection.notes, "warnings": collection.warnings, "tables": {}}
+    if sample is not None:
+        manifest["sample"] = sample
     for name, table in tables.items():
         path = out_dir / f"{name}.parquet"
         write_table(path, table, {"table": name, "content_sha256": content_hash(table, name)})

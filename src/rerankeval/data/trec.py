@@ -6,7 +6,8 @@
 - TREC qrels: ``query_id iteration doc_id relevance``, the iteration ignored.
 - BEIR qrels: a TSV whose header is ``query-id<TAB>corpus-id<TAB>score`` (read by ``rerankeval.data.beir``).
 
-A malformed line raises ValueError naming the file, the line number and the expected layout.
+A malformed line raises ValueError naming the file, the line number and the expected layout. A file named ``*.gz``
+is read gzip-compressed; other compressed, binary or non-UTF-8 files are refused saying which they are.
 Writing is atomic: a temporary file beside the target, renamed over it once complete.
 """
 
@@ -23,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import atomic_write_text
-from ..eval import assign_ranks
-from .beir import QRELS_HEADER, read_qrels_tsv, utf8_lines
+from ..eval.engine import assign_ranks
+from .beir import INTEGER, QRELS_HEADER, open_binary, read_qrels_tsv, utf8_lines
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class _Layout:
     separator: str | None  # None: any run of whitespace
     header: tuple[str, ...] | None
     example: str
+    number_fix: str = ""  # the fix for a malformed number field, said before the layout
 
     def describe(self) -> str:
         separator = "whitespace" if self.separator is None else "tab"
@@ -45,7 +47,9 @@ class _Layout:
 _RUN = _Layout(
     "TREC run", ("query_id", "Q0", "doc_id", "rank", "score", "tag"), {4: float}, None, None, "q1 Q0 doc7 1 12.5 bm25"
 )
-_QRELS = _Layout("TREC qrels", ("query_id", "iteration", "doc_id", "relevance"), {3: int}, None, None, "q1 0 doc7 2")
+_QRELS = _Layout("TREC qrels", ("query_id", "iteration", "doc_id", "relevance"), {3: int}, None, None, "q1 0 doc7 2",
+                 "relevance grades must be integers (0 = judged non-relevant)")
+INT64 = range(-(2**63), 2**63)
 
 
 def read_trec_run(path: str | os.PathLike) -> pd.DataFrame:
@@ -71,7 +75,7 @@ def read_qrels(path: str | os.PathLike) -> pd.DataFrame:
     """Qrels from Parquet (.parquet: query_id, doc_id, relevance), BEIR TSV (by its header) or TREC qrels."""
     if Path(path).suffix == ".parquet":
         return _read_parquet(path, ["query_id", "doc_id", "relevance"])
-    with open(path, "rb") as handle:
+    with open_binary(Path(path)) as handle:
         first_line = handle.readline().decode("utf-8", errors="replace")
     if tuple(first_line.lstrip("\ufeff").rstrip("\r\n").split("\t")[:2]) == QRELS_HEADER[:2]:
         return read_qrels_tsv(path).drop(columns="line")
@@ -94,40 +98,85 @@ def _read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> 
                          "corrupted?") from None
 
 
-def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> None:
-    """Write a run as a TREC run file, sorted by query_id and rank.
+def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> int:
+    """Write a run as a TREC run file, sorted by query_id and rank; return how many scores were nudged.
 
     Ranks come from the run's rank column, or from its scores by trec_eval's order. trec_eval reads only the scores,
-    so the scores written must give that same order: the run's own scores when they are finite and strictly
-    decreasing down every query's ranking, otherwise ``-rank`` for every row (e.g. a pipeline run whose candidates
-    beyond the rerank depth have no score, or whose scores tie).
+    so the scores written must give that same order (``trec_eval_scores``): each row's own score, but where trec_eval
+    would not rebuild the order from it (a tie it breaks the other way, or no score).
     """
     if not tag or any(character.isspace() for character in tag):
         raise ValueError(f"the run tag must be one word without whitespace, got {tag!r}")
     ranked = assign_ranks(run).sort_values(["query_id", "rank"])
     for column in ("query_id", "doc_id"):
         _check_one_word(ranked[column], f"run column {column!r}")
-    score = ranked["score"] if _scores_give_the_order(ranked) else -ranked["rank"]
+    score, nudged = trec_eval_scores(ranked)
     lines = pd.DataFrame(
         {"query_id": ranked["query_id"], "q0": "Q0", "doc_id": ranked["doc_id"], "rank": ranked["rank"],
          "score": score, "tag": tag}
     )
     atomic_write_text(path, lambda handle: _write_lines(lines, handle))
+    return nudged
 
 
-def _scores_give_the_order(ranked: pd.DataFrame) -> bool:
-    """Whether trec_eval would rebuild the rank order from the scores (``ranked`` is in rank order): finite scores,
-    decreasing within each query, equal scores in doc id descending order (trec_eval's tie-break)."""
-    if "score" not in ranked.columns:
-        return False
-    scores = ranked["score"].to_numpy(dtype=np.float64)
-    if not np.isfinite(scores).all():
-        return False
-    doc_ids = ranked["doc_id"].to_numpy(dtype=object)
-    same_query = ranked["query_id"].to_numpy()[1:] == ranked["query_id"].to_numpy()[:-1]
-    decreasing = scores[1:] < scores[:-1]
-    tie_in_order = (scores[1:] == scores[:-1]) & (doc_ids[1:] < doc_ids[:-1])
-    return bool(np.all((decreasing | tie_in_order)[same_query]))
+def trec_eval_scores(ranked: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """Scores from which trec_eval rebuilds ``ranked``'s order (rows in rank order within each query), and how many
+    of the rows' own scores had to change.
+
+    trec_eval compares scores as 32-bit floats, equal ones by doc id descending. A row keeps its own score when that
+    puts it after the row above; where it does not (the two tie as 32-bit floats and the doc ids run the other way,
+    or it is above the row above) it gets the largest 32-bit float below the row above: the smallest nudge that
+    keeps the order, made only there. A row without a score (NaN or infinite: a pipeline run's rows in the fused
+    order, beyond the rerank depth or of a degraded query, as ``rerankeval export-run`` hands them) gets the whole
+    number below the row above's score (-1 for a query's first row): below every scored row, in rank order, and
+    plainly not a score.
+    """
+    n = len(ranked)
+    own = ranked["score"].to_numpy(dtype=np.float64) if "score" in ranked.columns else np.full(n, np.nan)
+    usable = np.isfinite(own)
+    query_ids, doc_ids = ranked["query_id"].to_numpy(dtype=object), ranked["doc_id"].to_numpy(dtype=object)
+    first = np.ones(n, dtype=bool)
+    first[1:] = query_ids[1:] != query_ids[:-1]
+    written = _fill_unscored(own, usable, first)
+    wrong = ~first
+    single = written.astype(np.float32)
+    wrong[1:] &= ~((single[1:] < single[:-1]) | ((single[1:] == single[:-1]) & (doc_ids[1:] < doc_ids[:-1])))
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], n)
+    for query in np.unique(np.searchsorted(starts, np.flatnonzero(wrong), side="right") - 1):
+        rows = slice(starts[query], ends[query])
+        written[rows] = _in_order(own[rows], usable[rows], doc_ids[rows])
+    return written, int((usable & (written != own)).sum())
+
+
+def _fill_unscored(own: np.ndarray, usable: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Own scores where usable; an unscored row the floor of the last usable score above it in its query minus its
+    distance from that row (0 at the row before the query's first if none). Right but where a score is too large to
+    step by 1 or a usable score is out of order, which the check after it finds and ``_in_order`` redoes."""
+    positions = np.arange(len(own))
+    setter = np.maximum.accumulate(np.where(usable | first, positions, -1))  # the anchor row: usable, or the first
+    anchored = usable[setter]
+    anchor_at = np.where(anchored, setter, setter - 1)
+    anchor = np.where(anchored, np.floor(own[setter]), 0.0)
+    return np.where(usable, own, anchor - (positions - anchor_at))
+
+
+def _in_order(own: np.ndarray, usable: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+    """One query's written scores row by row (the rule of ``trec_eval_scores``), for a query that needs a nudge."""
+    written = np.empty(len(own), dtype=np.float64)
+    above = None
+    for row in range(len(own)):
+        if not usable[row]:
+            value = -1.0 if above is None else float(np.floor(above) - 1.0)
+            if above is not None and not np.float32(value) < np.float32(above):
+                value = float(np.nextafter(np.float32(above), np.float32(-np.inf)))
+        elif above is None or np.float32(own[row]) < np.float32(above) or (
+                np.float32(own[row]) == np.float32(above) and doc_ids[row] < doc_ids[row - 1]):
+            value = own[row]
+        else:
+            value = float(np.nextafter(np.float32(above), np.float32(-np.inf)))
+        written[row] = above = value
+    return written
 
 
 def write_trec_qrels(qrels: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -154,22 +203,27 @@ def _read(path: str | os.PathLike, layout: _Layout) -> pd.DataFrame:
                 f"{path}, line 1: expected the header {'<TAB>'.join(layout.header)!r}, got {first_line!r}. "
                 f"Fix: {layout.describe()}, after that header line"
             )
-    dtypes = {i: {int: np.int64, float: np.float64}.get(layout.numbers.get(i), str) for i in range(len(layout.fields))}
+    # Integers are read as text and checked here: pandas would take "1e5" for 100000 and warn on "1e309".
+    dtypes = {i: np.float64 if layout.numbers.get(i) is float else str for i in range(len(layout.fields))}
+    integers = [i for i, kind in layout.numbers.items() if kind is int]
     try:
-        frame = pd.read_csv(
-            path,
-            sep=r"\s+" if layout.separator is None else layout.separator,
-            header=None,
-            skiprows=1 if layout.header else 0,
-            dtype=dtypes,
-            quoting=csv.QUOTE_NONE,
-            na_filter=False,  # doc ids such as "NA" or "null" stay strings
-            engine="c",
-        )
+        with open_binary(Path(path)) as handle:
+            frame = pd.read_csv(
+                handle,
+                sep=r"\s+" if layout.separator is None else layout.separator,
+                header=None,
+                skiprows=1 if layout.header else 0,
+                dtype=dtypes,
+                quoting=csv.QUOTE_NONE,
+                na_filter=False,  # doc ids such as "NA" or "null" stay strings
+                engine="c",
+                encoding="utf-8",
+                compression=None,  # open_binary decompresses *.gz; any other compressed file is refused as binary
+            )
     except pd.errors.EmptyDataError:
-        return pd.DataFrame({i: pd.Series(dtype=dtype) for i, dtype in dtypes.items()})
+        return pd.DataFrame({i: pd.Series(dtype=np.int64 if i in integers else dtype) for i, dtype in dtypes.items()})
     except UnicodeDecodeError:
-        for _ in utf8_lines(Path(path)):  # raises naming the line and the byte
+        for _ in utf8_lines(Path(path)):  # raises naming the line and the byte, or what kind of file this is
             pass
         raise
     except ValueError as exc:  # pandas' ParserError is a ValueError too
@@ -179,14 +233,21 @@ def _read(path: str | os.PathLike, layout: _Layout) -> pd.DataFrame:
     if frame.shape[1] != len(layout.fields) or not _complete(frame, layout):
         _raise_first_malformed(path, layout)
         raise ValueError(f"{path}: cannot read as a {layout.name}; {layout.describe()}")
-    return frame
+    try:
+        return frame.astype({i: np.int64 for i in integers})
+    except OverflowError:  # an integer beyond int64
+        _raise_first_malformed(path, layout)
+        raise
 
 
 def _complete(frame: pd.DataFrame, layout: _Layout) -> bool:
     for position in range(len(layout.fields)):
         column = frame[position]
-        if position in layout.numbers:
-            if layout.numbers[position] is float and not np.isfinite(column.to_numpy()).all():
+        if layout.numbers.get(position) is float:
+            if not np.isfinite(column.to_numpy()).all():
+                return False
+        elif layout.numbers.get(position) is int:
+            if not column.str.fullmatch(INTEGER.pattern).all():
                 return False
         elif column.isna().any() or (column == "").any():
             return False
@@ -195,34 +256,39 @@ def _complete(frame: pd.DataFrame, layout: _Layout) -> bool:
 
 def _raise_first_malformed(path: str | os.PathLike, layout: _Layout) -> None:
     """Find the first malformed line (slowly, line by line: only on the error path) and raise for it."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if layout.header is not None and number == 1:
-                continue
-            text = line.rstrip("\r\n")
-            fields = text.split() if layout.separator is None else text.split(layout.separator)
-            if not text.strip():
-                continue
-            problem = _line_problem(fields, layout)
-            if problem:
-                raise ValueError(f"{path}, line {number}: {problem} in {text!r}. Fix: {layout.describe()}")
+    for number, line in utf8_lines(Path(path)):
+        if layout.header is not None and number == 1:
+            continue
+        text = line.rstrip("\r\n")
+        fields = text.split() if layout.separator is None else text.split(layout.separator)
+        if not text.strip():
+            continue
+        found = _line_problem(fields, layout)
+        if found:
+            problem, fix = found
+            raise ValueError(f"{path}, line {number}: {problem} in {text!r}. Fix: {fix}")
 
 
-def _line_problem(fields: list[str], layout: _Layout) -> str | None:
+def _line_problem(fields: list[str], layout: _Layout) -> tuple[str, str] | None:
+    """What is wrong with a line and the fix, or None."""
+    fix = layout.describe()
+    number_fix = f"{layout.number_fix}; {fix}" if layout.number_fix else fix
     if len(fields) != len(layout.fields):
-        return f"expected {len(layout.fields)} fields, found {len(fields)}"
+        return f"expected {len(layout.fields)} fields, found {len(fields)}", fix
     for position, field in enumerate(fields):
         name = layout.fields[position]
         if not field:
-            return f"empty {name}"
+            return f"empty {name}", fix
         kind = layout.numbers.get(position)
+        if kind is int and not INTEGER.fullmatch(field):
+            return f"{name} {field!r} is not an integer", number_fix
+        if kind is int and int(field) not in INT64:
+            return f"{name} {field} is out of range", number_fix
         try:
-            if kind is int:
-                int(field)
-            elif kind is float and not math.isfinite(float(field)):
-                return f"{name} {field!r} is not a finite number"
+            if kind is float and not math.isfinite(float(field)):
+                return f"{name} {field!r} is not a finite number", number_fix
         except ValueError:
-            return f"{name} {field!r} is not {'an integer' if kind is int else 'a number'}"
+            return f"{name} {field!r} is not a number", number_fix
     return None
 
 

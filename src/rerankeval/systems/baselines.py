@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from pydantic import model_validator
 
-from .base import BuildContext, QueryCandidates, Scores, System, SystemConfig, register_system
+from .base import QueryCandidates, Scores, System
+from .registry import BuildContext, SystemConfig, register_system
 
 
 @dataclass
@@ -58,17 +60,74 @@ class RandomSystem(System):
 
 @dataclass
 class RunFileSystem(System):
-    """An external TREC run: its score for each candidate; candidates the run lacks go last, in fused order."""
+    """An external TREC run: its score for each candidate; candidates the run lacks go last, in fused order.
+
+    The run only reorders the frozen candidates, so its rows naming other documents (or other queries) are unused:
+    ``score_all`` counts them (``run_coverage``) and ``describe`` records the count, which the stage prints and the
+    report warns about."""
 
     path: str
+    run: pd.DataFrame
     scores_by_pair: Mapping[tuple[str, str], float]
+    coverage: dict[str, Any] = field(default_factory=dict)
+
+    def score_all(self, queries: Sequence[QueryCandidates], deadline_s: float | None):
+        self.coverage = run_coverage(self.run, queries)
+        return super().score_all(queries, deadline_s)
 
     def score(self, query: QueryCandidates) -> Scores:
         scores = [self.scores_by_pair.get((query.query_id, doc_id), -np.inf) for doc_id in query.frame["doc_id"]]
         return Scores(np.asarray(scores, dtype=np.float64))
 
     def describe(self) -> dict[str, Any]:
-        return {"scores": f"TREC run {self.path}; candidates missing from it score -inf"}
+        described: dict[str, Any] = {"scores": f"TREC run {self.path}; candidates missing from it score -inf"}
+        if self.coverage:
+            described["run_coverage"] = self.coverage
+        return described
+
+
+OTHER_QUERY_EXAMPLES = 10
+"""Ids of run queries outside the candidates recorded in a run's metadata."""
+
+
+def run_coverage(run: pd.DataFrame, scored: Sequence[QueryCandidates]) -> dict[str, Any]:
+    """What of an external run (query_id, doc_id rows) the scored candidates (each query's top ``depth``) leave out:
+    the run's rows of the evaluated queries naming documents outside them (in total, as a share, per query), the
+    run's queries that are not evaluated and the evaluated queries the run lacks."""
+    candidates = pd.concat([query.frame[["query_id", "doc_id"]] for query in scored], ignore_index=True) if scored \
+        else pd.DataFrame({"query_id": [], "doc_id": []})
+    evaluated = set(candidates["query_id"])
+    in_scope = run["query_id"].isin(evaluated)
+    rows = run.loc[in_scope, ["query_id", "doc_id"]]
+    found = rows.merge(candidates.drop_duplicates(), how="left", on=["query_id", "doc_id"], indicator=True)
+    outside = found.loc[found["_merge"] == "left_only", "query_id"].value_counts().sort_index()
+    others = run.loc[~in_scope, "query_id"]
+    other_ids = sorted(set(others))
+    return {"run_rows": len(rows), "outside_rows": int(outside.sum()),
+            "outside_share": float(outside.sum() / len(rows)) if len(rows) else 0.0,
+            "outside_by_query": {str(query_id): int(count) for query_id, count in outside.items()},
+            "depth": max((len(query.frame) for query in scored), default=0),
+            "other_queries": len(other_ids), "other_query_rows": len(others),
+            "other_query_examples": other_ids[:OTHER_QUERY_EXAMPLES],
+            "missing_queries": len(evaluated - set(rows["query_id"]))}
+
+
+def coverage_text(coverage: Mapping[str, Any]) -> str:
+    """One line on what of a run the frozen candidates left out (``run_coverage``)."""
+    parts = [f"{coverage['outside_rows']} of {coverage['run_rows']} run rows ({coverage['outside_share']:.1%}) name "
+             f"documents outside the frozen candidates (top {coverage['depth']})"]
+    if coverage["other_queries"]:
+        examples = ", ".join(coverage["other_query_examples"])
+        parts.append(f"run queries not evaluated: {coverage['other_queries']} ({coverage['other_query_rows']} rows, "
+                     f"e.g. {examples})")
+    if coverage["missing_queries"]:
+        parts.append(f"evaluated queries without a run row: {coverage['missing_queries']} (left in fused order)")
+    return "; ".join(parts)
+
+
+def coverage_cut(coverage: Mapping[str, Any]) -> bool:
+    """Whether the candidates left any of the run out, or the run left evaluated queries out."""
+    return bool(coverage["outside_rows"] or coverage["other_queries"] or coverage["missing_queries"])
 
 
 class RandomConfig(SystemConfig):
@@ -118,4 +177,4 @@ def _trec_run(config: TrecRunConfig, context: BuildContext) -> System:
 
     run = read_trec_run(config.path)
     pairs = dict(zip(zip(run["query_id"], run["doc_id"]), run["score"].astype(float)))
-    return RunFileSystem(config.path, pairs)
+    return RunFileSystem(config.path, run[["query_id", "doc_id"]], pairs)
