@@ -12,7 +12,8 @@ from rerankeval.core.precision import SCORE_DECIMALS, stored_scores
 from rerankeval.data.beir import load_beir
 from rerankeval.rerank.assemble import assemble
 from rerankeval.retrieval.candidates import load_candidates, passages_table, write_candidates
-from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from rerankeval.retrieval.config import HybridConfig
+from rerankeval.retrieval.freeze import freeze
 from rerankeval.retrieval.text import passage_text
 from rerankeval.systems.base import Scores
 from tests.test_retrieval import FakeRetriever
@@ -31,7 +32,7 @@ class NoisyDense(FakeRetriever):
 def frozen_files(tiny_beir, folder, noise):
     NoisyDense.noise = noise
     collection = load_beir(tiny_beir)
-    frozen = freeze(collection.corpus, collection.queries, RetrievalConfig(top_n=6, fusion_depth=6),
+    frozen = freeze(collection.corpus, collection.queries, HybridConfig(top_n=6, fusion_depth=6),
                     lexical_retriever=FakeRetriever, dense_retriever=NoisyDense)
     write_candidates(folder / "candidates.parquet", folder / "passages.parquet", frozen.candidates, frozen.passages,
                      {"test": True})

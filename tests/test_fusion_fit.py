@@ -6,9 +6,10 @@ import pytest
 from pydantic import ValidationError
 
 from rerankeval.data.beir import load_beir
-from rerankeval.retrieval.freeze import RetrievalConfig, freeze
+from rerankeval.retrieval.config import FusionConfig, HybridConfig
+from rerankeval.retrieval.freeze import freeze
 from rerankeval.retrieval.fusion import rrf_top, top_k
-from rerankeval.retrieval.fusion_fit import FusionConfig, share_weights
+from rerankeval.retrieval.fusion_fit import share_weights
 from tests.conftest import write_beir
 from tests.test_retrieval import FakeRetriever, PriorRetriever
 
@@ -41,7 +42,7 @@ def keyword_collection(folder, train_queries=40, test_queries=6):
 
 def frozen(path, **fusion):
     collection = load_beir(path)
-    config = RetrievalConfig(top_n=20, fusion_depth=20, fusion=FusionConfig(**fusion))
+    config = HybridConfig(top_n=20, fusion_depth=20, fusion=FusionConfig(**fusion))
     return freeze(collection.corpus, collection.queries, config, collection.qrels,
                   lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever), collection
 
@@ -80,7 +81,7 @@ def test_too_little_evidence_keeps_plain_rrf_and_the_test_split_is_never_read(tm
 
 def test_no_train_split_means_equal_weights_with_the_reason(tiny_beir):
     collection = load_beir(tiny_beir, ["test"])
-    result = freeze(collection.corpus, collection.queries, RetrievalConfig(top_n=5, fusion_depth=5),
+    result = freeze(collection.corpus, collection.queries, HybridConfig(top_n=5, fusion_depth=5),
                     collection.qrels, lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
     assert result.fusion["weights"] == {"bm25": 1.0, "dense": 1.0}
     assert result.fusion["fit"]["reason"] == "no 'train' queries to fit on: equal weights"

@@ -4,7 +4,8 @@ import pyarrow as pa
 from rerankeval.core.hashing import sha256_text
 from rerankeval.data.beir import load_beir
 from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, PASSAGES_SCHEMA, load_candidates, write_candidates
-from rerankeval.retrieval.freeze import FIRST_STAGE_SCHEMA, RetrievalConfig, freeze
+from rerankeval.retrieval.config import HybridConfig
+from rerankeval.retrieval.freeze import FIRST_STAGE_SCHEMA, freeze
 from rerankeval.retrieval.fusion import rrf_top, top_k
 from rerankeval.retrieval.text import passage_text, tokenize
 
@@ -79,7 +80,7 @@ class PriorRetriever(FakeRetriever):
 
 def test_freeze_contract(tiny_beir, tmp_path):
     collection = load_beir(tiny_beir)
-    config = RetrievalConfig(top_n=5, fusion_depth=5)
+    config = HybridConfig(top_n=5, fusion_depth=5)
     frozen = freeze(collection.corpus, collection.queries, config, lexical_retriever=FakeRetriever,
                     dense_retriever=PriorRetriever)
     candidates, own = frozen.candidates, frozen.first_stage
@@ -105,7 +106,7 @@ def test_freeze_contract(tiny_beir, tmp_path):
 
 def test_freeze_is_deterministic(tiny_beir):
     collection = load_beir(tiny_beir)
-    config = RetrievalConfig(top_n=4, fusion_depth=3)
+    config = HybridConfig(top_n=4, fusion_depth=3)
     runs = [freeze(collection.corpus, collection.queries, config, lexical_retriever=FakeRetriever,
                    dense_retriever=PriorRetriever).candidates for _ in range(2)]
     assert runs[0].equals(runs[1])

@@ -38,6 +38,20 @@ CANDIDATES_SCHEMA = pa.schema(
     ]
 )
 PASSAGES_SCHEMA = pa.schema([("passage_sha256", pa.string()), ("passage", pa.string())])
+FIRST_STAGE_SCHEMA = pa.schema(
+    [
+        ("retriever", pa.string()),
+        ("query_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("score", pa.float64()),
+        ("rank", pa.int32()),
+    ]
+)
+"""first_stage.parquet: each first-stage retriever's own top-N per query (BM25's and dense's for the hybrid source;
+none for a source that ranked no corpus here)."""
+HYBRID_SOURCE = {"kind": "hybrid", "name": "hybrid"}
+"""The source of candidates whose metadata names none: the hybrid source records none, so its files keep the bytes
+they had before sources existed."""
 
 
 def passages_table(digests: Sequence[str], texts: Sequence[str]) -> pa.Table:
@@ -54,6 +68,19 @@ def write_candidates(candidates_path: str | Path, passages_path: str | Path, can
     relative = os.path.relpath(passages_path.resolve(), candidates_path.resolve().parent)
     write_table(candidates_path, candidates, {**metadata, "passages": {
         "file": Path(relative).as_posix(), "sha256": sha256_file(passages_path), "rows": passages.num_rows}})
+
+
+def candidate_source(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Which source froze candidates with this metadata (``table_metadata``): its ``kind`` (``retrieval.source``) and
+    ``name``, the first stage reports and metrics name (``hybrid``, ``run``, or a replay file's ``candidate_source``)."""
+    return metadata.get("source") or HYBRID_SOURCE
+
+
+def first_stage_filled(metadata: dict[str, Any]) -> bool:
+    """Whether candidates with this metadata hold BM25's and dense's scores and ranks (the hybrid source's, or a
+    replay file's that carries them)."""
+    source = candidate_source(metadata)
+    return source["kind"] == "hybrid" or bool(source.get("first_stage_columns"))
 
 
 def passages_path_of(candidates_path: str | Path) -> Path:

@@ -12,58 +12,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field
 
-from ..core.config import StrictConfig
 from ..core.hashing import sha256_text
 from ..core.precision import SCORE_DECIMALS, stored_scores
-from .candidates import CANDIDATES_SCHEMA, passages_table
+from .candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, passages_table
+from .config import AUTO, EQUAL_SHARE, FusionConfig, HybridConfig
 from .dense import DenseRetriever
 from .fusion import rrf_top, top_k
-from .fusion_fit import EQUAL_SHARE, FusionConfig, fit_share, ranked_rows, share_weights
-from .language import AUTO, auto_model
+from .fusion_fit import fit_share, ranked_rows, share_weights
+from .language import auto_model
 from .lexical import Bm25Retriever
 from .text import passage_text
 
-FIRST_STAGE_SCHEMA = pa.schema(
-    [
-        ("retriever", pa.string()),
-        ("query_id", pa.string()),
-        ("doc_id", pa.string()),
-        ("score", pa.float64()),
-        ("rank", pa.int32()),
-    ]
-)
 RETRIEVERS = ("bm25", "dense")
 SCORE_CELLS = 1 << 25
 """Queries are scored in chunks of at most this many (query, document) scores per retriever (256 MiB)."""
-
-
-class Bm25Config(StrictConfig):
-    k1: float = 1.2
-    b: float = 0.75
-    method: str = "lucene"
-
-
-class DenseConfig(StrictConfig):
-    model: str = AUTO
-    """auto (see retrieval.language), e5-small, minilm, a local sentence-transformers directory or a hub id."""
-    revision: str | None = None
-    max_length: int | None = Field(None, ge=8)
-    """Tokens read per text; null: the model's own limit (MiniLM 256; e5-small reads whole texts in 510-token
-    windows)."""
-    batch_size: int = Field(16, ge=1)
-    """Texts per encoder call, embedding-cache commit and progress update (e5-small's throughput per core does
-    not depend on it, benchmarks/bench_encoders.py; 16 keeps both cores busy and commits often)."""
-
-
-class RetrievalConfig(StrictConfig):
-    top_n: int = Field(100, ge=1)
-    fusion_depth: int = Field(100, ge=1)
-    rrf_k: int = Field(60, ge=0)
-    bm25: Bm25Config = Bm25Config()
-    dense: DenseConfig = DenseConfig()
-    fusion: FusionConfig = FusionConfig()
 
 
 @dataclass
@@ -82,7 +45,7 @@ class Frozen:
     """The RRF weights and, when fitted, the fit's record (retrieval.fusion_fit): provenance."""
 
 
-def freeze(corpus: pa.Table, queries: pa.Table, config: RetrievalConfig, qrels: pa.Table | None = None, *,
+def freeze(corpus: pa.Table, queries: pa.Table, config: HybridConfig, qrels: pa.Table | None = None, *,
            lexical_retriever=Bm25Retriever, dense_retriever=DenseRetriever) -> Frozen:
     """The fused top-N, and BM25's and dense's own top-N, for every query. ``qrels`` (of the fit split, or all) are
     read only to fit the fusion weights (``retrieval.fusion.weights: fit``)."""

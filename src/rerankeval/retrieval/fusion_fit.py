@@ -13,42 +13,12 @@ squad-sb50 keep equal weights; korquad-a moves to a BM25 share of 0.8). The eval
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator
 
-from ..core.config import StrictConfig
-
-EQUAL_SHARE = 0.5
-
-
-class FusionConfig(StrictConfig):
-    weights: Literal["equal", "fit"] | dict[str, float] = "fit"
-    """``equal`` (plain RRF), ``fit`` (see the module), or explicit weights ``{bm25: w, dense: w}``."""
-    fit_split: str = "train"
-    measure: str = "nDCG@10"
-    grid: list[float] = Field(default_factory=lambda: [0.2, 0.25, 0.333, 0.5, 0.667, 0.75, 0.8])
-    """BM25 shares tried; must hold 0.5 (equal weights, the default kept without evidence)."""
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    samples: int = Field(2000, ge=100)
-    seed: int = 17
-
-    @field_validator("grid")
-    @classmethod
-    def _shares(cls, grid: list[float]) -> list[float]:
-        if EQUAL_SHARE not in grid or not all(0.0 < share < 1.0 for share in grid):
-            raise ValueError("BM25 shares strictly between 0 and 1, including 0.5 (equal weights)")
-        return sorted(set(grid))
-
-    @field_validator("weights")
-    @classmethod
-    def _explicit(cls, weights):
-        if isinstance(weights, dict) and (set(weights) != {"bm25", "dense"} or min(weights.values()) < 0
-                                          or sum(weights.values()) <= 0):
-            raise ValueError("explicit weights are {bm25: w, dense: w}, non-negative, not both 0")
-        return weights
+from .config import EQUAL_SHARE, FusionConfig
 
 
 def share_weights(share: float) -> tuple[float, float]:
@@ -60,7 +30,7 @@ def fit_share(config: FusionConfig, fused_run: Callable[[float], pd.DataFrame], 
               query_ids: Sequence[str]) -> tuple[float, dict[str, Any]]:
     """The BM25 share to fuse with, and the record of the fit. ``fused_run(share)``: the fit queries' fused top-N
     (query_id, doc_id, rank) under that share."""
-    from ..eval.evaluate import evaluate
+    from ..eval.engine import evaluate
     from ..stats.resampling import bootstrap_ci
 
     judged = qrels[qrels["query_id"].isin(set(query_ids))]

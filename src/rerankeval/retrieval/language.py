@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-AUTO = "auto"
 ENGLISH_MODEL = "minilm"
 MULTILINGUAL_MODEL = "e5-small"
 AUTO_NON_LATIN_SHARE = 0.01
