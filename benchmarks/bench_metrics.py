@@ -63,7 +63,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from rerankeval.eval import evaluate, evaluate_matrix, grade_matrix  # noqa: E402
+from rerankeval.eval.engine import evaluate, evaluate_matrix  # noqa: E402
+from rerankeval.eval.matrix import grade_matrix  # noqa: E402
 
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)

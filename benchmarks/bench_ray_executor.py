@@ -35,7 +35,8 @@ def rerank_with(executor: str, project: Path, model: str, depth: int, queries: i
     from rerankeval.systems.splits import eval_queries
     from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.driver import RerankSettings, rerank
-    from rerankeval.systems import BuildContext, build_system
+    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+    from rerankeval.systems.registry import BuildContext, build_system
 
     params = load_params(project / "params.yaml")
     _, candidates, views = eval_queries(params, project / "data/snapshot", project / "data/candidates.parquet",
@@ -62,7 +63,8 @@ def pairs_per_cpu_second(project: Path, model: str, depth: int, queries: int, ma
 
     from rerankeval.systems.splits import eval_queries, heads
     from rerankeval.pipeline.params import load_params
-    from rerankeval.systems import BuildContext, build_system
+    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+    from rerankeval.systems.registry import BuildContext, build_system
 
     torch.set_num_threads(1)
     params = load_params(project / "params.yaml")

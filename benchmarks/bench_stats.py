@@ -18,7 +18,9 @@ import tracemalloc
 
 import numpy as np
 
-from rerankeval import stats
+from rerankeval.stats.config import DEFAULT_N_SAMPLES
+from rerankeval.stats.resampling import bootstrap_ci, slice_ci
+from rerankeval.stats.significance import adjust_pvalues, randomisation_pvalues, ttest_pvalues
 
 
 def parse_args() -> argparse.Namespace:
@@ -26,8 +28,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--metrics", type=int, default=10)
     parser.add_argument("--pairs", type=int, default=10, help="challenger vs baseline pairs")
-    parser.add_argument("--samples", type=int, default=stats.DEFAULT_N_SAMPLES)
-    parser.add_argument("--permutations", type=int, default=stats.DEFAULT_N_SAMPLES)
+    parser.add_argument("--samples", type=int, default=DEFAULT_N_SAMPLES)
+    parser.add_argument("--permutations", type=int, default=DEFAULT_N_SAMPLES)
     parser.add_argument("--method", choices=["percentile", "bca"], default="percentile")
     parser.add_argument("--slices", type=int, default=0, help="also time slice CIs over K slices")
     parser.add_argument("--repeat", type=int, default=5)
@@ -50,25 +52,25 @@ def run_once(deltas: np.ndarray, labels: np.ndarray | None, args) -> dict[str, f
     """One end-to-end pass; returns seconds per stage."""
     timings = {}
     start = time.perf_counter()
-    stats.bootstrap_ci(deltas, n_samples=args.samples, method=args.method)
+    bootstrap_ci(deltas, n_samples=args.samples, method=args.method)
     timings[f"bootstrap CI ({args.method})"] = time.perf_counter() - start
 
     mark = time.perf_counter()
-    p_randomisation = stats.randomisation_pvalues(deltas, n_permutations=args.permutations)
+    p_randomisation = randomisation_pvalues(deltas, n_permutations=args.permutations)
     timings["randomisation test"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    p_ttest = stats.ttest_pvalues(deltas)
+    p_ttest = ttest_pvalues(deltas)
     timings["paired t-tests"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
-    stats.adjust_pvalues(p_randomisation, "holm")
-    stats.adjust_pvalues(p_ttest, "holm")
+    adjust_pvalues(p_randomisation, "holm")
+    adjust_pvalues(p_ttest, "holm")
     timings["Holm (both tests)"] = time.perf_counter() - mark
 
     if labels is not None:
         mark = time.perf_counter()
-        stats.slice_ci(deltas, labels, n_samples=args.samples, method=args.method)
+        slice_ci(deltas, labels, n_samples=args.samples, method=args.method)
         timings[f"slice CIs ({args.slices} slices)"] = time.perf_counter() - mark
 
     timings["total"] = time.perf_counter() - start

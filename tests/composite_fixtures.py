@@ -8,7 +8,10 @@ import pandas as pd
 import pytest
 
 from rerankeval.core.hashing import sha256_text
-from rerankeval.systems import BuildContext, PairBatch, PairScorerConfig, Query, register_pair_scorer
+from rerankeval.systems.base import Query
+from rerankeval.systems.pair_scoring import PairBatch
+from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from rerankeval.systems.registry import BuildContext
 
 SCORED: list[tuple[str, str]] = []
 """Every (query, passage) pair the test scorer computed, across instances."""

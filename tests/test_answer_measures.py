@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.eval import evaluate, parse_measure
+from rerankeval.eval import parse_measure
+from rerankeval.eval.engine import evaluate
 from rerankeval.eval.measures.answers import exact_match, outcome, token_f1
-from rerankeval.pipeline.answers import rag_frame
+from rerankeval.rag.answers import rag_frame
 
 
 def test_squad_rule_for_english():

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from rerankeval.report.answers import AnswerInputs, answers_section, outcome_counts, ranking_vs_answer
-from rerankeval.stats.comparison import CompareConfig, compare
+from rerankeval.stats.comparison import compare
+from rerankeval.stats.config import CompareConfig
 
 MEASURES = ["nDCG@10", "EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
             "CitationPrecision", "CorrectRefusal", "BoundaryPartial", "IncorrectAnswer", "FalseRefusal"]

@@ -15,14 +15,15 @@ from rerankeval.core.io import DIGEST_KEY, METADATA_KEY, column_sha256, read_tab
 from rerankeval.data.beir import load_beir
 from rerankeval.pipeline.runs import load_runs
 from rerankeval.rerank.assemble import RUN_SCHEMA
-from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA, RetrievalConfig, freeze
+from rerankeval.retrieval.config import HybridConfig
+from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA, freeze
 from tests.test_retrieval import FakeRetriever, PriorRetriever
 
 
 @pytest.fixture
 def candidates(tmp_path, tiny_beir):
     collection = load_beir(tiny_beir)
-    table = freeze(collection.corpus, collection.queries, RetrievalConfig(top_n=10, fusion_depth=10),
+    table = freeze(collection.corpus, collection.queries, HybridConfig(top_n=10, fusion_depth=10),
                    lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever).candidates
     write_table(tmp_path / "candidates.parquet", table, {"snapshot": {"corpus": "c0ffee"}})
     return tmp_path / "candidates.parquet", table

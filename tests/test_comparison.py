@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from rerankeval.rerank.latency import summarise_latency
-from rerankeval.stats.comparison import CompareConfig, RunFacts, compare, regression_details, relevant_doc_type
-from rerankeval.stats.verdict import ReleaseRule
+from rerankeval.stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
+from rerankeval.stats.config import CompareConfig, ReleaseRule
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.stats import bootstrap_ci, slice_ci
-from rerankeval.stats.comparison import CompareConfig, compare
+from rerankeval.stats.comparison import compare
+from rerankeval.stats.config import CompareConfig, ReleaseRule
+from rerankeval.stats.deltas import Comparison
 from rerankeval.stats.domains import (PairedFamily, family_intervals, family_significance, family_slices,
                                       mean_intervals, swap_pvalues)
-from rerankeval.stats.deltas import Comparison
-from rerankeval.stats.verdict import ReleaseRule
+from rerankeval.stats.resampling import bootstrap_ci, slice_ci
 
 BOOT = dict(n_samples=2000, seed=5, confidence=0.95)
 

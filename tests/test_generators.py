@@ -113,36 +113,41 @@ def test_missing_key_variable_is_a_config_error(tmp_path, monkeypatch):
 
 
 def _mini_pipeline_inputs(tmp_path):
-    """A snapshot, frozen candidates (fused order = corpus order), contexts and a calibration for system `s`."""
-    from rerankeval.pipeline.select import contexts
+    """A snapshot, frozen candidates (fused order = corpus order), contexts and a calibration for system `s`, where
+    the returned paths have them."""
     from rerankeval.rag.config import SelectConfig
     from rerankeval.rag.passages import load_passages
+    from rerankeval.rag.select import context_table
+    from tests.stage_fixtures import tiny_paths
+
+    paths = tiny_paths(tmp_path)
 
     corpus = [{"_id": f"d{i}", "title": "PayLink", "text": text} for i, text in enumerate(PASSAGES)]
     queries = [{"_id": "q1", "text": "Can PAY-1042 be retried?", "metadata": {"answers": ["never"]}},
                {"_id": "q2", "text": "What is the Orion S3 limit?", "metadata": {"answerable": False}}]
     folder = write_beir(tmp_path / "beir", corpus, queries, {"test": [("q1", "d0", 1), ("q2", "d1", 0)]})
-    write_snapshot(load_beir(folder), tmp_path / "snapshot", source={})
+    write_snapshot(load_beir(folder), paths.snapshot, source={})
     texts = [passage_text(d["title"], d["text"]) for d in corpus]
     rows = [{"query_id": q["_id"], "doc_id": d["_id"], "parent_id": d["_id"], "passage_sha256": sha256_text(text),
              "bm25_score": 0.0, "bm25_rank": r, "dense_score": 0.0, "dense_rank": r, "fused_score": 0.0,
              "fused_rank": r}
             for q in queries for r, (d, text) in enumerate(zip(corpus, texts), start=1)]
-    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet",
-                     pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA),
+    write_candidates(paths.candidates, paths.passages, pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA),
                      passages_table([sha256_text(text) for text in texts], texts), {})
-    snapshot = Snapshot(tmp_path / "snapshot")
+    snapshot = Snapshot(paths.snapshot)
     ranked = pa.Table.from_pylist(rows).to_pandas().rename(columns={"fused_rank": "rank"})
-    table = contexts(ranked, load_passages(snapshot, tmp_path / "candidates.parquet"), SelectConfig(max_passages=2))
-    write_table(tmp_path / "context_s.parquet", table, {"system": "s"})
-    write_json(tmp_path / "calibration.json", {"result": {}})
+    table = context_table(ranked, load_passages(snapshot, paths.candidates), SelectConfig(max_passages=2))
+    write_table(paths.context("s"), table, {"system": "s"})
+    write_json(paths.calibration, {"result": {}})
+    return paths
 
 
 def test_the_api_key_never_appears_in_any_written_file(tmp_path, monkeypatch, capsys):
-    from rerankeval.pipeline.generate import generate
+    from rerankeval.pipeline.generate import run as generate
+    from rerankeval.pipeline.params import load_params
 
     monkeypatch.setenv("RERANKEVAL_TEST_KEY", SECRET)
-    _mini_pipeline_inputs(tmp_path)
+    paths = _mini_pipeline_inputs(tmp_path)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     with FakeOpenAI(key=SECRET) as server:
         params["rag"]["generator"] = {"kind": "openai_compatible", "base_url": server.base_url, "model": "fake",
@@ -152,10 +157,8 @@ def test_the_api_key_never_appears_in_any_written_file(tmp_path, monkeypatch, ca
         (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         # The first query's endpoint echoes the key in its error bodies; the second answers normally.
         server.script = ["echo_key_500", "echo_key_500"]
-        generate("s", tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet",
-                 tmp_path / "context_s.parquet", tmp_path / "calibration.json", tmp_path / "answers_s.parquet",
-                 tmp_path / "timing_s.parquet")
-    answers = pq.read_table(tmp_path / "answers_s.parquet").to_pylist()
+        generate(load_params(tmp_path / "params.yaml"), paths, "s")
+    answers = pq.read_table(paths.answer("s")).to_pylist()
     assert answers[0]["failed"] and answers[0]["reason"].startswith("http_5xx: ")
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.name == "responses.sqlite" for path in written) and len(written) >= 6

@@ -15,9 +15,9 @@ import pandas as pd
 from rerankeval.core.io import write_json
 from rerankeval.serving.config import LatencyConfig
 from rerankeval.serving.measure import Clocks, MachineSample, measure_latency, verdict_latencies
-from rerankeval.stats.verdict import (CriticalSlice, Decision, DeltaEvidence, Evidence, LatencyEvidence, ReleaseRule,
-                                      SliceEvidence, decide)
-from rerankeval.systems import Query, QueryCandidates
+from rerankeval.stats.config import CriticalSlice, ReleaseRule
+from rerankeval.stats.verdict import Decision, DeltaEvidence, Evidence, LatencyEvidence, SliceEvidence, decide
+from rerankeval.systems.base import Query, QueryCandidates
 from rerankeval.systems.base import Scores, System
 
 COST_S = 0.25  # CPU seconds one query of the simulated system takes (rounds of 1 s: long enough for /proc/stat)

@@ -1,12 +1,17 @@
-"""DVC's stage commands run `sh stages/python`: the project's .venv when there is one (so `.venv/bin/dvc exp run`
-works from a fresh shell), else the python3 on PATH, with the workspace's src/ first and models offline."""
+"""DVC's stage commands run `sh stages/python -m rerankeval.pipeline <stage> [<system>]`: the project's .venv when
+there is one (so `.venv/bin/dvc exp run` works from a fresh shell), else the python3 on PATH, with the workspace's
+src/ first and models offline; the one entry point refuses a bad stage or system with the list of stages."""
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
+
+from rerankeval.pipeline.__main__ import PER_SYSTEM, STAGES, main
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = 'echo "$0 | $PYTHONPATH | $HF_HUB_OFFLINE | $*"'
@@ -20,7 +25,7 @@ def fake_python(path: Path) -> Path:
 
 
 def launch(cwd: Path, **env) -> str:
-    result = subprocess.run(["sh", str(REPO / "stages" / "python"), "stages/freeze.py", "--x"], cwd=cwd,
+    result = subprocess.run(["sh", str(REPO / "stages" / "python"), "-m", "rerankeval.pipeline", "freeze"], cwd=cwd,
                             env={"PATH": env.pop("PATH", os.environ["PATH"]), **env}, capture_output=True, text=True,
                             timeout=30)
     assert result.returncode == 0, result.stderr
@@ -31,8 +36,10 @@ def test_the_projects_venv_is_preferred_even_from_a_queued_experiments_copy(tmp_
     venv_python = fake_python(tmp_path / "main" / ".venv" / "bin" / "python")
     workspace = tmp_path / "exp-copy"  # DVC runs queued experiments in a copy and sets DVC_ROOT to the main checkout
     workspace.mkdir()
-    assert launch(workspace, DVC_ROOT=str(tmp_path / "main")) == f"{venv_python} | {workspace}/src | 1 | stages/freeze.py --x"
-    assert launch(tmp_path / "main", HF_HUB_OFFLINE="0").endswith(f" | {tmp_path / 'main'}/src | 0 | stages/freeze.py --x")
+    assert launch(workspace, DVC_ROOT=str(tmp_path / "main")) == (f"{venv_python} | {workspace}/src | 1 | "
+                                                                   "-m rerankeval.pipeline freeze")
+    assert launch(tmp_path / "main", HF_HUB_OFFLINE="0").endswith(f" | {tmp_path / 'main'}/src | 0 | "
+                                                                  "-m rerankeval.pipeline freeze")
 
 
 def test_without_a_venv_the_python3_on_path_runs(tmp_path):
@@ -41,7 +48,43 @@ def test_without_a_venv_the_python3_on_path_runs(tmp_path):
         f"{on_path} | {tmp_path}/src:extra | 1 |")
 
 
-def test_every_stage_command_uses_the_launcher():
+def test_every_stage_command_runs_its_stage_through_the_launcher_and_the_one_entry_point():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    commands = [stage.get("do", stage)["cmd"] for stage in stages.values()]
-    assert len(commands) >= 7 and all(command.startswith("sh stages/python stages/") for command in commands)
+    commands = {name: stage.get("do", stage)["cmd"] for name, stage in stages.items()}
+    assert set(commands) == set(STAGES)
+    for name, command in commands.items():
+        assert command == f"sh stages/python -m rerankeval.pipeline {name}" + (" ${key}" if name in PER_SYSTEM else "")
+    assert not list((REPO / "stages").glob("*.py")), "stages/ holds the launcher only"
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["nope"], "pipeline: error: no stage 'nope'. Usage: python -m rerankeval.pipeline STAGE [SYSTEM]; stages: "),
+    ([], "pipeline: error: no stage given. Usage: "),
+    (["rerank"], "pipeline: error: stage rerank needs one system. Usage: "),
+    (["snapshot", "fusion"], "pipeline: error: stage snapshot takes no system (got fusion). Usage: "),
+])
+def test_a_bad_stage_or_a_missing_system_names_the_stages(argv, problem, capsys):
+    assert main(argv) == 2
+    message = capsys.readouterr().err
+    assert message.startswith(problem), message
+    assert (f"stages: {', '.join(STAGES)} (rerank, select, generate take a system under `systems` in "
+            "params.yaml).") in message
+
+
+def test_bad_input_is_the_stage_s_message_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["snapshot"]) == 2
+    assert capsys.readouterr().err == ("snapshot: error: params.yaml: not found. Fix: run from the project root, or "
+                                       "compose it with `dvc exp run`.\n")
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    assert main(["rerank", "nope"]) == 2
+    message = capsys.readouterr().err
+    assert message.startswith("rerank@nope: error: params.yaml: no system 'nope' under `systems` "
+                              "(configured: "), message
+    assert "Usage: python -m rerankeval.pipeline STAGE [SYSTEM]" in message
+
+
+def test_the_launcher_runs_the_entry_point():
+    result = subprocess.run(["sh", "stages/python", "-m", "rerankeval.pipeline", "nope"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith("pipeline: error: no stage 'nope'."), result.stderr

@@ -6,8 +6,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rerankeval.eval import TIE_BREAK_RULE, assign_ranks, evaluate, evaluate_matrix, grade_matrix, matrix
-from rerankeval.eval import oracle_run, oracle_values
+from rerankeval.eval import matrix
+from rerankeval.eval.engine import assign_ranks, evaluate, evaluate_matrix, oracle_run, oracle_values
+from rerankeval.eval.matrix import TIE_BREAK_RULE, grade_matrix
 
 D = np.log2  # discount: a document at rank i is divided by log2(i + 1)
 

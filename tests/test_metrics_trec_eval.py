@@ -15,7 +15,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankeval.eval import Measure, evaluate, families
+from rerankeval.eval import Measure, families
+from rerankeval.eval.engine import evaluate
 
 QUERIES = ["q0", "q1", "q2", "q3"]
 # Prefixes of one another, mixed case and lengths: docno order is byte order. The long ones share

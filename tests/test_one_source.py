@@ -10,9 +10,9 @@ import pandas as pd
 
 from rerankeval.report.markdown import slices_section
 from rerankeval.report.prdiff import markdown_comment
-from rerankeval.stats.comparison import CompareConfig, compare
+from rerankeval.stats.comparison import compare
+from rerankeval.stats.config import CompareConfig, ReleaseRule
 from rerankeval.stats.revisions import Revision, diff_revisions
-from rerankeval.stats.verdict import ReleaseRule
 
 REPORT = Path(__file__).resolve().parents[1] / "src" / "rerankeval" / "report"
 RESAMPLING = {"rerankeval.stats.resampling", "rerankeval.stats.domains", "rerankeval.stats.evidence",

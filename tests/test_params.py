@@ -2,12 +2,15 @@
 
 from pathlib import Path
 
+import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from rerankeval.core.errors import ConfigError
 from rerankeval.pipeline.params import load_params
-from rerankeval.systems import parse_system_config
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.registry import parse_system_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,3 +48,17 @@ def test_every_system_becomes_a_rerank_stage_watching_its_own_model():
     # The model or run a system reads comes through its depends_on alone (code deps, src/..., are the import closure).
     data_deps = [dep for dep in rerank["do"]["deps"] if "item" not in dep and not dep.startswith(("src/", "stages/"))]
     assert not any("models" in dep or "train" in dep for dep in data_deps), data_deps
+
+
+def test_a_misspelt_nested_setting_lists_the_settings_of_its_own_block(tmp_path):
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["serving"]["loadtest"]["timeuot_s"] = 5
+    params["retrieval"]["dense"]["modle"] = "minilm"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(ConfigError) as refused:
+        load_params(tmp_path / "params.yaml")
+    message = str(refused.value)
+    loadtest = next(line for line in message.splitlines() if "serving.loadtest.timeuot_s" in line)
+    dense = next(line for line in message.splitlines() if "retrieval.dense.modle" in line)
+    assert "unknown setting" in loadtest and "request_timeout_s" in loadtest and "concurrency" in loadtest
+    assert "unknown setting" in dense and "batch_size" in dense and "model" in dense and "see the docs" not in message

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rerankeval.stats.comparison import CompareConfig
+from rerankeval.stats.config import CompareConfig
 from rerankeval.cli.main import _diff as run_diff
 from rerankeval.report.prdiff import COMMENT_MARKER, add_diff_arguments, load_revision, markdown_comment
 from rerankeval.stats.revisions import Revision, diff_revisions, params_changes

@@ -3,6 +3,8 @@ kind, so a kind registered here is treated by the report and the sanity checks a
 params are typed once, at load."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +16,13 @@ from rerankeval.core.errors import ConfigError
 from rerankeval.eval.measures import parse_measure
 from rerankeval.eval.measures.base import FAMILIES, INPUTS
 from rerankeval.pipeline.params import load_params
+from rerankeval.pipeline.system_configs import system_configs
 from rerankeval.rag.generators import GENERATORS, extractive  # noqa: F401  (registers a built-in generator)
 from rerankeval.report.frontier import frontier_points
 from rerankeval.retrieval.dense import ENCODERS
 from rerankeval.stats.sanity import first_stage_sanity, floor_system
-from rerankeval.systems import SYSTEM_KINDS, SystemConfig, register_system
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.registry import SYSTEM_KINDS, SystemConfig, register_system
 from rerankeval.systems.baselines import ColumnSystem
 from rerankeval.systems.pair_scoring import EXECUTORS
 from rerankeval.systems.pairs import PAIR_SCORERS
@@ -83,6 +87,18 @@ def test_a_kind_registered_elsewhere_is_the_floor_and_a_fused_baseline_for_sanit
     assert sanity["flag"] is not None and "fused" in sanity["flag"]  # its retriever is the fused ranking
 
 
+def test_a_built_in_kind_looked_up_before_the_built_ins_are_imported_names_the_module_to_import():
+    # A fresh process that imports the registry alone: "fusion" is missing, and the message says why.
+    code = ("from rerankeval.core.errors import ConfigError\n"
+            "from rerankeval.systems.registry import parse_system_config\n"
+            "try:\n    parse_system_config('s', {'kind': 'fusion', 'depth': 5})\n"
+            "except ConfigError as err:\n    print(err)\n")
+    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert message.startswith("systems.s.kind: unknown system kind 'fusion'; known: "), message
+    assert message.rstrip().endswith("The built-in system kinds are not registered in this process: import "
+                                     "rerankeval.systems.builtin before looking one up."), message
+
+
 def _params_with(tmp_path: Path, system: str, settings: dict) -> Path:
     data = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
     data["systems"][system] = {**data["systems"][system], **settings}
@@ -95,26 +111,25 @@ def _params_with(tmp_path: Path, system: str, settings: dict) -> Path:
     ({"depht": 10}, r"systems\.{system}\.depht: unknown setting"),
     ({"depth": "10"}, r"systems\.{system}\.depth: expected an integer, got str '10'"),
 ])
-def test_systems_params_are_typed_once_at_load_naming_the_field(tmp_path, settings, problem):
+def test_systems_params_are_typed_where_systems_are_built_naming_the_file_and_field(tmp_path, settings, problem):
     system = load_params(REPO / "params.yaml").system_names[-1]
     path = _params_with(tmp_path, system, settings)
     with pytest.raises(ConfigError) as raised:
-        load_params(path)
+        system_configs(load_params(path))
     message = str(raised.value)
     assert message.startswith(str(path)), message
     assert len(re.findall(problem.format(system=re.escape(system)), message)) == 1, message
 
 
-def test_loaded_params_carry_each_system_typed_by_its_kind():
+def test_each_system_is_typed_by_its_kind():
     params = load_params(REPO / "params.yaml")
-    for name, config in params.system_configs.items():
+    for name, config in system_configs(params).items():
         assert isinstance(config, SYSTEM_KINDS.get(params.systems[name]["kind"]).config)
         assert config.depth == params.systems[name]["depth"]
-    assert params.system_configs is params.system_configs  # parsed once
 
 
 def test_one_build_context_for_systems_and_generators():
     from rerankeval.rag.generators import BuildContext as GeneratorContext
-    from rerankeval.systems import BuildContext
+    from rerankeval.systems.registry import BuildContext
 
     assert GeneratorContext is BuildContext

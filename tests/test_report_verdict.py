@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from rerankeval.report import markdown as md
-from rerankeval.stats.comparison import CompareConfig, RunFacts, compare
+from rerankeval.stats.comparison import RunFacts, compare
+from rerankeval.stats.config import CompareConfig
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 FLAG = "the comparison baseline is broken on this collection: fusion (fused) is 0.550 below bm25 on nDCG@10"

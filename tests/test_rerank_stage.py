@@ -5,6 +5,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -14,11 +15,16 @@ import yaml
 from rerankeval.core.errors import ContractError
 from rerankeval.core.io import write_table
 from rerankeval.pipeline import evaluate, rerank
+from rerankeval.pipeline.params import load_params
+from rerankeval.pipeline.paths import SYSTEM_PLACEHOLDER
 from rerankeval.pipeline.runs import load_latencies, load_runs
+from rerankeval.rag.config import RagConfig
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section
-from rerankeval.systems import FUSION_FALLBACK, PairBatch, PairScorerConfig, register_pair_scorer
-from tests.stage_fixtures import frozen_tiny_project
+from rerankeval.systems.base import FUSION_FALLBACK
+from rerankeval.systems.pair_scoring import PairBatch
+from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from tests.stage_fixtures import frozen_tiny_project, tiny_paths
 
 
 class SlowOnKoreanConfig(PairScorerConfig):
@@ -63,9 +69,9 @@ def stage(tmp_path, tiny_beir):
 
 
 def run_stage(folder, system, tag):
-    run, latency = folder / f"run_{system}{tag}.parquet", folder / f"latency_{system}{tag}.parquet"
-    rerank.run(system, folder / "params.yaml", folder / "snapshot", folder / "candidates.parquet", run, latency)
-    return run, latency
+    paths = replace(tiny_paths(folder), runs=folder / f"runs{tag}")
+    rerank.run(load_params(folder / "params.yaml"), paths, system)
+    return paths.run(system), paths.run_latency(system)
 
 
 def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cache(stage, capsys):
@@ -96,8 +102,9 @@ def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cac
 
 def test_a_run_copied_over_another_systems_or_from_other_candidates_is_refused(stage):
     run_stage(stage, "fusion", "")
-    pattern = str(stage / "run_{system}.parquet")
-    shutil.copy(stage / "run_fusion.parquet", stage / "run_oracle.parquet")
+    paths = tiny_paths(stage)
+    pattern = paths.run(SYSTEM_PLACEHOLDER)
+    shutil.copy(paths.run("fusion"), paths.run("oracle"))
     with pytest.raises(ContractError, match=r"run_oracle.parquet: this run was written for system 'fusion', not "
                                             r"'oracle' \(a file copied over another\?\)"):
         load_runs(pattern, ["oracle"])
@@ -106,7 +113,7 @@ def test_a_run_copied_over_another_systems_or_from_other_candidates_is_refused(s
     write_table(stage / "other.parquet", pa_table(candidates.assign(bm25_score=candidates["bm25_score"] + 1)))
     with pytest.raises(ContractError, match=r"run_fusion.parquet: reranked candidates \w+, but .*other.parquet is now"):
         load_runs(pattern, ["fusion"], str(stage / "other.parquet"))
-    assert len(load_latencies(str(stage / "latency_{system}.parquet"), ["fusion"])["fusion"]) == 6
+    assert len(load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), ["fusion"])["fusion"]) == 6
 
 
 def pa_table(frame):
@@ -118,9 +125,9 @@ def pa_table(frame):
 def test_the_evaluate_stage_writes_metrics_with_the_fusion_weights(stage):
     for system in ("fusion", "slow"):
         run_stage(stage, system, "")
-    evaluate.run(stage / "params.yaml", stage / "snapshot", stage / "candidates.parquet", stage / "first_stage.parquet",
-                 str(stage / "run_{system}.parquet"), stage / "eval", stage / "metrics.json")
-    metrics = json.loads((stage / "metrics.json").read_text())
+    params = load_params(stage / "params.yaml").model_copy(update={"rag": RagConfig(measures=[])})  # no answers
+    evaluate.run(params, tiny_paths(stage))
+    metrics = json.loads(tiny_paths(stage).metrics.read_text())
     assert metrics["queries"] == 6 and set(metrics["systems"]) == {"fusion", "slow"}
     assert set(metrics["first_stage"]) == {"bm25", "dense", "hybrid"}
     # The tiny collection's 2 train queries are too few to move the weights: plain RRF, and the record says why.

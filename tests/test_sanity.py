@@ -4,10 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.eval.evaluate import evaluate
+from rerankeval.eval.engine import evaluate
 from rerankeval.eval.funnel import first_stage_metrics
 from rerankeval.retrieval.fusion import rrf_top, top_k
-from rerankeval.stats.comparison import CompareConfig, RunFacts, compare
+from rerankeval.stats.comparison import RunFacts, compare
+from rerankeval.stats.config import CompareConfig
 from rerankeval.stats.sanity import (first_stage_sanity, identical_to_baseline, needs_negative_judgments,
                                      positive_only_reason)
 

@@ -13,7 +13,9 @@ import pytest
 
 from rerankeval.core.errors import InfrastructureError
 from rerankeval.core.hashing import sha256_text
-from rerankeval.systems import PairBatch, PairSystem, Query, QueryCandidates
+from rerankeval.systems.base import Query, QueryCandidates
+from rerankeval.systems.pair_scoring import PairBatch
+from rerankeval.systems.pairs import PairSystem
 from rerankeval.systems.cache import DB_NAME, PairScore, ScoreCache, cache_dir
 from rerankeval.systems.pair_scoring import LocalExecutor
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats as scipy_stats
 
-from rerankeval import stats
-from rerankeval.stats.resampling import _weight_blocks
+from rerankeval.stats.deltas import family_deltas, summarise_deltas
+from rerankeval.stats.resampling import _weight_blocks, bootstrap_ci, bootstrap_means, slice_ci
+from rerankeval.stats.significance import adjust_pvalues, randomisation_pvalues, significance, ttest_pvalues
 
 
 def bootstrap_weights(n_queries, n_samples, seed):
@@ -36,21 +37,21 @@ def family() -> np.ndarray:
 
 def test_win_tie_loss_counts_and_worst_regressions_by_hand():
     deltas = np.array([0.1, 0.0, -0.2, 5e-10, -0.2, 0.3, -0.05, -1e-10])
-    (summary,) = stats.summarise_deltas(deltas, tie_tol=1e-9, worst_n=10)
+    (summary,) = summarise_deltas(deltas, tie_tol=1e-9, worst_n=10)
     assert (summary.improved, summary.tied, summary.regressed) == (2, 3, 3)
     # -0.2 twice: equal deltas keep query order (2 before 4); then -0.05.
     assert summary.worst_regressions == (2, 4, 6)
 
-    (top_two,) = stats.summarise_deltas(deltas, worst_n=2)
+    (top_two,) = summarise_deltas(deltas, worst_n=2)
     assert top_two.worst_regressions == (2, 4)
 
-    (loose,) = stats.summarise_deltas(deltas, tie_tol=0.06)
+    (loose,) = summarise_deltas(deltas, tie_tol=0.06)
     assert (loose.improved, loose.tied, loose.regressed) == (2, 4, 2)
     assert loose.worst_regressions == (2, 4)
 
 
 def test_mean_median_percentiles_and_cohens_dz_by_hand():
-    (summary,) = stats.summarise_deltas(np.array([4.0, 0.0, 3.0, 1.0, 2.0]))
+    (summary,) = summarise_deltas(np.array([4.0, 0.0, 3.0, 1.0, 2.0]))
     assert summary.mean == pytest.approx(2.0)
     assert summary.median == pytest.approx(2.0)
     # Linear interpolation at position q/100 × (n − 1) of the sorted values 0..4.
@@ -60,7 +61,7 @@ def test_mean_median_percentiles_and_cohens_dz_by_hand():
 
 
 def test_cohens_dz_with_zero_variance():
-    zero, up, down = stats.summarise_deltas(
+    zero, up, down = summarise_deltas(
         np.column_stack([np.zeros(5), np.full(5, 0.25), np.full(5, -0.25)])
     )
     assert zero.cohens_dz == 0.0
@@ -71,7 +72,7 @@ def test_cohens_dz_with_zero_variance():
 
 
 def test_summaries_come_one_per_comparison(family):
-    summaries = stats.summarise_deltas(family)
+    summaries = summarise_deltas(family)
     assert len(summaries) == family.shape[1]
     for j, summary in enumerate(summaries):
         assert summary.mean == pytest.approx(family[:, j].mean())
@@ -93,13 +94,13 @@ def test_weights_are_multinomial_counts():
 
 def test_bootstrap_means_are_the_weighted_means(family):
     weights = bootstrap_weights(len(family), n_samples=500, seed=5)
-    replicates = stats.bootstrap_means(family, n_samples=500, seed=5)
+    replicates = bootstrap_means(family, n_samples=500, seed=5)
     np.testing.assert_allclose(replicates, weights @ family / len(family), rtol=0, atol=1e-13)
 
 
 def test_percentile_interval_is_the_quantiles_of_the_replicates(family):
-    ci = stats.bootstrap_ci(family, n_samples=999, seed=11, confidence=0.9)
-    replicates = stats.bootstrap_means(family, n_samples=999, seed=11)
+    ci = bootstrap_ci(family, n_samples=999, seed=11, confidence=0.9)
+    replicates = bootstrap_means(family, n_samples=999, seed=11)
     expected = np.quantile(replicates, [0.05, 0.95], axis=0)
     np.testing.assert_allclose(ci.low, expected[0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(ci.high, expected[1], rtol=0, atol=1e-15)
@@ -109,8 +110,8 @@ def test_percentile_interval_is_the_quantiles_of_the_replicates(family):
 
 def test_bca_matches_an_explicit_jackknife_computation(family):
     deltas = family[:60] ** 3  # skewed, so the acceleration matters
-    ci = stats.bootstrap_ci(deltas, n_samples=2000, seed=2, method="bca")
-    replicates = stats.bootstrap_means(deltas, n_samples=2000, seed=2)
+    ci = bootstrap_ci(deltas, n_samples=2000, seed=2, method="bca")
+    replicates = bootstrap_means(deltas, n_samples=2000, seed=2)
     for j in range(deltas.shape[1]):
         d, reps, observed = deltas[:, j], replicates[:, j], deltas[:, j].mean()
         leave_one_out = np.array([np.delete(d, i).mean() for i in range(len(d))])
@@ -122,12 +123,12 @@ def test_bca_matches_an_explicit_jackknife_computation(family):
         low, high = np.quantile(reps, levels)
         assert ci.low[j] == pytest.approx(low, abs=1e-12)
         assert ci.high[j] == pytest.approx(high, abs=1e-12)
-    assert np.any(np.abs(ci.low - stats.bootstrap_ci(deltas, n_samples=2000, seed=2).low) > 1e-4)
+    assert np.any(np.abs(ci.low - bootstrap_ci(deltas, n_samples=2000, seed=2).low) > 1e-4)
 
 
 def test_bca_agrees_with_scipy_bootstrap_up_to_resampling_noise(family):
     deltas = np.exp(family[:, 2] * 8)  # right-skewed
-    ours = stats.bootstrap_ci(deltas, n_samples=20_000, seed=1, method="bca")
+    ours = bootstrap_ci(deltas, n_samples=20_000, seed=1, method="bca")
     theirs = scipy_stats.bootstrap(
         (deltas,), np.mean, n_resamples=20_000, method="BCa", rng=np.random.default_rng(1)
     ).confidence_interval
@@ -138,9 +139,9 @@ def test_bca_agrees_with_scipy_bootstrap_up_to_resampling_noise(family):
 
 def test_bootstrap_is_deterministic_under_a_seed(family):
     for method in ("percentile", "bca"):
-        first = stats.bootstrap_ci(family, n_samples=700, seed=9, method=method)
-        again = stats.bootstrap_ci(family, n_samples=700, seed=9, method=method)
-        other = stats.bootstrap_ci(family, n_samples=700, seed=10, method=method)
+        first = bootstrap_ci(family, n_samples=700, seed=9, method=method)
+        again = bootstrap_ci(family, n_samples=700, seed=9, method=method)
+        other = bootstrap_ci(family, n_samples=700, seed=10, method=method)
         assert first.low.tobytes() == again.low.tobytes()
         assert first.high.tobytes() == again.high.tobytes()
         assert first.low.tobytes() != other.low.tobytes()
@@ -148,19 +149,20 @@ def test_bootstrap_is_deterministic_under_a_seed(family):
 
 def test_comparisons_together_or_alone_give_identical_intervals(family):
     for method in ("percentile", "bca"):
-        together = stats.bootstrap_ci(family, n_samples=1000, seed=4, method=method)
+        together = bootstrap_ci(family, n_samples=1000, seed=4, method=method)
         for j in range(family.shape[1]):
-            alone = stats.bootstrap_ci(family[:, j], n_samples=1000, seed=4, method=method)
+            alone = bootstrap_ci(family[:, j], n_samples=1000, seed=4, method=method)
             assert alone.low[0] == together.low[j] and alone.high[0] == together.high[j]
 
 
 BLAS_THREADS_SCRIPT = """
 import hashlib, numpy as np
-from rerankeval import stats
+from rerankeval.stats.resampling import bootstrap_ci, slice_ci
+from rerankeval.stats.significance import randomisation_pvalues
 deltas = np.random.default_rng(0).normal(0.01, 0.2, size=(1000, 60))
-ci = stats.bootstrap_ci(deltas, n_samples=2000, method="bca")
-sliced = stats.slice_ci(deltas, np.arange(1000) % 3, n_samples=2000)
-p = stats.randomisation_pvalues(deltas, n_permutations=2000)
+ci = bootstrap_ci(deltas, n_samples=2000, method="bca")
+sliced = slice_ci(deltas, np.arange(1000) % 3, n_samples=2000)
+p = randomisation_pvalues(deltas, n_permutations=2000)
 arrays = (ci.low, ci.high, sliced.low, sliced.high, p)
 print(hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest())
 """
@@ -183,21 +185,21 @@ def test_replicates_of_a_difference_are_differences_of_replicates(family):
     # Holds only if both columns are resampled identically: the contrast "metric A − metric B"
     # can be read straight off the family's replicates.
     a_minus_b = family[:, [2]] - family[:, [1]]
-    replicates = stats.bootstrap_means(family, n_samples=800, seed=8)
-    contrast = stats.bootstrap_means(a_minus_b, n_samples=800, seed=8)
+    replicates = bootstrap_means(family, n_samples=800, seed=8)
+    contrast = bootstrap_means(a_minus_b, n_samples=800, seed=8)
     np.testing.assert_allclose(contrast[:, 0], replicates[:, 2] - replicates[:, 1], atol=1e-12)
 
 
 def test_interval_brackets_the_mean_and_shrinks_with_confidence(family):
-    wide = stats.bootstrap_ci(family, n_samples=2000, confidence=0.99)
-    narrow = stats.bootstrap_ci(family, n_samples=2000, confidence=0.8)
+    wide = bootstrap_ci(family, n_samples=2000, confidence=0.99)
+    narrow = bootstrap_ci(family, n_samples=2000, confidence=0.8)
     assert np.all(wide.low < narrow.low) and np.all(narrow.low < narrow.mean)
     assert np.all(narrow.mean < narrow.high) and np.all(narrow.high < wide.high)
 
 
 def test_identical_systems_give_a_zero_width_interval():
     for method in ("percentile", "bca"):
-        ci = stats.bootstrap_ci(np.zeros(30), n_samples=200, method=method)
+        ci = bootstrap_ci(np.zeros(30), n_samples=200, method=method)
         assert (ci.mean[0], ci.low[0], ci.high[0]) == (0.0, 0.0, 0.0)
 
 
@@ -206,7 +208,7 @@ def test_identical_systems_give_a_zero_width_interval():
 
 def test_slice_intervals_restrict_the_global_weights(family):
     labels = np.array(["en", "de", "fr", "de"] * 50)
-    sliced = stats.slice_ci(family, labels, n_samples=600, seed=21)
+    sliced = slice_ci(family, labels, n_samples=600, seed=21)
     weights = bootstrap_weights(len(family), n_samples=600, seed=21)
     assert sliced.values == ("de", "en", "fr")
     np.testing.assert_array_equal(sliced.sizes[:, 0], [100, 50, 50])
@@ -221,15 +223,15 @@ def test_slice_intervals_restrict_the_global_weights(family):
 
 def test_a_single_slice_reproduces_the_global_interval(family):
     for method in ("percentile", "bca"):
-        whole = stats.slice_ci(family, np.zeros(len(family), int), n_samples=500, method=method)
-        overall = stats.bootstrap_ci(family, n_samples=500, method=method)
+        whole = slice_ci(family, np.zeros(len(family), int), n_samples=500, method=method)
+        overall = bootstrap_ci(family, n_samples=500, method=method)
         np.testing.assert_allclose(whole.low[0], overall.low, atol=1e-12)
         np.testing.assert_allclose(whole.high[0], overall.high, atol=1e-12)
 
 
 def test_small_slices_are_flagged_and_tiny_ones_drop_empty_resamples(family):
     labels = np.repeat([0, 1, 2], [170, 29, 1])
-    sliced = stats.slice_ci(family, labels, n_samples=1000, min_slice_size=30)
+    sliced = slice_ci(family, labels, n_samples=1000, min_slice_size=30)
     np.testing.assert_array_equal(sliced.too_small[:, 0], [False, True, True])
     assert sliced.n_resamples_used[0] == 1000
     # A 1-query slice is missed by a resample with probability (199/200)^200 ≈ 0.37.
@@ -237,17 +239,17 @@ def test_small_slices_are_flagged_and_tiny_ones_drop_empty_resamples(family):
     # ... and when drawn its mean is that query's delta.
     np.testing.assert_allclose(sliced.low[2], family[-1], rtol=1e-12)
     np.testing.assert_allclose(sliced.high[2], family[-1], rtol=1e-12)
-    default = stats.slice_ci(family, labels, n_samples=100)
+    default = slice_ci(family, labels, n_samples=100)
     np.testing.assert_array_equal(default.too_small[:, 0], [False, False, True])
 
 
 def test_slice_labels_are_validated(family):
     with pytest.raises(ValueError, match="one label per query"):
-        stats.slice_ci(family, np.zeros(10, int))
+        slice_ci(family, np.zeros(10, int))
     with pytest.raises(ValueError, match="integers, booleans or strings"):
-        stats.slice_ci(family, np.full(len(family), np.nan))
+        slice_ci(family, np.full(len(family), np.nan))
     with pytest.raises(ValueError, match="not mutually comparable"):
-        stats.slice_ci(family, np.array(["a", None] * 100, dtype=object))
+        slice_ci(family, np.array(["a", None] * 100, dtype=object))
 
 
 # --------------------------------------------------------------------------- significance
@@ -259,77 +261,77 @@ def test_ttest_matches_scipy_ttest_rel(family):
     challenger = baseline + family
     expected = scipy_stats.ttest_rel(challenger, baseline, axis=0).pvalue
     deltas = challenger - baseline
-    np.testing.assert_allclose(stats.ttest_pvalues(deltas), expected, rtol=1e-10)
+    np.testing.assert_allclose(ttest_pvalues(deltas), expected, rtol=1e-10)
 
 
 def test_ttest_with_zero_variance():
     scores = np.linspace(0, 1, 12)
     identical = scores - scores
-    assert stats.ttest_pvalues(identical)[0] == 1.0
+    assert ttest_pvalues(identical)[0] == 1.0
     shifted = np.full(12, 0.5)  # a constant shift cannot be chance
-    assert stats.ttest_pvalues(shifted)[0] == 0.0
+    assert ttest_pvalues(shifted)[0] == 0.0
 
 
 def test_randomisation_pvalue_approximates_the_exact_enumeration():
     # Deltas 1..4: only the all-plus and all-minus sign patterns (2 of 16) are as extreme.
-    p = stats.randomisation_pvalues(np.array([1.0, 2.0, 3.0, 4.0]), n_permutations=20_000)
+    p = randomisation_pvalues(np.array([1.0, 2.0, 3.0, 4.0]), n_permutations=20_000)
     assert p[0] == pytest.approx(2 / 16, abs=0.01)
     # Enumerating the 16 patterns of these deltas gives 12 at least as extreme. Flipping both 0.87
     # and -0.87 keeps the sum exactly, but not in floating point: without the tie tolerance the
     # estimate drops to ~0.63.
-    p = stats.randomisation_pvalues(np.array([0.29, 0.19, 0.87, -0.87]), n_permutations=20_000)
+    p = randomisation_pvalues(np.array([0.29, 0.19, 0.87, -0.87]), n_permutations=20_000)
     assert p[0] == pytest.approx(12 / 16, abs=0.01)
     # v + v - 2v = 0 exactly, but v and 2v round differently onto the exact-sum grid; every one
     # of the 16 patterns is at least as extreme as the observed 0.2 (without the grid tolerance
     # two of them are lost and p drops to ~14/16).
     v = 0.25031861630159924
-    p = stats.randomisation_pvalues(np.array([v, v, -2 * v, 0.2]), n_permutations=2000)
+    p = randomisation_pvalues(np.array([v, v, -2 * v, 0.2]), n_permutations=2000)
     assert p[0] == 1.0
 
 
 def test_randomisation_pvalue_bounds():
-    assert stats.randomisation_pvalues(np.zeros(25), n_permutations=999)[0] == 1.0
-    strong = stats.randomisation_pvalues(np.full(40, 0.3), n_permutations=999)
+    assert randomisation_pvalues(np.zeros(25), n_permutations=999)[0] == 1.0
+    strong = randomisation_pvalues(np.full(40, 0.3), n_permutations=999)
     assert strong[0] == 1 / 1000  # never zero: the observed labelling counts once
 
 
 def test_randomisation_is_deterministic_and_shares_sign_flips(family):
-    p = stats.randomisation_pvalues(family, n_permutations=500, seed=6)
-    again = stats.randomisation_pvalues(family, n_permutations=500, seed=6)
+    p = randomisation_pvalues(family, n_permutations=500, seed=6)
+    again = randomisation_pvalues(family, n_permutations=500, seed=6)
     assert p.tobytes() == again.tobytes()
     for j in range(family.shape[1]):
-        alone = stats.randomisation_pvalues(family[:, j], n_permutations=500, seed=6)
+        alone = randomisation_pvalues(family[:, j], n_permutations=500, seed=6)
         assert alone[0] == p[j]
 
 
 def test_randomisation_agrees_with_ttest_on_normal_data(family):
-    p_rand = stats.randomisation_pvalues(family, n_permutations=20_000)
-    p_t = stats.ttest_pvalues(family)
+    p_rand = randomisation_pvalues(family, n_permutations=20_000)
+    p_t = ttest_pvalues(family)
     np.testing.assert_allclose(p_rand, p_t, atol=0.02)
 
 
 def test_holm_by_hand():
-    adjusted = stats.adjust_pvalues([0.01, 0.04, 0.03, 0.005], "holm")
+    adjusted = adjust_pvalues([0.01, 0.04, 0.03, 0.005], "holm")
     # Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; running max.
     np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
-    np.testing.assert_allclose(stats.adjust_pvalues([0.6, 0.7, 0.01]), [1.0, 1.0, 0.03])
+    np.testing.assert_allclose(adjust_pvalues([0.6, 0.7, 0.01]), [1.0, 1.0, 0.03])
 
 
 def test_bh_by_hand_and_against_scipy():
-    adjusted = stats.adjust_pvalues([0.01, 0.04, 0.03, 0.005], "bh")
+    adjusted = adjust_pvalues([0.01, 0.04, 0.03, 0.005], "bh")
     # sorted ×m/k: 0.02, 0.02, 0.04, 0.04 → running min from the top.
     np.testing.assert_allclose(adjusted, [0.02, 0.04, 0.04, 0.02])
     p = np.random.default_rng(RNG_SEED).uniform(size=40) ** 3
     np.testing.assert_allclose(
-        stats.adjust_pvalues(p, "bh"), scipy_stats.false_discovery_control(p), rtol=1e-12
+        adjust_pvalues(p, "bh"), scipy_stats.false_discovery_control(p), rtol=1e-12
     )
 
 
 @settings(max_examples=200, deadline=None)
 @given(arrays(np.float64, st.integers(1, 30), elements=st.floats(0.0, 1.0)))
 def test_adjusted_pvalues_are_monotone_capped_and_not_below_raw(p):
-    holm = stats.adjust_pvalues(p, "holm")
-    bh = stats.adjust_pvalues(p, "bh")
+    holm = adjust_pvalues(p, "holm")
+    bh = adjust_pvalues(p, "bh")
     order = np.argsort(p, kind="stable")
     for adjusted in (holm, bh):
         assert np.all(adjusted >= p) and np.all(adjusted <= 1.0)
@@ -338,16 +340,16 @@ def test_adjusted_pvalues_are_monotone_capped_and_not_below_raw(p):
 
 
 def test_significance_reports_raw_and_adjusted_side_by_side(family):
-    result = stats.significance(family, n_permutations=999, seed=3, correction="bh")
+    result = significance(family, n_permutations=999, seed=3, correction="bh")
     np.testing.assert_array_equal(
-        result.p_randomisation, stats.randomisation_pvalues(family, n_permutations=999, seed=3)
+        result.p_randomisation, randomisation_pvalues(family, n_permutations=999, seed=3)
     )
-    np.testing.assert_array_equal(result.p_ttest, stats.ttest_pvalues(family))
+    np.testing.assert_array_equal(result.p_ttest, ttest_pvalues(family))
     np.testing.assert_array_equal(
-        result.p_randomisation_adjusted, stats.adjust_pvalues(result.p_randomisation, "bh")
+        result.p_randomisation_adjusted, adjust_pvalues(result.p_randomisation, "bh")
     )
     np.testing.assert_array_equal(
-        result.p_ttest_adjusted, stats.adjust_pvalues(result.p_ttest, "bh")
+        result.p_ttest_adjusted, adjust_pvalues(result.p_ttest, "bh")
     )
     assert result.correction == "bh"
 
@@ -361,7 +363,7 @@ def test_family_deltas_orders_challengers_then_metrics():
         "ce": {"mrr": np.array([1.0, 1.0, 0.5]), "ndcg": np.array([0.6, 0.4, 0.7])},
         "bi": {"ndcg": np.array([0.5, 0.1, 1.0]), "mrr": np.array([0.5, 0.5, 1.0])},
     }
-    comparisons, deltas = stats.family_deltas(scores, baseline="bm25")
+    comparisons, deltas = family_deltas(scores, baseline="bm25")
     assert [(c.challenger, c.metric) for c in comparisons] == [
         ("bi", "mrr"), ("bi", "ndcg"), ("ce", "mrr"), ("ce", "ndcg"),
     ]
@@ -372,32 +374,32 @@ def test_family_deltas_orders_challengers_then_metrics():
 def test_family_deltas_names_mismatches():
     good = {"ndcg": np.zeros(4)}
     with pytest.raises(ValueError, match="'ce' has metrics"):
-        stats.family_deltas({"bm25": good, "ce": {"mrr": np.zeros(4)}}, "bm25")
+        family_deltas({"bm25": good, "ce": {"mrr": np.zeros(4)}}, "bm25")
     with pytest.raises(ValueError, match=r"metric 'ndcg': system 'ce' has shape \(3,\)"):
-        stats.family_deltas({"bm25": good, "ce": {"ndcg": np.zeros(3)}}, "bm25")
+        family_deltas({"bm25": good, "ce": {"ndcg": np.zeros(3)}}, "bm25")
     with pytest.raises(ValueError, match="baseline system 'x'"):
-        stats.family_deltas({"bm25": good}, "x")
+        family_deltas({"bm25": good}, "x")
 
 
 def test_input_validation_names_the_problem(family):
     with_nan = family.copy()
     with_nan[7, 2] = np.nan
-    for function in (stats.bootstrap_ci, stats.randomisation_pvalues, stats.ttest_pvalues):
+    for function in (bootstrap_ci, randomisation_pvalues, ttest_pvalues):
         with pytest.raises(ValueError, match="NaN/inf.*query index 7, comparison 2"):
             function(with_nan)
     with pytest.raises(ValueError, match="at least 2 queries"):
-        stats.bootstrap_ci(np.array([0.3]))
+        bootstrap_ci(np.array([0.3]))
     with pytest.raises(ValueError, match="1-D or 2-D"):
-        stats.bootstrap_ci(np.zeros((3, 3, 3)))
+        bootstrap_ci(np.zeros((3, 3, 3)))
     with pytest.raises(ValueError, match="confidence"):
-        stats.bootstrap_ci(family, confidence=95)
+        bootstrap_ci(family, confidence=95)
     with pytest.raises(ValueError, match="unknown CI method 'basic'"):
-        stats.bootstrap_ci(family, method="basic")
+        bootstrap_ci(family, method="basic")
     with pytest.raises(ValueError, match="n_samples"):
-        stats.bootstrap_ci(family, n_samples=0)
+        bootstrap_ci(family, n_samples=0)
     with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
-        stats.adjust_pvalues([0.1], "bonferroni")
+        adjust_pvalues([0.1], "bonferroni")
     with pytest.raises(ValueError, match=r"within \[0, 1\]"):
-        stats.adjust_pvalues([0.1, 1.5])
+        adjust_pvalues([0.1, 1.5])
     with pytest.raises(ValueError, match="tie_tol"):
-        stats.summarise_deltas(family, tie_tol=-1)
+        summarise_deltas(family, tie_tol=-1)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from rerankeval import stats
+from rerankeval.stats.resampling import bootstrap_ci
+from rerankeval.stats.significance import adjust_pvalues, randomisation_pvalues, ttest_pvalues
 
 CHUNK_TRIALS = 5000  # at most this many trials per library call (bounds memory)
 
@@ -53,7 +54,7 @@ def coverage(sampler, n, trials, method="percentile", n_samples=1000, seed=0):
     covered = 0
     for chunk in range(chunks):
         deltas, true_mean = sampler(rng, n, trials // chunks)
-        ci = stats.bootstrap_ci(deltas, n_samples=n_samples, seed=seed * 100 + chunk, method=method)
+        ci = bootstrap_ci(deltas, n_samples=n_samples, seed=seed * 100 + chunk, method=method)
         covered += np.count_nonzero((ci.low <= true_mean) & (true_mean <= ci.high))
     return covered / trials
 
@@ -93,7 +94,7 @@ def test_a_miscalibrated_interval_would_be_caught():
     # The coverage check has teeth: a 90% interval sold as 95% lands far outside the band.
     rng = np.random.default_rng(5)
     deltas, true_mean = bounded_deltas(2.6)(rng, 100, 4000)
-    ci = stats.bootstrap_ci(deltas, n_samples=1000, confidence=0.9)
+    ci = bootstrap_ci(deltas, n_samples=1000, confidence=0.9)
     observed = np.mean((ci.low <= true_mean) & (true_mean <= ci.high))
     assert not 0.93 <= observed <= 0.97
 
@@ -108,7 +109,7 @@ def null_randomisation_pvalues(shift=0.0, n=40, datasets=2000, chunks=40):
     for chunk in range(chunks):
         deltas, _ = bounded_deltas(2.0)(rng, n, datasets // chunks)  # symmetric about 0
         pvalues.append(
-            stats.randomisation_pvalues(deltas + shift, n_permutations=999, seed=chunk)
+            randomisation_pvalues(deltas + shift, n_permutations=999, seed=chunk)
         )
     return np.concatenate(pvalues)
 
@@ -130,13 +131,13 @@ def null_family_pvalues(families, size, n=30, effects=()):
     means = np.zeros(size)
     means[: len(effects)] = effects
     deltas = rng.normal(0.0, 1.0, size=(n, families, size)) + means
-    return stats.ttest_pvalues(deltas.reshape(n, -1)).reshape(families, size)
+    return ttest_pvalues(deltas.reshape(n, -1)).reshape(families, size)
 
 
 def test_holm_controls_the_family_wise_error_rate():
     families = 5000
     pvalues = null_family_pvalues(families, size=10)
-    adjusted = np.array([stats.adjust_pvalues(p, "holm") for p in pvalues])
+    adjusted = np.array([adjust_pvalues(p, "holm") for p in pvalues])
     fwer = np.mean((adjusted <= 0.05).any(axis=1))
     unadjusted_fwer = np.mean((pvalues <= 0.05).any(axis=1))
     # Independent nulls are Holm's worst case (1 − 0.995^10 ≈ 4.9%); allow 3 Monte Carlo SEs.
@@ -152,10 +153,10 @@ def test_bh_controls_the_false_discovery_rate():
     def false_discovery_proportion(rejected):
         return (rejected & is_null).sum(axis=1) / np.maximum(rejected.sum(axis=1), 1)
 
-    bh = np.array([stats.adjust_pvalues(p, "bh") for p in pvalues]) <= 0.05
+    bh = np.array([adjust_pvalues(p, "bh") for p in pvalues]) <= 0.05
     fdp = false_discovery_proportion(bh)
     # BH guarantees FDR <= (15/20) × 5% = 3.75% here; allow 3 Monte Carlo SEs above 5%.
     assert fdp.mean() <= 0.05 + 3 * fdp.std() / np.sqrt(families), f"FDR {fdp.mean():.4f}"
     assert false_discovery_proportion(pvalues <= 0.05).mean() > 0.1
-    holm = np.array([stats.adjust_pvalues(p, "holm") for p in pvalues]) <= 0.05
+    holm = np.array([adjust_pvalues(p, "holm") for p in pvalues]) <= 0.05
     assert bh[:, ~is_null].mean() > holm[:, ~is_null].mean()  # BH buys power for its weaker error

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,10 @@ import yaml
 
 from rerankeval.core.caches import CACHE_DIR_ENV, cache_dir
 from rerankeval.pipeline import rerank
-from rerankeval.systems import PairBatch, PairScorerConfig, register_pair_scorer
-from tests.stage_fixtures import frozen_tiny_project
+from rerankeval.pipeline.params import load_params
+from rerankeval.systems.pair_scoring import PairBatch
+from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from tests.stage_fixtures import frozen_tiny_project, tiny_paths
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parents[1]
@@ -67,11 +70,10 @@ def test_a_run_file_does_not_depend_on_where_the_cache_lives(tmp_path, tiny_beir
     runs = []
     for place in ("here", "there"):
         monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / place))
-        run = tmp_path / f"run_{place}.parquet"
-        rerank.run("overlap", tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet", run,
-                   tmp_path / f"latency_{place}.parquet")
+        paths = replace(tiny_paths(tmp_path), runs=tmp_path / f"runs_{place}")
+        rerank.run(load_params(tmp_path / "params.yaml"), paths, "overlap")
         assert (tmp_path / place).is_dir()
-        runs.append(run.read_bytes())
+        runs.append(paths.run("overlap").read_bytes())
     assert runs[0] == runs[1]
 
 

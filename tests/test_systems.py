@@ -10,8 +10,11 @@ import pytest
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import (FUSION_FALLBACK, BuildContext, PairBatch, PairScorerConfig, Query, build_system,
-                                register_pair_scorer)
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.base import FUSION_FALLBACK, Query
+from rerankeval.systems.pair_scoring import PairBatch
+from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from rerankeval.systems.registry import BuildContext, build_system
 
 CONTEXT = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))
 

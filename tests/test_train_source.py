@@ -15,8 +15,11 @@ from rerankeval.systems import splits
 from rerankeval.pipeline.params import load_params
 from rerankeval.report.training import training_section
 from rerankeval.retrieval.candidates import write_candidates
-from rerankeval.retrieval.freeze import RetrievalConfig, freeze
-from rerankeval.systems import BuildContext, build_system
+from rerankeval.retrieval.config import HybridConfig
+from rerankeval.retrieval.freeze import freeze
+from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
+from rerankeval.systems.registry import BuildContext, build_system
+from tests.stage_fixtures import tiny_paths
 from tests.test_params import composed
 from tests.test_retrieval import FakeRetriever, PriorRetriever
 
@@ -40,14 +43,14 @@ def stage(tmp_path, tiny_beir, monkeypatch):
         write_snapshot(load_beir(tiny_beir, splits), tmp_path / "snapshot", source={})
         snapshot = Snapshot(tmp_path / "snapshot")
         frozen = fake_freeze(snapshot.table("corpus"), snapshot.table("queries"),
-                             RetrievalConfig(top_n=24, fusion_depth=24))
+                             HybridConfig(top_n=24, fusion_depth=24))
         write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
                          frozen.passages, {"snapshot": retrieval_inputs(snapshot)})
         params = composed()
         params["dataset"] = {"name": "tiny", "path": str(tiny_beir), "splits": splits, "eval_split": eval_split}
         params["train"].update(negatives_per_positive=1, batch_size=4, holdout=0, **train_overrides)
         (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-        train_stage.run(tmp_path / "params.yaml", tmp_path / "snapshot", tmp_path / "candidates.parquet")
+        train_stage.run(load_params(tmp_path / "params.yaml"), tiny_paths(tmp_path))
         return seen
 
     return run

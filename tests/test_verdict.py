@@ -5,15 +5,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rerankeval import stats
 from rerankeval.core.errors import ConfigError
+from rerankeval.stats.config import ReleaseRule
+from rerankeval.stats.resampling import bootstrap_ci, slice_ci
 from rerankeval.stats.verdict import (
     Decision,
     DeltaEvidence,
     Evidence,
     FallbackEvidence,
     LatencyEvidence,
-    ReleaseRule,
     SliceEvidence,
     UnjudgedEvidence,
     ci_label,
@@ -338,8 +338,8 @@ def test_evidence_from_stats_results():
     rng = np.random.default_rng(1)
     deltas = np.column_stack([rng.normal(0.05, 0.1, 400), rng.normal(0.0, 0.1, 400)])
     langs = np.where(np.arange(400) % 4 == 0, "de", "en")
-    overall = stats.bootstrap_ci(deltas, n_samples=2000)
-    by_lang = stats.slice_ci(deltas, langs, n_samples=2000)
+    overall = bootstrap_ci(deltas, n_samples=2000)
+    by_lang = slice_ci(deltas, langs, n_samples=2000)
     primary = DeltaEvidence.from_intervals("nDCG@10", overall, comparison=0)
     slices = SliceEvidence.from_intervals("lang", by_lang, comparison=0)
     assert primary.mean == pytest.approx(deltas[:, 0].mean())

@@ -10,7 +10,7 @@ import pytest
 
 from rerankeval.stats.evidence import slices_that_can_reject
 from rerankeval.stats.simulation import decisions, operating_characteristics, sign_flip_trials
-from rerankeval.stats.verdict import ReleaseRule
+from rerankeval.stats.config import ReleaseRule
 
 N_QUERIES, TRIALS, SAMPLES, MIN_SLICE_SIZE = 100, 1000, 2000, 20
 LANGUAGE = np.repeat(["en", "ko", "mixed"], [45, 35, 20])

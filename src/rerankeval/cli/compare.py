@@ -50,8 +50,9 @@ def run_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..data.trec import read_qrels, read_run
-    from ..eval.evaluate import assign_ranks, evaluate
-    from ..stats.comparison import CompareConfig, RunFacts, compare
+    from ..eval.engine import assign_ranks, evaluate
+    from ..stats.comparison import RunFacts, compare
+    from ..stats.config import CompareConfig
     from ..stats.sanity import identical_to_baseline, positive_only_reason
 
     baseline, named = _named(args.baseline), [_named(text) for text in args.runs]

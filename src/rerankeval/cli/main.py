@@ -16,6 +16,8 @@ from pathlib import Path
 from ..core.errors import RerankevalError
 from ..eval.measures import describe_measures, parse_measure
 from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
+from . import export_candidates as _export_candidates  # noqa: F401  (registers `export-candidates`)
+from . import export_run as _export_run  # noqa: F401  (registers the `export-run` subcommand)
 from .registry import SUBCOMMANDS as _SUBCOMMANDS
 from .registry import argument as _argument
 from .registry import subcommand as _subcommand
@@ -57,7 +59,7 @@ def _measure(text: str):
 )
 def _evaluate(args: argparse.Namespace) -> int:
     from ..data.trec import read_qrels, read_run
-    from ..eval import evaluate
+    from ..eval.engine import evaluate
 
     qrels = read_qrels(args.qrels)
     results = {}
@@ -162,7 +164,7 @@ def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from ..core.io import write_text
     from ..report.prdiff import PARAMS, load_revision, markdown_comment
-    from ..stats.comparison import CompareConfig
+    from ..stats.config import CompareConfig
     from ..stats.revisions import diff_revisions
 
     base = load_revision(args.repo, args.base)
@@ -235,10 +237,12 @@ def _serve(args: argparse.Namespace) -> int:
 )
 def _loadtest(args: argparse.Namespace) -> int:
     from ..pipeline.loadtest import run as run_loadtest
+    from ..pipeline.params import load_params
 
     overrides = {key: value for key, value in (("system", args.system), ("concurrency", args.concurrency),
                                                ("requests", args.requests)) if value is not None}
-    run_loadtest(args.params, args.snapshot, args.candidates, args.out, args.runs, overrides=overrides, force=True)
+    run_loadtest(load_params(args.params), args.snapshot, args.candidates, args.out, args.runs, overrides=overrides,
+                 force=True)
     return 0
 
 

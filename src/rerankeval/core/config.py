@@ -8,7 +8,7 @@ validation errors into one ``ConfigError`` that names each offending key by its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -53,7 +53,8 @@ def describe_errors(err: ValidationError, where: str, model: type[BaseModel]) ->
         location = ".".join(str(part) for part in (where, *problem["loc"]) if part != "")
         kind, value = problem["type"], problem.get("input")
         if kind == "extra_forbidden":
-            known = ", ".join(sorted(model.model_fields)) if len(problem["loc"]) == 1 else "see the docs"
+            block = _block_at(model, problem["loc"][:-1])
+            known = ", ".join(sorted(block.model_fields)) if block else "those of the matching file in conf/"
             lines.append(f"{location}: unknown setting. Known settings here: {known}.")
         elif kind == "missing":
             lines.append(f"{location}: required setting is missing.")
@@ -66,3 +67,23 @@ def describe_errors(err: ValidationError, where: str, model: type[BaseModel]) ->
         else:
             lines.append(f"{location}: {problem['msg']} (got {value!r}).")
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _block_at(model: type[BaseModel], path: tuple) -> type[BaseModel] | None:
+    """The settings model at ``path`` under ``model`` (list indexes and mapping keys stepped over), or None where the
+    path runs through a union of several models (pydantic's location names the one it tried, not always by name)."""
+    for part in path:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            continue  # an index or a key of a list or mapping of models: the model stays the item's
+        models = _models_in(field.annotation)
+        if len(models) != 1:
+            return None
+        model = models[0]
+    return model
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [found for argument in get_args(annotation) for found in _models_in(argument)]

@@ -1,6 +1,6 @@
 """The metric engine: per-query IR measures from run and qrels DataFrames.
 
-    from rerankeval.eval import evaluate
+    from rerankeval.eval.engine import evaluate
     evaluate(run, qrels, ["nDCG@10", "RR@10", "AP@100"])  # query_id x measure, float64
 
 - ``measures``: Measure values, their parsing (``parse_measure``), and the registry of measure
@@ -8,7 +8,11 @@
   it, ties and negative grades included), ``candidates`` CandidateRecall and Coverage.
 - ``matrix``: the run and qrels validated and turned into a GradeMatrix (input contract,
   TIE_BREAK_RULE and the handling of negative grades are in its docstring).
-- ``evaluate``: ``evaluate``, ``evaluate_matrix``, ``assign_ranks``, ``oracle_run``, ``oracle_values``.
+- ``engine``: ``evaluate``, ``evaluate_matrix``, ``assign_ranks``, ``oracle_run``, ``oracle_values``.
+
+This package re-exports the measures only: every stage imports it (params.yaml's measure names are
+validated at load), so ``matrix`` and ``engine`` (pandas, pyarrow and the C kernels) are imported
+from their modules, by the code that evaluates, and are no other stage's code (its DVC deps).
 
 Adding a measure family takes one new module under ``measures/``, imported by
 ``measures/__init__.py``: a kernel ``kernel(measure, input) -> one float64 per query``,
@@ -21,8 +25,6 @@ the GradeMatrix with ``@register_input(kind)``; ``evaluate`` builds each kind on
 A family that names a ``trec_eval`` equivalent is held to it by
 ``tests/test_metrics_trec_eval.py`` through pytrec_eval.
 """
-
-from importlib import import_module
 
 from .measures import (
     Family,
@@ -37,27 +39,7 @@ from .measures import (
     register_measure,
 )
 
-# The engine loads pandas and pyarrow: imported on first use, so that reading measures (the
-# command line's --help) costs numpy alone.
-_ENGINE = {
-    "assign_ranks": "evaluate", "evaluate": "evaluate", "evaluate_matrix": "evaluate", "oracle_run": "evaluate",
-    "oracle_values": "evaluate", "NO_RELEVANT": "matrix", "TIE_BREAK_RULE": "matrix", "GradeMatrix": "matrix",
-    "grade_matrix": "matrix",
-}
-
-
-def __getattr__(name: str):
-    if name in _ENGINE:
-        # All at once: importing the submodule evaluate sets this package's attribute of that
-        # name to the module, which the function must replace.
-        for each, module in _ENGINE.items():
-            globals()[each] = getattr(import_module(f".{module}", __name__), each)
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
-    "NO_RELEVANT", "TIE_BREAK_RULE", "Family", "GradeMatrix", "Measure", "as_measure", "assign_ranks",
-    "describe_measures", "evaluate", "evaluate_matrix", "families", "family", "grade_matrix", "measure_names",
-    "oracle_run", "oracle_values", "parse_measure", "register_input", "register_measure",
+    "Family", "Measure", "as_measure", "describe_measures", "families", "family", "measure_names", "parse_measure",
+    "register_input", "register_measure",
 ]

@@ -1,12 +1,13 @@
 """Measure names in configs: validated and canonical, so ``MRR@10`` in one setting and ``RR@10`` in another are
-the same column everywhere."""
+the same column everywhere; and the ``evaluation`` block of params.yaml, typed."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
+from ..core.config import StrictConfig
 from .measures import parse_measure
 
 
@@ -15,3 +16,15 @@ def canonical_measure(name: str) -> str:
 
 
 MeasureName = Annotated[str, AfterValidator(canonical_measure)]
+
+
+class EvaluationConfig(StrictConfig):
+    measures: list[MeasureName]
+    oracle_measures: list[MeasureName] = []
+    depths: list[int] = []
+    depth_measures: list[MeasureName] = []
+    no_relevant: Literal["drop", "zero"] = "drop"
+    hourly_price_usd: float = Field(ge=0)
+    """Machine price for cost per query (one query at a time)."""
+    warmup_queries: int = Field(2, ge=0)
+    """The first queries a system processes are left out of its latency percentiles (model warm-up)."""

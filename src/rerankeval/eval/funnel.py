@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .evaluate import evaluate, oracle_values
+from .engine import evaluate, oracle_values
 from .measures import Measure, as_measure
 
 ORACLE_PREFIX, HEADROOM_PREFIX = "oracle:", "headroom:"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
@@ -12,30 +10,27 @@ from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
-from ..stats.weighted import weighted_comparison
 from ..stats.sanity import first_stage_sanity, floor_system, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
-from ..systems import kind_of
+from ..stats.weighted import weighted_comparison
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import SKIPPED
-from .params import Params, load_params
-from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE
+from ..systems.registry import kind_of
+from .params import Params
+from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from .runs import load_latencies, load_runs
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
 FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
-        latency_pattern: str, compare_path: str | Path, verdicts_path: str | Path,
-        measurement_pattern: str | None = None, loadtest_path: str | Path | None = None) -> None:
-    """The verdict's latency check reads each system's dedicated measurement (``measurement_pattern``, stage
-    `latency`) or the load test's p95 for the system it served (``loadtest_path``); only without those, the
-    timings of the quality run (``latency_pattern``), and ``verdicts.json`` says which it read."""
-    params = load_params(params_path)
+def run(params: Params, paths: PipelinePaths) -> None:
+    """The verdict's latency check reads each system's dedicated measurement (stage `latency`) or the load test's
+    p95 for the system it served, and ``verdicts.json`` says which it read."""
     settings, split = params.compare, params.dataset.eval_split
     rule = settings.release.model_copy(update={"critical_slices": params.dataset.critical_slices})
-    snapshot = Snapshot(snapshot_dir)
-    per_query = read_table(Path(eval_dir) / PER_QUERY_FILE).to_pandas()
+    snapshot = Snapshot(paths.snapshot)
+    per_query = read_table(paths.eval / PER_QUERY_FILE).to_pandas()
     queries = snapshot.queries_of(split).set_index("query_id")
     qrels = snapshot.table("qrels").to_pandas()
     slices = queries[snapshot.slice_columns].copy()
@@ -44,17 +39,14 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
         slices["relevant_doc_type"] = doc_type.reindex(slices.index)
 
     query_ids = sorted(per_query.loc[per_query["system"] == settings.baseline, "query_id"])
-    runs = load_runs(run_pattern, params.system_names)
-    latency_frames = load_latencies(latency_pattern, params.system_names)
+    runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
+    latency_frames = load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), params.system_names)
     latency = {system: summarise_latency(frame, params.evaluation.warmup_queries)
                for system, frame in latency_frames.items()}
-    first_stage = check_first_stage(params, per_query, read_table(Path(eval_dir) / FIRST_STAGE_FILE).to_pandas(),
+    first_stage = check_first_stage(params, per_query, read_table(paths.eval / FIRST_STAGE_FILE).to_pandas(),
                                     rule.primary_metric)
-    latency_p95_ms = {system: summary["p95_ms"] for system, summary in latency.items()}
-    sources, untrusted = dict.fromkeys(latency, "the quality run's timings (no dedicated measurement given)"), {}
-    if measurement_pattern is not None:
-        latency_p95_ms, sources, untrusted = verdict_latencies(measurement_pattern, loadtest_path,
-                                                               params.system_names)
+    latency_p95_ms, sources, untrusted = verdict_latencies(str(paths.measurement(SYSTEM_PLACEHOLDER)),
+                                                           paths.loadtest, params.system_names)
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
@@ -72,8 +64,8 @@ def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path,
                                                                                   rule.primary_metric])),
             settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, rule.primary_metric)
-    write_json(compare_path, result)
-    write_json(verdicts_path, verdicts)
+    write_json(paths.compare, result)
+    write_json(paths.verdicts, verdicts)
     if first_stage["flag"]:
         print(f"compare: warning: {first_stage['flag']}")
     for system, verdict in verdicts["verdicts"].items():

@@ -2,57 +2,73 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import pandas as pd
 import pyarrow as pa
 
 from ..core.io import read_table, table_metadata, write_json, write_table
 from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
-from ..retrieval.candidates import load_candidates
-from ..retrieval.freeze import FIRST_STAGE_SCHEMA, RETRIEVERS
-from .params import load_params
-from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE
-from .answers import with_answer_measures
+from ..rag.answers import ANSWERS_SCHEMA, answer_metrics, join_measures
+from ..rag.select import CONTEXT_SCHEMA
+from ..retrieval.candidates import FIRST_STAGE_SCHEMA, candidate_source, load_candidates
+from ..retrieval.freeze import RETRIEVERS
+from .params import Params
+from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from .runs import load_runs
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, first_stage_path: str | Path,
-        run_pattern: str, eval_dir: str | Path, metrics_path: str | Path, context_pattern: str | None = None,
-        answers_pattern: str | None = None) -> None:
-    params = load_params(params_path)
+def run(params: Params, paths: PipelinePaths) -> None:
     evaluation, split = params.evaluation, params.dataset.eval_split
     measures = [parse_measure(name) for name in evaluation.measures]
     oracle_measures = [parse_measure(name) for name in evaluation.oracle_measures]
     depth_measures = [parse_measure(name) for name in evaluation.depth_measures]
     no_relevant = evaluation.no_relevant
 
-    snapshot = Snapshot(snapshot_dir)
+    snapshot = Snapshot(paths.snapshot)
     qrels = snapshot.table("qrels").to_pandas()
     query_ids = snapshot.queries_of(split)["query_id"].tolist()
-    runs = load_runs(run_pattern, params.system_names, str(candidates_path))
+    runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), params.system_names, paths.candidates)
     per_query = per_query_metrics(runs, qrels, query_ids, measures, oracle_measures, no_relevant=no_relevant)
-    if params.rag.measures and context_pattern and answers_pattern:
-        per_query = with_answer_measures(per_query, params, snapshot, context_pattern, answers_pattern)
+    if params.rag.measures:
+        per_query = with_answer_measures(per_query, params, paths, snapshot)
     curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
 
-    own = read_table(first_stage_path, FIRST_STAGE_SCHEMA).to_pandas()
-    rankings = {name: own[own["retriever"] == name][["query_id", "doc_id", "rank"]] for name in RETRIEVERS}
-    fused = load_candidates(candidates_path, columns=["query_id", "doc_id", "fused_rank"], with_text=False)
-    rankings["hybrid"] = fused.rename(columns={"fused_rank": "rank"})
+    # Each retriever that ranked the corpus (none for a run or replay source), then the candidates' own order under
+    # the source's name (hybrid: the fusion).
+    own = read_table(paths.first_stage, FIRST_STAGE_SCHEMA).to_pandas()
+    rankings = {name: own[own["retriever"] == name][["query_id", "doc_id", "rank"]] for name in RETRIEVERS
+                if (own["retriever"] == name).any()}
+    source = candidate_source(table_metadata(paths.candidates))["name"]
+    fused = load_candidates(paths.candidates, columns=["query_id", "doc_id", "fused_rank"], with_text=False)
+    rankings[source] = fused.rename(columns={"fused_rank": "rank"})
     first_stage = first_stage_metrics(rankings, qrels, query_ids, params.retrieval.top_n, no_relevant=no_relevant)
 
-    eval_dir = Path(eval_dir)
-    write_table(eval_dir / PER_QUERY_FILE, pa.Table.from_pandas(per_query, preserve_index=False),
+    write_table(paths.eval / PER_QUERY_FILE, pa.Table.from_pandas(per_query, preserve_index=False),
                 {"split": split, "no_relevant": no_relevant, "snapshot": snapshot.hashes})
-    write_table(eval_dir / DEPTH_CURVE_FILE, pa.Table.from_pandas(curve, preserve_index=False), {"split": split})
-    write_table(eval_dir / FIRST_STAGE_FILE, pa.Table.from_pandas(first_stage, preserve_index=False),
+    write_table(paths.eval / DEPTH_CURVE_FILE, pa.Table.from_pandas(curve, preserve_index=False), {"split": split})
+    write_table(paths.eval / FIRST_STAGE_FILE, pa.Table.from_pandas(first_stage, preserve_index=False),
                 {"split": split})
-    metrics = {"queries": len(set(per_query["query_id"])), "systems": means(per_query),
+    metrics = {"queries": len(set(per_query["query_id"])), "candidate_source": source, "systems": means(per_query),
                "first_stage": means(first_stage, key="retriever"),
-               "fusion": table_metadata(first_stage_path).get("fusion", {})}
-    write_json(metrics_path, metrics)
+               "fusion": table_metadata(paths.first_stage).get("fusion", {})}
+    write_json(paths.metrics, metrics)
     headline = str(depth_measures[0] if depth_measures else measures[0])
     for system, values in metrics["systems"].items():
         print(f"evaluate: {system:>12}  {headline} {values[headline]:.4f}")
+
+
+def with_answer_measures(per_query: pd.DataFrame, params: Params, paths: PipelinePaths,
+                         snapshot: Snapshot) -> pd.DataFrame:
+    """The per-query table with the answer and context measures of ``params.rag.measures`` (``rag.answers``)."""
+    queries = snapshot.queries_of(params.dataset.eval_split)
+    all_queries = snapshot.has_answers and params.evaluation.no_relevant == "drop"
+    query_ids = list(queries["query_id"]) if all_queries else sorted(set(per_query["query_id"]))
+    corpus = snapshot.table("corpus").select(["doc_id", "parent_id"]).to_pandas()
+    contexts = {system: read_table(paths.context(system), CONTEXT_SCHEMA).to_pandas()
+                for system in params.system_names}
+    answers = {system: read_table(paths.answer(system), ANSWERS_SCHEMA).to_pandas() for system in params.system_names}
+    measures = [parse_measure(name) for name in params.rag.measures]
+    values = answer_metrics(contexts, answers, queries, snapshot.table("qrels").to_pandas(),
+                            dict(zip(corpus["doc_id"], corpus["parent_id"])), query_ids, measures)
+    return join_measures(per_query, values, all_queries)

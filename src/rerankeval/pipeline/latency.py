@@ -9,40 +9,37 @@ re-measures that one only. Delete data/latency to re-measure everything (e.g. on
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..core.hashing import canonical_json, sha256_file, sha256_text
 from ..core.io import read_json, write_json
 from ..serving.measure import measure_latency
-from ..systems import BuildContext, build_system
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
+from ..systems.registry import BuildContext, build_system
+from ..systems.splits import eval_queries, heads, split_candidates
 from . import loadtest
-from ..systems.splits import eval_queries, heads
-from .params import load_params
-from .runs import system_file
-from ..systems.splits import split_candidates
+from .params import Params
+from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from .system_configs import system_configs
 
 MEASUREMENT_VERSION = "latency/v2"
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
-        out_dir: str | Path, loadtest_path: str | Path) -> None:
-    params = load_params(params_path)
-    settings = params.serving.latency
-    snapshot, candidates, queries = eval_queries(params, snapshot_dir, candidates_path,
+def run(params: Params, paths: PipelinePaths) -> None:
+    settings, configs = params.serving.latency, system_configs(params)
+    snapshot, candidates, queries = eval_queries(params, paths.snapshot, paths.candidates,
                                                  settings.queries + settings.warmup_queries)
     # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=params.system_configs,
-                           candidates_of=split_candidates(params, snapshot, candidates_path))
-    out_dir = Path(out_dir)
-    for stale in out_dir.glob("*.json") if out_dir.is_dir() else []:
-        if stale.stem not in params.system_names:
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs,
+                           candidates_of=split_candidates(params, snapshot, paths.candidates))
+    measured = {paths.measurement(name) for name in params.system_names}
+    for stale in paths.latency.glob("*.json") if paths.latency.is_dir() else []:
+        if stale not in measured:
             stale.unlink()
     for name in params.system_names:
-        path, inputs = out_dir / f"{name}.json", measurement_inputs(name, params, candidates_path, run_pattern)
+        path, inputs = paths.measurement(name), measurement_inputs(name, params, paths)
         if path.exists() and read_json(path).get("inputs_sha256") == inputs:
             print(f"latency[{name}]: unchanged since its last measurement, kept ({path})")
             continue
-        config = params.system_configs[name]
+        config = configs[name]
         result = {"system": name, "depth": config.depth, "inputs_sha256": inputs,
                   **measure_latency(build_system(name, config, context), heads(candidates, queries, config.depth),
                                     settings)}
@@ -53,13 +50,13 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
               f"{result['other_cpus_by_round']}; load average {result['load_average_1m']['before']} -> "
               f"{result['load_average_1m']['after']})" + (f"; not trusted: {result['untrusted']}"
                                                            if result["untrusted"] else ""))
-    loadtest.run(params_path, snapshot_dir, candidates_path, loadtest_path, run_pattern)
+    loadtest.run(params, paths.snapshot, paths.candidates, paths.loadtest, paths.run(SYSTEM_PLACEHOLDER))
 
 
-def measurement_inputs(name: str, params, candidates_path: str | Path, run_pattern: str) -> str:
+def measurement_inputs(name: str, params: Params, paths: PipelinePaths) -> str:
     """What a system's measurement depends on: its config, its run (which changes with its model), the candidates
     and the measurement settings."""
-    run_path = Path(system_file(run_pattern, name))
+    run_path = paths.run(name)
     return sha256_text(canonical_json({
         "version": MEASUREMENT_VERSION, "config": params.systems[name], "settings": params.serving.latency.to_dict(),
-        "run": sha256_file(run_path) if run_path.exists() else None, "candidates": sha256_file(candidates_path)}))
+        "run": sha256_file(run_path) if run_path.exists() else None, "candidates": sha256_file(paths.candidates)}))

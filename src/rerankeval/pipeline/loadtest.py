@@ -17,11 +17,12 @@ from ..core.io import read_table, write_json
 from ..rerank.assemble import RUN_SCHEMA
 from ..serving.loadtest import Endpoint, Request, in_process, machine_load, overhead, run_levels
 from ..serving.server import free_port, served, serving_recipe, wait_healthy
-from ..systems import RERANKED
+from ..systems.base import RERANKED
 from ..systems.http_rerank import api_key
 from ..systems.splits import eval_queries, heads
-from .params import load_params
+from .params import Params
 from .runs import system_file
+from .system_configs import system_configs
 
 
 def request_tokens(run_path: str | Path | None) -> dict[str, int]:
@@ -33,10 +34,9 @@ def request_tokens(run_path: str | Path | None) -> dict[str, int]:
     return (scored["query_tokens"] + scored["passage_tokens"]).groupby(scored["query_id"]).sum().astype(int).to_dict()
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, out_path: str | Path,
-        run_pattern: str | None = None, overrides: Mapping[str, Any] | None = None, force: bool = False) -> None:
+def run(params: Params, snapshot_dir: str | Path, candidates_path: str | Path, out_path: str | Path,
+        run_pattern: str | Path | None = None, overrides: Mapping[str, Any] | None = None, force: bool = False) -> None:
     """``run_pattern`` (``...run_{system}.parquet``): where the tested system's run gives each request's tokens."""
-    params = load_params(params_path)
     settings = params.serving.loadtest.model_validate({**params.serving.loadtest.to_dict(), **(overrides or {})})
     if not settings.enabled and not force:
         write_json(out_path, {"ran": False, "reason": "serving.loadtest.enabled is false"})
@@ -45,7 +45,7 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
     name = settings.system
     if name not in params.systems:
         raise ConfigError(f"serving.loadtest.system: no system {name!r} under `systems`.")
-    config = params.system_configs[name]
+    config = system_configs(params)[name]
     _, candidates, queries = eval_queries(params, snapshot_dir, candidates_path)
     tokens = request_tokens(system_file(run_pattern, name) if run_pattern else None)
     requests = [Request(head.query_text, head.passages, tokens.get(head.query_id))

@@ -1,55 +1,41 @@
 """params.yaml, typed: every block refuses unknown keys and wrong types, naming the key and the fix.
 
-``systems`` stays as written (runs and latency records keep it verbatim); each entry is typed once, at load, by its
-kind's own config class (``system_configs``), so a bad system setting is refused before any stage runs.
+Each block's class lives in its package's ``config`` module, which imports nothing but pydantic and other config
+modules: loading params.yaml loads no stage's code, so a stage's import closure (its DVC code deps) holds only what
+it runs.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import Field, model_validator
+from pydantic import PrivateAttr, model_validator
 
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
-from ..eval.config import MeasureName
+from ..data.config import DatasetConfig
+from ..eval.config import EvaluationConfig
 from ..policies.config import PoliciesConfig
 from ..rag.config import RagConfig
-from ..retrieval.freeze import RetrievalConfig
+from ..retrieval.config import RetrievalConfig
 from ..serving.config import ServingConfig
-from ..stats.comparison import CompareConfig
-from ..stats.verdict import CriticalSlice
-from ..systems import SystemConfig, parse_systems
-from ..training.cross_encoder import TrainConfig
+from ..stats.config import CompareConfig
+from ..training.config import TrainConfig
 
 PARAMS = Path("params.yaml")
 
 
-class DatasetConfig(StrictConfig):
-    name: str
-    path: str
-    splits: list[str] | None = None
-    """The qrels files to read (default: every qrels/*.tsv)."""
-    eval_split: str = "test"
-    critical_slices: list[CriticalSlice] = []
-
-
-class EvaluationConfig(StrictConfig):
-    measures: list[MeasureName]
-    oracle_measures: list[MeasureName] = []
-    depths: list[int] = []
-    depth_measures: list[MeasureName] = []
-    no_relevant: Literal["drop", "zero"] = "drop"
-    hourly_price_usd: float = Field(ge=0)
-    """Machine price for cost per query (one query at a time)."""
-    warmup_queries: int = Field(2, ge=0)
-    """The first queries a system processes are left out of its latency percentiles (model warm-up)."""
-
-
 class Params(StrictConfig):
+    """The blocks of params.yaml.
+
+    ``systems`` stays the mapping params.yaml holds (runs and latency records keep it verbatim). Typing an entry
+    takes its kind's module, so entries are typed by their kind's config class only where systems are built, once
+    per stage: ``pipeline.system_configs`` in the stages rerank, latency (with its load test) and sweep, and in
+    ``rerankeval loadtest``. A stage that builds no system never imports a system kind.
+    """
+
     dataset: DatasetConfig
     retrieval: RetrievalConfig
     train: TrainConfig
@@ -60,6 +46,7 @@ class Params(StrictConfig):
     systems: dict[str, dict[str, Any]]
     system_names: list[str]
     rag: RagConfig = RagConfig()
+    _source: Path = PrivateAttr(PARAMS)
 
     @model_validator(mode="after")
     def _systems_listed_once(self) -> "Params":
@@ -71,10 +58,10 @@ class Params(StrictConfig):
                              f"({', '.join(self.systems)})")
         return self
 
-    @cached_property
-    def system_configs(self) -> dict[str, SystemConfig]:
-        """Every system's settings, typed by its kind's config class."""
-        return parse_systems(self.systems)
+    @property
+    def source(self) -> Path:
+        """The file these params were read from, for messages."""
+        return self._source
 
 
 def load_params(path: str | Path = PARAMS) -> Params:
@@ -88,7 +75,7 @@ def load_params(path: str | Path = PARAMS) -> Params:
         raise ConfigError(f"{path}: not valid YAML ({err}).") from None
     try:
         params = Params.parse(data, "")
-        params.system_configs  # noqa: B018  (typed here, once, so bad settings fail at load)
-        return params
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
+    params._source = path
+    return params

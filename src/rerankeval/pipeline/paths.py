@@ -1,7 +1,9 @@
-"""Where the pipeline's artefacts live: defined once, in dvc.yaml's ``vars`` (``paths``), and read from there."""
+"""Where the pipeline's artefacts live: the folders and files once, in dvc.yaml's ``vars`` (``paths``), read from
+there; every name derived from them (a system's run, the reports' files) once, here, in ``PipelinePaths``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import yaml
@@ -9,10 +11,17 @@ import yaml
 from ..core.errors import ConfigError
 
 DVC_YAML = Path("dvc.yaml")
+SYSTEM_PLACEHOLDER = "{system}"
+"""Given as the system, a per-system method of ``PipelinePaths`` gives the pattern of every system's file."""
+
+PER_QUERY_FILE, DEPTH_CURVE_FILE, FIRST_STAGE_FILE = "per_query.parquet", "depth_curve.parquet", "first_stage.parquet"
+"""The files of the evaluate stage's output folder (``paths.eval``)."""
+COMPARE_FILE = "compare.json"
+"""The comparison in ``paths.reports`` (``rerankeval diff`` reads it from other revisions too)."""
 
 
 def pipeline_paths(dvc_yaml_text: str, where: str = str(DVC_YAML)) -> dict[str, str]:
-    """The ``paths`` mapping among the ``vars`` of a dvc.yaml."""
+    """The ``paths`` mapping among the ``vars`` of a dvc.yaml (any revision's: keys may differ between them)."""
     document = yaml.safe_load(dvc_yaml_text) or {}
     for entry in document.get("vars") or []:
         if isinstance(entry, dict) and isinstance(entry.get("paths"), dict):
@@ -20,5 +29,111 @@ def pipeline_paths(dvc_yaml_text: str, where: str = str(DVC_YAML)) -> dict[str, 
     raise ConfigError(f"{where}: no `vars: - paths: {{...}}` block; rerankeval reads its artefact paths from there.")
 
 
-PER_QUERY_FILE, DEPTH_CURVE_FILE, FIRST_STAGE_FILE = "per_query.parquet", "depth_curve.parquet", "first_stage.parquet"
-"""The files of the evaluate stage's output folder (``paths.eval``)."""
+@dataclass(frozen=True)
+class PipelinePaths:
+    """The folders and files of ``vars: paths`` (one field per key), and the names derived from them."""
+
+    snapshot: Path
+    candidates: Path
+    passages: Path
+    first_stage: Path
+    runs: Path
+    contexts: Path
+    answers: Path
+    calibration: Path
+    eval: Path
+    sweeps: Path
+    latency: Path
+    reports: Path
+
+    @classmethod
+    def parse(cls, dvc_yaml_text: str, where: str = str(DVC_YAML)) -> PipelinePaths:
+        found = pipeline_paths(dvc_yaml_text, where)
+        names = [field.name for field in fields(cls)]
+        missing, unknown = [name for name in names if name not in found], sorted(set(found) - set(names))
+        if missing or unknown:
+            raise ConfigError(f"{where}: vars: paths must name exactly {', '.join(names)} "
+                              f"(missing: {', '.join(missing) or 'none'}; unknown: {', '.join(unknown) or 'none'}).")
+        return cls(**{name: Path(found[name]) for name in names})
+
+    @classmethod
+    def load(cls, dvc_yaml: Path = DVC_YAML) -> PipelinePaths:
+        try:
+            text = dvc_yaml.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{dvc_yaml}: not found. Fix: run the stage from the project root.") from None
+        return cls.parse(text, str(dvc_yaml))
+
+    # Each system's files (the pattern of all of them with SYSTEM_PLACEHOLDER as the system).
+    def run(self, system: str) -> Path:
+        return self.runs / f"run_{system}.parquet"
+
+    def run_latency(self, system: str) -> Path:
+        """The per-query timings of the system's quality run (stage rerank)."""
+        return self.runs / f"latency_{system}.parquet"
+
+    def measurement(self, system: str) -> Path:
+        """The system's dedicated latency measurement (stage latency)."""
+        return self.latency / f"{system}.json"
+
+    def context(self, system: str) -> Path:
+        return self.contexts / f"context_{system}.parquet"
+
+    def answer(self, system: str) -> Path:
+        return self.answers / f"answers_{system}.parquet"
+
+    def timing(self, system: str) -> Path:
+        """Per-query generation time of the system's answers."""
+        return self.answers / f"timing_{system}.parquet"
+
+    @property
+    def sweep_points(self) -> Path:
+        return self.sweeps / "points.parquet"
+
+    @property
+    def loadtest(self) -> Path:
+        return self.reports / "loadtest.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.reports / "metrics.json"
+
+    @property
+    def compare(self) -> Path:
+        return self.reports / COMPARE_FILE
+
+    @property
+    def verdicts(self) -> Path:
+        return self.reports / "verdicts.json"
+
+    @property
+    def report(self) -> Path:
+        return self.reports / "report.md"
+
+    @property
+    def record(self) -> Path:
+        """evaluation.yaml: the report's numbers as data."""
+        return self.reports / "evaluation.yaml"
+
+    @property
+    def plots(self) -> Path:
+        return self.reports / "plots"
+
+    def outputs(self, stage: str, system: str | None = None) -> list[Path]:
+        """What ``stage`` writes (for a per-system stage: ``system``'s, or every system's as a pattern): its outs and
+        metrics in dvc.yaml, but for the train stage's model folder, which params.yaml's ``train.out_dir`` names."""
+        system = system or SYSTEM_PLACEHOLDER
+        return {
+            "snapshot": [self.snapshot],
+            "freeze": [self.candidates, self.passages, self.first_stage],
+            "train": [],
+            "rerank": [self.run(system), self.run_latency(system)],
+            "latency": [self.latency, self.loadtest],
+            "select": [self.context(system)],
+            "calibrate": [self.calibration],
+            "generate": [self.answer(system), self.timing(system)],
+            "evaluate": [self.eval, self.metrics],
+            "compare": [self.compare, self.verdicts],
+            "sweep": [self.sweeps],
+            "report": [self.report, self.record, self.plots],
+        }[stage]

@@ -10,53 +10,43 @@ from ..core.io import read_json, read_table, table_metadata, write_text
 from ..data.snapshot import Snapshot
 from ..report.answers import AnswerInputs
 from ..report.build import ReportInputs, build_report
-from ..training.cross_encoder import MODEL_CARD
-from .params import load_params
-from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE
-from .runs import load_latencies, load_runs, system_file
+from ..training.config import MODEL_CARD
+from .params import Params
+from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from .runs import load_latencies, load_runs
 
 
-def answer_inputs(params, answers_pattern: str | None, calibration_path: str | Path | None) -> AnswerInputs:
+def answer_inputs(params: Params, paths: PipelinePaths) -> AnswerInputs:
     """The generator, select rule, calibration and per-query generation timing of the answers section."""
-    if not answers_pattern or not calibration_path:
-        return AnswerInputs()
-    timing = {system: read_table(system_file(answers_pattern.replace("answers_", "timing_"), system)).to_pandas()
-              for system in params.system_names}
+    timing = {system: read_table(paths.timing(system)).to_pandas() for system in params.system_names}
     return AnswerInputs(generator=params.rag.generator, select=params.rag.select.to_dict(),
-                        calibration=read_json(calibration_path), timing=timing)
+                        calibration=read_json(paths.calibration), timing=timing)
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, eval_dir: str | Path, run_pattern: str,
-        latency_pattern: str, metrics_path: str | Path, compare_path: str | Path, verdicts_path: str | Path,
-        report_path: str | Path, record_path: str | Path, plots_dir: str | Path,
-        measurement_pattern: str | None = None, loadtest_path: str | Path | None = None,
-        answers_pattern: str | None = None, calibration_path: str | Path | None = None,
-        sweeps_path: str | Path | None = None) -> None:
-    params = load_params(params_path)
+def run(params: Params, paths: PipelinePaths) -> None:
     systems = params.system_names
-    eval_dir = Path(eval_dir)
-    snapshot = Snapshot(snapshot_dir)
+    snapshot = Snapshot(paths.snapshot)
     inputs = ReportInputs(
         params=params, manifest=snapshot.manifest,
-        metrics=read_json(metrics_path), compare=read_json(compare_path), verdicts=read_json(verdicts_path),
-        per_query=read_table(eval_dir / PER_QUERY_FILE).to_pandas(),
-        depth_curve=read_table(eval_dir / DEPTH_CURVE_FILE).to_pandas(),
-        runs=load_runs(run_pattern, systems), latencies=load_latencies(latency_pattern, systems),
-        run_metadata={system: table_metadata(system_file(run_pattern, system)) for system in systems},
-        latency_metadata={system: table_metadata(system_file(latency_pattern, system)) for system in systems},
-        latency_measurements={system: read_json(system_file(measurement_pattern, system)) for system in systems}
-        if measurement_pattern else {},
-        loadtest=read_json(loadtest_path) if loadtest_path and Path(loadtest_path).exists() else None,
-        answers=answer_inputs(params, answers_pattern, calibration_path),
+        metrics=read_json(paths.metrics), compare=read_json(paths.compare), verdicts=read_json(paths.verdicts),
+        per_query=read_table(paths.eval / PER_QUERY_FILE).to_pandas(),
+        depth_curve=read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas(),
+        runs=load_runs(paths.run(SYSTEM_PLACEHOLDER), systems),
+        latencies=load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), systems),
+        run_metadata={system: table_metadata(paths.run(system)) for system in systems},
+        latency_metadata={system: table_metadata(paths.run_latency(system)) for system in systems},
+        latency_measurements={system: read_json(paths.measurement(system)) for system in systems},
+        loadtest=read_json(paths.loadtest) if paths.loadtest.exists() else None,
+        answers=answer_inputs(params, paths),
         model_card=_model_card(Path(params.train.out_dir)),
         qrels=snapshot.table("qrels").to_pandas(), queries=snapshot.queries_of(params.dataset.eval_split),
-        sweeps=read_table(sweeps_path).to_pandas() if sweeps_path else None,
-        sweep_pairs=table_metadata(sweeps_path).get("pairs", {}) if sweeps_path else {})
-    markdown, record = build_report(inputs, Path(plots_dir), plots_link=Path(plots_dir).relative_to(
-        Path(report_path).parent).as_posix())
-    write_text(report_path, markdown)
-    write_text(record_path, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
-    print(f"report: {report_path}")
+        sweeps=read_table(paths.sweep_points).to_pandas(),
+        sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}))
+    markdown, record = build_report(inputs, paths.plots, plots_link=paths.plots.relative_to(
+        paths.report.parent).as_posix())
+    write_text(paths.report, markdown)
+    write_text(paths.record, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    print(f"report: {paths.report}")
 
 
 def _model_card(model_dir: Path) -> dict | None:

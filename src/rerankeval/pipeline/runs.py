@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
@@ -11,18 +12,19 @@ from ..core.hashing import sha256_file
 from ..core.io import read_table, table_metadata
 from ..rerank.assemble import RUN_SCHEMA
 from ..rerank.latency import LATENCY_SCHEMA
+from .paths import SYSTEM_PLACEHOLDER
 
-SYSTEM_PLACEHOLDER = "{system}"
 
-
-def system_file(pattern: str, system: str) -> str:
+def system_file(pattern: str | Path, system: str) -> str:
     """The file of one system from a path pattern such as ``data/runs/run_{system}.parquet``."""
+    pattern = str(pattern)
     if SYSTEM_PLACEHOLDER not in pattern:
         raise ContractError(f"path pattern {pattern!r} has no {SYSTEM_PLACEHOLDER} placeholder (see dvc.yaml)")
     return pattern.replace(SYSTEM_PLACEHOLDER, system)
 
 
-def load_runs(pattern: str, systems: Iterable[str], candidates_path: str | None = None) -> dict[str, pd.DataFrame]:
+def load_runs(pattern: str | Path, systems: Iterable[str],
+              candidates_path: str | Path | None = None) -> dict[str, pd.DataFrame]:
     """Every system's run; each must name its system and, when given, the candidates it reranked."""
     candidates_sha256 = sha256_file(candidates_path) if candidates_path else None
     runs = {}
@@ -40,5 +42,5 @@ def load_runs(pattern: str, systems: Iterable[str], candidates_path: str | None 
     return runs
 
 
-def load_latencies(pattern: str, systems: Iterable[str]) -> dict[str, pd.DataFrame]:
+def load_latencies(pattern: str | Path, systems: Iterable[str]) -> dict[str, pd.DataFrame]:
     return {system: read_table(system_file(pattern, system), LATENCY_SCHEMA).to_pandas() for system in systems}

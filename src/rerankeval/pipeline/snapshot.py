@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..data.beir import load_beir, require_split
+from ..data.sample import sample_collection
 from ..data.snapshot import write_snapshot
-from .params import load_params
+from .params import Params
+from .paths import PipelinePaths
 
 
-def run(params_path: str | Path, out_dir: str | Path) -> None:
-    dataset = load_params(params_path).dataset
+def run(params: Params, paths: PipelinePaths) -> None:
+    dataset = params.dataset
     collection = load_beir(dataset.path, dataset.splits)
     require_split(collection, dataset.eval_split, dataset.path)
-    manifest = write_snapshot(collection, out_dir, source={"name": dataset.name, "path": dataset.path,
-                                                            "splits": dataset.splits})
+    sample = None
+    if dataset.sample is not None:
+        collection, sample = sample_collection(collection, dataset.sample, dataset.eval_split)
+    manifest = write_snapshot(collection, paths.snapshot, source={"name": dataset.name, "path": dataset.path,
+                                                            "splits": dataset.splits}, sample=sample)
     counts = {name: entry["rows"] for name, entry in manifest["tables"].items()}
     print(f"snapshot: {counts}, splits {manifest['splits']}, slices {manifest['slice_columns']}")
     for note in collection.notes:

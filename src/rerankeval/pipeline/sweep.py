@@ -6,8 +6,6 @@ prints and records how many pairs it scored, read from the cache and reused.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pyarrow as pa
 
@@ -15,25 +13,25 @@ from ..core.io import write_table
 from ..data.snapshot import Snapshot
 from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
 from ..policies.sweep import run_policy
-from ..systems import BuildContext
-from .params import load_params
-from .runs import load_runs
+from ..systems.registry import BuildContext
 from ..systems.splits import split_candidates
+from .params import Params
+from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from .runs import load_runs
+from .system_configs import system_configs
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path, run_pattern: str,
-        points_path: str | Path) -> None:
-    params = load_params(params_path)
+def run(params: Params, paths: PipelinePaths) -> None:
     policies, split = params.policies, params.dataset.eval_split
     measure = policies.measure or (params.evaluation.depth_measures or [params.compare.release.primary_metric])[0]
     baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
-    snapshot = Snapshot(snapshot_dir)
+    snapshot = Snapshot(paths.snapshot)
     qrels = snapshot.table("qrels").to_pandas()
-    candidates_of = split_candidates(params, snapshot, candidates_path)
+    candidates_of = split_candidates(params, snapshot, paths.candidates)
     candidates, queries, _, _ = candidates_of(split)
-    baseline_run = load_runs(run_pattern, [baseline_name], str(candidates_path))[baseline_name]
+    baseline_run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline_name], paths.candidates)[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
-    context = BuildContext(qrels=qrels, systems=params.system_configs, candidates_of=candidates_of)
+    context = BuildContext(qrels=qrels, systems=system_configs(params), candidates_of=candidates_of)
     frames, pairs = [], {}
     for number, sweep in enumerate(policies.sweeps):
         policy = run_policy(sweep, candidates, queries, context, f"policies.sweeps[{number}]")
@@ -45,5 +43,5 @@ def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str 
         print(f"sweep[{policy.label}]: {len(sweep.values)} settings, pairs scored {policy.pairs.scored}, "
               f"read from the cache {policy.pairs.from_cache}, reused {policy.pairs.reused}")
     points = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=POINT_COLUMNS)
-    write_table(points_path, pa.Table.from_pandas(points, preserve_index=False),
+    write_table(paths.sweep_points, pa.Table.from_pandas(points, preserve_index=False),
                 {"measure": measure, "baseline": baseline_name, "split": split, "pairs": pairs})

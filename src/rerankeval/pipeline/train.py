@@ -8,30 +8,32 @@ first stage (``systems.splits``). The model card records which (``source``) and 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 
 from ..core.errors import ConfigError
 from ..data.snapshot import Snapshot
-from ..training.cross_encoder import mine_examples, train
-from .params import load_params
 from ..systems.splits import split_candidates
+from ..training.cross_encoder import mine_examples, train
+from .params import Params
+from .paths import PipelinePaths
 
-CANDIDATE_COLUMNS = ["query_id", "doc_id", "passage_sha256", "fused_rank", "passage"]
+CANDIDATE_COLUMNS = ["query_id", "doc_id", "passage_sha256", "bm25_rank", "passage"]
 
 
-def run(params_path: str | Path, snapshot_dir: str | Path, candidates_path: str | Path) -> None:
-    params = load_params(params_path)
+def run(params: Params, paths: PipelinePaths) -> None:
     config = params.train
     if config.split == params.dataset.eval_split:
-        raise ConfigError(f"{params_path}: train.split {config.split!r} is the evaluation split "
+        raise ConfigError(f"{params.source}: train.split {config.split!r} is the evaluation split "
                           "(dataset.eval_split). Fix: train on another split.")
-    split = split_candidates(params, Snapshot(snapshot_dir), candidates_path)(config.split)
+    split = split_candidates(params, Snapshot(paths.snapshot), paths.candidates)(config.split)
     candidates = split.candidates[CANDIDATE_COLUMNS]
+    source = dict(split.source)
+    if len(candidates) and candidates["bm25_rank"].isna().all():  # a run or replay source ran no BM25 here
+        candidates = candidates.assign(bm25_rank=split.candidates["fused_rank"])
+        source["negatives"] = "the candidate source's own order (no BM25 ranking: retrieval.source is not hybrid)"
     queries = pd.DataFrame({"query_id": list(split.queries), "text": [q.text for q in split.queries.values()],
                             "split": config.split})
-    source = dict(split.source)
     print(f"train: on the {config.split!r} split of {source['path']}"
           + (f" (fallback: {source['reason']})" if source["fallback"] else ""))
     card = train(mine_examples(queries, split.qrels, candidates, config), config, source)

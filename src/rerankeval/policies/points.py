@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..eval.evaluate import evaluate
+from ..eval.engine import evaluate
 from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
 from ..stats.resampling import bootstrap_ci
 from ..systems.base import FUSION_FALLBACK, SKIPPED

@@ -65,3 +65,10 @@ def load_passages(snapshot: Snapshot, candidates_path: str | Path) -> Passages:
             following[last_of_parent[parent_id]] = doc_id
         last_of_parent[parent_id] = doc_id
     return Passages(text, parent, previous, following)
+
+
+def corpus_texts(snapshot: Snapshot) -> list[str]:
+    """Every corpus passage's text as the freeze stage built it, in corpus order (a generator's term statistics)."""
+    corpus = snapshot.table("corpus")
+    return [passage_text(title, text)
+            for title, text in zip(corpus.column("title").to_pylist(), corpus.column("text").to_pylist())]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ..retrieval.text import tokenize
@@ -169,3 +170,22 @@ def context_rows(query_id: str, context: Sequence[ContextPassage], passages: Pas
         seen_parents.add(passage.parent_id)
         seen_tokens.append(tokens)
     return rows
+
+
+def context_table(ranked: pd.DataFrame, passages: Passages, config: SelectConfig,
+                  similarity: Similarity | None = None) -> pa.Table:
+    """CONTEXT_SCHEMA rows for every query of ``ranked`` (query_id, doc_id, parent_id, rank), in query-id order."""
+    columns: dict[str, list] = {name: [] for name in CONTEXT_SCHEMA.names}
+    similarity = similarity or token_similarity(passages)
+    for query_id, frame in ranked.sort_values(["query_id", "rank"]).groupby("query_id", sort=True):
+        ranking = [Ranked(d, p, int(r)) for d, p, r in zip(frame["doc_id"], frame["parent_id"], frame["rank"])]
+        chosen = select_context(ranking, passages, config, similarity)
+        for name, values in context_rows(query_id, chosen, passages, config.near_duplicate_jaccard).items():
+            columns[name] += values
+    return pa.table(columns, schema=CONTEXT_SCHEMA)
+
+
+def context_lists(table: pa.Table) -> dict[str, list[str]]:
+    """query_id -> its context's doc ids in position order (from a CONTEXT_SCHEMA table)."""
+    frame = table.select(["query_id", "position", "doc_id"]).to_pandas().sort_values(["query_id", "position"])
+    return {query_id: list(group["doc_id"]) for query_id, group in frame.groupby("query_id", sort=True)}

@@ -14,7 +14,9 @@ from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
-from ..systems import kind_of
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
+from ..systems.registry import kind_of
+from ..systems.baselines import coverage_cut, coverage_text
 from . import configurations, frontier, moved, precision, serving, weighted
 from . import markdown as md
 from . import plots
@@ -71,6 +73,14 @@ def _not_applicable(inputs: ReportInputs) -> list[str]:
     names = next(iter(inputs.metrics["systems"].values()))
     return [name for name in names if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))
             and needs_negative_judgments(name)]
+
+
+def _run_coverage_warnings(run_metadata: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """A line per external run that the frozen candidates cut (``systems.baselines.run_coverage``)."""
+    found = {system: metadata.get("describe", {}).get("run_coverage") for system, metadata in run_metadata.items()}
+    return {system: f"{coverage_text(coverage)}: those rows were not used, so this run's scores only reorder the "
+                    "frozen candidates (compare it as a reranker of them, not as the first stage it was)"
+            for system, coverage in found.items() if coverage and coverage_cut(coverage)}
 
 
 def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
@@ -132,9 +142,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     tables = inputs.manifest["tables"]
     context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
                "ranked_queries": inputs.verdicts.get("verdict_queries"),
-               "no_relevant": evaluation.no_relevant,
+               "no_relevant": evaluation.no_relevant, "sample": inputs.manifest.get("sample"),
                "snapshot": {name: entry["content_sha256"] for name, entry in tables.items()},
-               "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"]}
+               "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"],
+               "candidate_source": inputs.metrics.get("candidate_source", "hybrid")}
     text = md.render([
         md.header_section(context),
         training_section(inputs.model_card, params.train.out_dir, params.systems),
@@ -145,7 +156,8 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
                               inputs.metrics.get("fusion")),
-        md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n),
+        md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n,
+                           _run_coverage_warnings(inputs.run_metadata)),
         md.deltas_section(compare),
         weighted.weighted_section(compare.get("weighted"), primary),
         configurations.configurations_section(

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ..rerank.latency import cold_seconds, timed_queries
-from ..systems import kind_of
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import SKIPPED
+from ..systems.registry import kind_of
 from .cost import SECONDS_PER_HOUR
 from .markdown import fmt, table
 

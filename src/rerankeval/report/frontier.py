@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..systems import kind_of
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
+from ..systems.registry import kind_of
 from . import plots
 from .cost import pareto_front
 from .markdown import fmt, table

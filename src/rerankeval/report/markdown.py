@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..data.sample import sample_text
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
 from ..stats.verdict import ci_label
 
@@ -44,11 +45,11 @@ def header_section(context: Mapping[str, Any]) -> str:
             f"cases: ranking measures average over the other {context['ranked_queries']})."
             if context.get("ranked_queries") not in (None, context["queries"])
             else f"(queries without a relevant document: {context['no_relevant']})."),
+        *([f"- Query sample: {sample_text(context['sample'])} (`dataset.sample`; the ids are in the snapshot "
+           "manifest): a quick run, its intervals wider than the whole split's."] if context.get("sample") else []),
         f"- Snapshot content sha256: corpus `{snapshot['corpus'][:12]}`, queries `{snapshot['queries'][:12]}`, "
         f"qrels `{snapshot['qrels'][:12]}`.",
-        f"- Candidates: fused top-{retrieval['top_n']} of BM25 (k1={retrieval['bm25']['k1']}, b={retrieval['bm25']['b']}) "
-        f"and dense (`{retrieval['dense']['model']}`), RRF k={retrieval['rrf_k']} over each retriever's top "
-        f"{retrieval['fusion_depth']}.",
+        candidates_line(retrieval, context.get("candidate_source", "hybrid")),
         f"- Ties: {context['tie_break']}.",
         "- Metric names carry their conventions: `nDCG@10` is trec_eval's (linear gain, IDCG over every judged "
         "document); `[idcg=candidates]` uses the candidates' ideal order (the reranker's ordering skill alone); "
@@ -58,6 +59,25 @@ def header_section(context: Mapping[str, Any]) -> str:
         f"{context['method']['permutations']} sign flips and a paired t-test, {context['method']['correction']}-"
         f"corrected over the family ({context['method']['family']}).",
     ])
+
+
+def candidates_line(retrieval: Mapping[str, Any], source: str) -> str:
+    """Where the candidates came from (``retrieval.source``); ``source``: the candidate source's name (metrics)."""
+    if retrieval.get("source", "hybrid") == "hybrid":
+        return (f"- Candidates: fused top-{retrieval['top_n']} of BM25 (k1={retrieval['bm25']['k1']}, "
+                f"b={retrieval['bm25']['b']}) and dense (`{retrieval['dense']['model']}`), RRF k={retrieval['rrf_k']} "
+                f"over each retriever's top {retrieval['fusion_depth']}.")
+    origin = (f"the TREC run `{retrieval['run']}` (each query's top {retrieval['top_n']} in trec_eval's order, texts "
+              "from the corpus)" if retrieval["source"] == "run" else
+              f"the replay file `{retrieval['path']}` (the first {retrieval['top_n']} of each query, each with its own "
+              "text)")
+    return (f"- Candidates: {first_stage_label(source)}, from {origin}; no BM25 or dense ranked the corpus here. The "
+            "`fusion`-kind system is this first stage's own order.")
+
+
+def first_stage_label(source: str) -> str:
+    """How reports name a candidate source's own order: ``first stage (run)``; the hybrid's is the fusion."""
+    return "hybrid" if source == "hybrid" else f"first stage ({source})"
 
 
 def verdict_section(verdicts: Mapping[str, Any]) -> str:
@@ -135,14 +155,16 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
         header.append(f"Δ {sanity['metric']} vs random [{ci_label(sanity['confidence'])}]")
     rows = []
     for name, values in first_stage.items():
-        row = [name, fmt(values[f"Success@{top_n}"]), fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]),
-               fmt(values["RR@10"])]
+        row = [name if name in ("bm25", "dense") else first_stage_label(name), fmt(values[f"Success@{top_n}"]),
+               fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]), fmt(values["RR@10"])]
         found = vs_random.get(name, {}).get("vs_random")
         if len(header) > len(row):
             row.append("n/a" if found is None else f"{fmt(found['delta'], signed=True)} [{ci(found, signed=True)}]"
                        + (" ⚠ at the random floor" if vs_random[name]["at_random_floor"] else ""))
         rows.append(row)
-    text = f"## First stage: each retriever's own top {top_n}\n\n" + table(header, rows)
+    title = (f"each retriever's own top {top_n}" if len(first_stage) > 1 else
+             f"{first_stage_label(next(iter(first_stage)))}, its top {top_n} (no BM25 or dense ranked the corpus here)")
+    text = f"## First stage: {title}\n\n" + table(header, rows)
     if sanity:
         lines = [f"Best first stage on {sanity['metric']}: **{sanity['best']}** "
                  f"({fmt(sanity['retrievers'][sanity['best']]['mean'])})."]
@@ -163,14 +185,18 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
 
 
 def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any], metrics: Sequence[str],
-                    oracle_measures: Sequence[str], top_n: int) -> str:
+                    oracle_measures: Sequence[str], top_n: int, warnings: Mapping[str, str] | None = None) -> str:
+    """``warnings``: a line per system whose results need one (an external run cut to the candidates), shown after
+    the table and flagged with ⚠ in its row."""
+    warnings = warnings or {}
     level = ci_label(compare["method"]["confidence"])
     header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
     for system, values in compare["systems"].items():
         means = metrics_json["systems"][system]
-        row = [f"`{system}`"] + [f"{fmt(values[m]['mean'])} [{ci(values[m])}]" for m in metrics]
+        row = [f"`{system}`{' ⚠' if system in warnings else ''}"]
+        row += [f"{fmt(values[m]['mean'])} [{ci(values[m])}]" for m in metrics]
         row.append(fmt(means.get(f"CandidateRecall@{top_n}")))
         row += [fmt(means[oracle_column(m)]) for m in oracle_measures]
         row += [fmt(means[headroom_column(m)]) for m in oracle_measures]
@@ -179,7 +205,8 @@ def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any],
             "candidates cannot be fixed by reranking. Oracle = the candidates in ideal order; headroom = oracle - "
             "achieved. With `idcg=qrels` the oracle is below 1 when relevant documents were not retrieved: improve "
             "the retriever; a large headroom with a high oracle says improve the reranker.")
-    return "## Systems\n\n" + table(header, rows) + "\n\n" + note
+    flagged = "".join(f"\n\n⚠ `{system}`: {warning}." for system, warning in warnings.items())
+    return "## Systems\n\n" + table(header, rows) + flagged + "\n\n" + note
 
 
 def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequence[str] = ()) -> str:
@@ -276,6 +303,15 @@ def render(sections: Sequence[str]) -> str:
     return "\n\n".join(section.strip() for section in sections if section) + "\n"
 
 
+def candidate_source_record(retrieval: Any, name: str) -> dict[str, Any]:
+    """evaluation.yaml's ``candidate_source``: the hybrid's retrievers and fusion, or the run or replay file."""
+    if retrieval.source == "hybrid":
+        return {"retrievers": ["bm25", "dense:" + retrieval.dense.model], "fusion": f"rrf(k={retrieval.rrf_k})",
+                "top_n": retrieval.top_n}
+    return {"source": retrieval.source, "name": name, "file": getattr(retrieval, retrieval.input_key),
+            "top_n": retrieval.top_n}
+
+
 def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping[str, Any],
                       metrics_json: Mapping[str, Any]) -> dict[str, Any]:
     """A machine-readable evaluation report: what was evaluated, against which data versions, how, and the results."""
@@ -291,10 +327,11 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping
         "id": f"rerankeval/{params.dataset.name}/{params.dataset.eval_split}/"
               f"{tables['qrels']['content_sha256'][:12]}",
         "dataset": {"name": params.dataset.name, "split": params.dataset.eval_split,
-                    "queries": compare["queries"]},
+                    "queries": compare["queries"],
+                    **({"sample": {key: value for key, value in manifest["sample"].items() if key != "query_ids"}}
+                       if manifest.get("sample") else {})},
         "versions": {name: tables[name]["content_sha256"] for name in ("corpus", "queries", "qrels")},
-        "candidate_source": {"retrievers": ["bm25", "dense:" + params.retrieval.dense.model],
-                             "fusion": f"rrf(k={params.retrieval.rrf_k})", "top_n": params.retrieval.top_n},
+        "candidate_source": candidate_source_record(params.retrieval, metrics_json.get("candidate_source", "hybrid")),
         "conventions": {"ndcg_idcg": "qrels (trec_eval) unless the metric name says idcg=candidates",
                         "gain": "linear unless the metric name says gain=exp",
                         "ties": "score desc, fused rank asc, doc id asc",

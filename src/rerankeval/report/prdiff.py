@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..eval.measures import parse_measure
-from ..pipeline.paths import DVC_YAML, PER_QUERY_FILE, pipeline_paths
+from ..pipeline.paths import COMPARE_FILE, DVC_YAML, PER_QUERY_FILE, pipeline_paths
 
 if TYPE_CHECKING:
     from ..stats.revisions import Revision
 
 PARAMS = Path("params.yaml")
-COMPARE_FILE = "compare.json"  # the compare stage's output in dvc.yaml's paths.reports
 WORKING_TREE = "working tree"
 # Lets a CI job find and update its own earlier comment instead of adding one per push.
 COMMENT_MARKER = "<!-- rerankeval-diff -->"

@@ -13,8 +13,7 @@ import pyarrow as pa
 
 from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.precision import stored_scores
-from ..systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Outcome
-from ..systems.pair_scoring import PAIR_STATS
+from ..systems.base import FUSED_TAIL, FUSION_FALLBACK, PAIR_STATS, RERANKED, SKIPPED, Outcome
 
 TIE_BREAK = "score descending, then fused rank ascending, then doc id ascending"
 

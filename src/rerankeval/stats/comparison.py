@@ -10,47 +10,17 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
 
-from ..core.config import StrictConfig
-from ..eval.config import MeasureName
 from . import domains
+from .config import CompareConfig, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
-from .resampling import (DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL,
-                         Intervals)
-from .simulation import SIMULATED_DELTAS, SimulationConfig, operating_characteristics
-from .verdict import Evidence, FallbackEvidence, LatencyEvidence, ReleaseRule, UnjudgedEvidence, decide
-
-
-class UnjudgedWatch(StrictConfig):
-    """Watch how often the top documents are unjudged, per system; the margin is the release rule's
-    ``unjudged_margin`` (one margin for the watch and the verdict)."""
-
-    measure: MeasureName = "Judged@10"
-    judged_only_measure: MeasureName | None = None
-
-
-class CompareConfig(StrictConfig):
-    """The ``compare`` block of params.yaml."""
-
-    baseline: str
-    metrics: list[MeasureName]
-    samples: int = Field(DEFAULT_N_SAMPLES, ge=1)
-    seed: int = DEFAULT_SEED
-    confidence: float = Field(DEFAULT_CONFIDENCE, gt=0, lt=1)
-    ci_method: Literal["percentile", "bca"] = "percentile"
-    permutations: int = Field(DEFAULT_N_SAMPLES, ge=1)
-    correction: Literal["holm", "bh"] = "holm"
-    tie_tolerance: float = Field(DEFAULT_TIE_TOL, ge=0)
-    worst_n: int = Field(5, ge=0)
-    min_slice_size: int = Field(DEFAULT_MIN_SLICE_SIZE, ge=1)
-    unjudged: UnjudgedWatch = UnjudgedWatch()
-    simulation: SimulationConfig = SimulationConfig()
-    release: ReleaseRule
+from .resampling import Intervals
+from .simulation import SIMULATED_DELTAS, operating_characteristics
+from .verdict import Evidence, FallbackEvidence, LatencyEvidence, UnjudgedEvidence, decide
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .resampling import DEFAULT_TIE_TOL, DEFAULT_WORST_N, DELTA_PERCENTILES, _as_deltas
+from .config import DEFAULT_TIE_TOL, DEFAULT_WORST_N
+from .resampling import DELTA_PERCENTILES, _as_deltas
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .config import ReleaseRule
 from .deltas import Comparison
 from .domains import PairedFamily, family_intervals, family_slices
 from .resampling import CIMethod, Intervals
-from .verdict import DeltaEvidence, ReleaseRule, SliceEvidence
+from .verdict import DeltaEvidence, SliceEvidence
 
 
 def critical_columns(rule: ReleaseRule, labels: Mapping[str, np.ndarray]) -> list[str]:

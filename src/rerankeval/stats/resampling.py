@@ -23,12 +23,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-DEFAULT_N_SAMPLES = 10_000
-DEFAULT_SEED = 17
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_MIN_SLICE_SIZE = 20
-DEFAULT_TIE_TOL = 1e-9
-DEFAULT_WORST_N = 10
+from .config import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED
+
 DELTA_PERCENTILES = (5, 25, 50, 75, 95)
 
 CIMethod = Literal["percentile", "bca"]

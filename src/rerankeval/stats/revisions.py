@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from . import domains
-from .comparison import CompareConfig, finite
+from .comparison import finite
+from .config import CompareConfig
 from .deltas import Comparison
 
 

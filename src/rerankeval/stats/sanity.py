@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..eval.measures import parse_measure
-from ..systems import SYSTEM_KINDS, kind_of
+from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
+from ..systems.registry import SYSTEM_KINDS, kind_of
 from .resampling import CIMethod, bootstrap_ci
 from .verdict import ci_label
 
@@ -63,10 +64,12 @@ def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None
                        method: CIMethod) -> dict[str, Any]:
     """Each first-stage retriever (``first_stage``: retriever, query_id, measure columns) against the random floor
     (the random system's per-query ``metric``, indexed by query id), and the fused ranking against its best
-    component. ``flag`` says why the baseline cannot carry a decision, or is None."""
+    component. ``flag`` says why the baseline cannot carry a decision, or is None. Without BM25 and dense (a run or
+    replay candidate source) the one ranking is the candidates' own order, which a fusion-kind baseline reproduces."""
     wide = first_stage.pivot(index="query_id", columns="retriever", values=metric).sort_index()
     retrievers = [name for name in (*COMPONENTS, FUSED) if name in wide.columns] + \
         sorted(set(wide.columns) - {*COMPONENTS, FUSED})
+    own_order = retrievers[0] if len(retrievers) == 1 and retrievers[0] not in COMPONENTS else FUSED
     columns, labels = [], []
     if random_floor is not None:
         floor = random_floor.reindex(wide.index)
@@ -96,6 +99,7 @@ def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None
               "retrievers": table, "best": best, "best_component": best_component,
               "fusion_vs_best_component": fusion_vs_best, "baseline": baseline, "flag": None}
     retriever = SYSTEM_KINDS.get(baseline_kind).retriever if baseline_kind else None
+    retriever = own_order if retriever == FUSED else retriever
     if retriever == FUSED and fusion_vs_best is not None and fusion_vs_best["high"] < 0:
         result["flag"] = (f"the comparison baseline is broken on this collection: {baseline} (fused) is "
                           f"{-fusion_vs_best['delta']:.3f} below {best_component} on {metric} "

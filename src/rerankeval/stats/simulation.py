@@ -14,26 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
 
-from ..core.config import StrictConfig
+from .config import ReleaseRule
 from .evidence import deltas_family, release_evidence
 from .resampling import CIMethod
-from .verdict import Decision, Evidence, ReleaseRule, decide
+from .verdict import Decision, Evidence, decide
 
 SIMULATED_DELTAS = ("each challenger's observed per-query deltas of the primary metric, centred on 0, each query's "
                     "sign flipped at random, plus the true effect on every query")
 
 # Trials per release_evidence call: bounds the slice replicates held at once (slices x samples x chunk floats).
 _CHUNK_CELLS = 1 << 22
-
-
-class SimulationConfig(StrictConfig):
-    """``compare.simulation``: trials per simulated effect and bootstrap resamples per trial (fewer than the
-    comparison's own: the rates move by less than their Monte Carlo error, and the stage stays fast)."""
-
-    trials: int = Field(400, ge=20)
-    samples: int = Field(2000, ge=100)
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import Field, field_validator
-
-from ..core.config import StrictConfig
-from ..eval.config import MeasureName
+from .config import CriticalSlice, ReleaseRule
 from .resampling import Intervals, SliceIntervals
 
 
@@ -44,54 +41,6 @@ class Decision(StrEnum):
     ACCEPT = "ACCEPT"
     REJECT = "REJECT"
     INCONCLUSIVE = "INCONCLUSIVE"
-
-
-class CriticalSlice(StrictConfig):
-    """A slice that must not regress by more than ``budget`` (absolute, e.g. 0.02 = 2 points).
-
-    ``value`` None means every value of ``column``.
-    """
-
-    column: str
-    budget: float = Field(ge=0)
-    value: str | None = None
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _label_as_text(cls, value: object) -> object:
-        # Slice labels are strings: a YAML `value: 2` must match the label "2".
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    def label(self) -> str:
-        """``column=value``, or ``column=*`` for every value."""
-        return f"{self.column}={'*' if self.value is None else self.value}"
-
-    def matches(self, column: str, value: object) -> bool:
-        return column == self.column and self.value in (None, str(value))
-
-
-class ReleaseRule(StrictConfig):
-    """Thresholds of the release decision (absolute metric units; rates as fractions).
-
-    ``unjudged_margin``: largest allowed challenger - baseline unjudged rate (the unjudged watch flags a difference
-    of either sign beyond it); None skips it. ``max_fallback_rate``: largest share of queries served by the
-    fused-order fallback (deadline or scoring failure); None skips it. ``latency_p95_max_ms`` /
-    ``latency_p95_max_ratio``: challenger p95 latency at most this many ms / at most baseline p95 x ratio; None = no
-    such budget.
-    """
-
-    primary_metric: MeasureName
-    min_delta: float = Field(ge=0)
-    critical_slices: list[CriticalSlice] = []
-    unjudged_margin: float | None = Field(None, ge=0)
-    max_fallback_rate: float | None = Field(None, ge=0, le=1)
-    latency_p95_max_ms: float | None = Field(None, ge=0)
-    latency_p95_max_ratio: float | None = Field(None, ge=0)
-
-    def statistical_part(self) -> ReleaseRule:
-        """The rule without its deterministic checks (unjudged, fallbacks, latency): what a simulation exercises."""
-        return self.model_copy(update={"unjudged_margin": None, "max_fallback_rate": None,
-                                       "latency_p95_max_ms": None, "latency_p95_max_ratio": None})
 
 
 @dataclass(frozen=True)

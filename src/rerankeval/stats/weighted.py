@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .resampling import DEFAULT_CONFIDENCE, DEFAULT_N_SAMPLES, DEFAULT_SEED, _weight_blocks
+from .config import DEFAULT_CONFIDENCE, DEFAULT_N_SAMPLES, DEFAULT_SEED
+from .resampling import _weight_blocks
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from ..core.errors import ConfigError, ScoringFailure
 from ..core.http import HttpClient, HttpReply, RetrySettings
-from .base import BuildContext
+from .registry import BuildContext
 from .http_protocols import PROTOCOLS, BadResponse, server_seconds
 from .pair_scoring import PairBatch
 from .pairs import PairScorerConfig, register_pair_scorer

@@ -22,8 +22,7 @@ import numpy as np
 from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.registry import Registry
 from .base import Scores, guarded
-
-PAIR_STATS = ("query_tokens", "passage_tokens", "truncated")
+from .registry import BuiltinsRegistry
 
 
 @dataclass
@@ -36,7 +35,7 @@ class PairBatch:
     compute_s: np.ndarray | None = None
     """Each pair's compute seconds; None: the batch's measured time, split evenly."""
     stats: dict[str, np.ndarray] = field(default_factory=dict)
-    """Per-pair token accounting (``PAIR_STATS``), when the scorer has tokens."""
+    """Per-pair token accounting (``base.PAIR_STATS``), when the scorer has tokens."""
     timings: dict[str, float] = field(default_factory=dict)
     """Components of the batch's compute time (tokenize_s, forward_s, network_s, ...)."""
 
@@ -148,7 +147,7 @@ class ThreadExecutor:
                 yield result
 
 
-EXECUTORS: Registry[Callable[[ScorerRecipe], Any]] = Registry("executor", "rerankeval.executors")
+EXECUTORS: Registry[Callable[[ScorerRecipe], Any]] = BuiltinsRegistry("executor", "rerankeval.executors")
 """Executor factories by name; a factory gets the recipe of the scorer it runs (``ray`` rebuilds it in workers)."""
 EXECUTORS.add("local", lambda recipe: LocalExecutor())
 EXECUTORS.add("threads", lambda recipe: ThreadExecutor(getattr(recipe.settings, "max_concurrency", 1)))

@@ -26,11 +26,10 @@ from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.hashing import sha256_text
 from ..core.progress import Progress
 from ..core.registry import Registry
-from .base import (BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, check_deadline,
-                   register_system)
+from .base import PAIR_STATS, Outcome, QueryCandidates, Scores, System, check_deadline
 from .cache import PairScore, ScoreCache, cache_dir
-from .pair_scoring import (EXECUTORS, PAIR_STATS, PairBatch, PairScorer, ScorerRecipe, WorkItem, WorkResult,
-                           build_executor)
+from .pair_scoring import EXECUTORS, PairBatch, PairScorer, ScorerRecipe, WorkItem, WorkResult, build_executor
+from .registry import BuildContext, BuiltinsRegistry, SystemConfig, register_system
 
 NORMALIZE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": lambda scores: scores,
@@ -143,8 +142,8 @@ def _pair_score(batch: PairBatch, position: int, index: int) -> PairScore:
                      stats.get("truncated"), float(batch.compute_s[position]))
 
 
-PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = Registry("pair-scorer kind",
-                                                                          "rerankeval.systems")
+PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = BuiltinsRegistry("pair-scorer kind",
+                                                                                  "rerankeval.systems")
 """Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
 
 

@@ -17,6 +17,7 @@ from ..core.io import table_metadata
 from ..data.beir import load_beir
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..retrieval.candidates import load_candidates
+from ..retrieval.config import HybridConfig
 from ..retrieval.freeze import freeze
 from .base import Query, QueryCandidates, SplitCandidates
 
@@ -55,7 +56,9 @@ def fallback_split(params, snapshot: Snapshot, split: str) -> SplitCandidates:
         collection = load_beir(path, [split])
     except CollectionError as err:
         raise CollectionError(f"train.fallback_path: {err}") from None
-    frozen = freeze(collection.corpus, collection.queries, params.retrieval, collection.qrels)
+    # A run or replay file holds the evaluated dataset's candidates only: the fallback's come from the hybrid source.
+    hybrid = params.retrieval if params.retrieval.source == "hybrid" else HybridConfig(top_n=params.retrieval.top_n)
+    frozen = freeze(collection.corpus, collection.queries, hybrid, collection.qrels)
     passages = frozen.passages.to_pydict()
     texts = dict(zip(passages["passage_sha256"], passages["passage"]))
     candidates = frozen.candidates.to_pandas()
@@ -63,7 +66,10 @@ def fallback_split(params, snapshot: Snapshot, split: str) -> SplitCandidates:
     queries = collection.queries.to_pandas().sort_values("query_id", ignore_index=True)
     return SplitCandidates(candidates, _views(queries, []), collection.qrels.to_pandas(),
                            {"dataset": Path(path).name, "path": path, "split": split, "fallback": True,
-                            "reason": f"{params.dataset.path} has no split {split!r}"})
+                            "reason": f"{params.dataset.path} has no split {split!r}"
+                                      + ("" if hybrid is params.retrieval else
+                                         f"; its candidates from the hybrid source (retrieval.source "
+                                         f"{params.retrieval.source} covers {params.dataset.name} only)")})
 
 
 def eval_queries(params, snapshot_dir: str | Path, candidates_path: str | Path,

@@ -30,11 +30,12 @@ from pydantic import Field, model_validator
 from ...core.config import StrictConfig
 from ...core.errors import ConfigError
 from ...eval.config import MeasureName
-from ..base import BuildContext, Outcome, QueryCandidates, Scores, register_system
+from ...training.config import MODEL_CARD
+from ..base import Outcome, QueryCandidates, Scores
+from ..registry import BuildContext, register_system
 from .components import (NORMALIZATIONS, Component, ComponentName, CompositeConfig, CompositeSystem,
                          check_composition, component, failed, normalise, ranked, summed)
 
-MODEL_CARD = "model_card.json"
 DEFAULT_GRID = [round(step / 20, 2) for step in range(21)]
 
 
@@ -99,7 +100,7 @@ class BlendSystem(CompositeSystem):
 
 def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], context: BuildContext) -> tuple[float, dict]:
     """The grid weight with the best mean ``fit.measure`` on the fit split, and the record of the fit."""
-    from ...eval.evaluate import evaluate
+    from ...eval.engine import evaluate
 
     fit = config.fit
     if context.candidates_of is None:

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..base import BuildContext, Outcome, QueryCandidates, register_system
+from ..base import Outcome, QueryCandidates
+from ..registry import BuildContext, register_system
 from .components import (Component, ComponentName, CompositeConfig, CompositeSystem, below, check_composition,
                          component, failed, summed, system_order)
 

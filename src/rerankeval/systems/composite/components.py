@@ -28,9 +28,9 @@ from pydantic import AfterValidator
 
 from ...core.errors import ConfigError, ScoringFailure
 from ..baselines import ColumnSystem
-from ..base import (RERANKED, BuildContext, Outcome, QueryCandidates, Scores, System, SystemConfig, build_system,
-                    check_deadline)
+from ..base import RERANKED, Outcome, QueryCandidates, Scores, System, check_deadline
 from ..pairs import PairSystem
+from ..registry import BuildContext, SystemConfig, build_system
 
 COLUMN_PREFIX = "column:"
 SCORE_COLUMNS = ("bm25_score", "dense_score", "fused_score")

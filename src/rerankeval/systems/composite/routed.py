@@ -20,7 +20,8 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from ...core.config import StrictConfig
-from ..base import SKIPPED, BuildContext, Outcome, QueryCandidates, Scores, register_system
+from ..base import SKIPPED, Outcome, QueryCandidates, Scores
+from ..registry import BuildContext, register_system
 from .components import (SCORE_COLUMNS, Component, CompositeConfig, CompositeSystem, below, check_composition,
                          component, component_depth, failed, summed)
 from .features import DEFAULT_IDENTIFIER_PATTERN, QueryFeatures

@@ -19,7 +19,7 @@ from ...models.heads import check_trained_head
 from ...models.resolve import ResolvedModel, ignored_remote_code, is_local, require_safetensors, resolve_model
 from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
 from ..baselines import require_watched
-from ..base import BuildContext
+from ..registry import BuildContext
 from ..pairs import PairScorerConfig, register_pair_scorer
 from .precision import Precision, apply_precision, describe_precision, precision_key
 from .scorers import SCORER_VERSION, BiEncoderScorer, CrossEncoderScorer

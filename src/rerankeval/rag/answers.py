@@ -1,10 +1,11 @@
-"""Answer and context measures per (system, query) for the evaluate stage, and how they join the ranking measures.
+"""The generate stage's tables (each system's answers, and their generation timing apart, so answers are
+byte-identical across reruns), and the answer and context measures per (system, query) computed from them.
 
-Which queries: when the collection has gold answers, every query of the evaluated split, including those whose
-judgments are all 0 (the abstention cases); otherwise the queries the ranking measures evaluate. Ranking measures
-stay undefined (NaN) on a query without a relevant document when ``evaluation.no_relevant`` is ``drop`` (trec_eval
-skips such queries), so their means and paired intervals are over the queries that have one; answer measures define
-their own value there (``rerankeval.eval.measures.answers``).
+Which queries the measures cover: when the collection has gold answers, every query of the evaluated split,
+including those whose judgments are all 0 (the abstention cases); otherwise the queries the ranking measures
+evaluate. Ranking measures stay undefined (NaN) on a query without a relevant document when
+``evaluation.no_relevant`` is ``drop`` (trec_eval skips such queries), so their means and paired intervals are over the
+queries that have one; answer measures define their own value there (``rerankeval.eval.measures.answers``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,39 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from ..eval.evaluate import evaluate
+from ..eval.engine import evaluate
 from ..eval.measures import Measure
 from ..eval.measures.answers import RAG_COLUMNS
+
+ANSWERS_SCHEMA = pa.schema([
+    ("query_id", pa.string()),
+    ("answer", pa.string()),
+    ("abstained", pa.bool_()),
+    ("failed", pa.bool_()),
+    ("reason", pa.string()),
+    ("citations", pa.list_(pa.string())),
+    ("evidence", pa.float64()),
+    ("claims", pa.int32()),
+    ("supported_claims", pa.int32()),
+    ("prompt_tokens", pa.int32()),
+    ("completion_tokens", pa.int32()),
+    ("cost_usd", pa.float64()),
+    ("prompt_sha256", pa.string()),
+])
+TIMING_SCHEMA = pa.schema([("query_id", pa.string()), ("generate_s", pa.float64()), ("cache_hit", pa.bool_()),
+                           ("attempts", pa.int32())])
+
+
+def answer_row(query_id: str, generated, doc_ids: Sequence[str], claims: int, supported: int) -> dict:
+    """One ANSWERS_SCHEMA row: what ``generated`` (a generator's answer) says, citations as doc ids."""
+    return {"query_id": query_id, "answer": generated.answer, "abstained": generated.abstained,
+            "failed": generated.failed, "reason": generated.reason,
+            "citations": [doc_ids[i] for i in generated.citations], "evidence": generated.evidence,
+            "claims": claims, "supported_claims": supported, "prompt_tokens": generated.prompt_tokens,
+            "completion_tokens": generated.completion_tokens, "cost_usd": generated.cost_usd,
+            "prompt_sha256": generated.prompt_sha256}
 
 
 def rag_frame(queries: pd.DataFrame, qrels: pd.DataFrame, parents: Mapping[str, str], context: pd.DataFrame,
@@ -77,27 +107,3 @@ def join_measures(ranking: pd.DataFrame, answer: pd.DataFrame | None, all_querie
     order = joined["system"].map({system: i for i, system in enumerate(systems)}).to_numpy()
     joined = joined.iloc[np.lexsort((joined["query_id"].to_numpy(), order))].reset_index(drop=True)
     return joined
-
-
-def with_answer_measures(per_query: pd.DataFrame, params, snapshot, context_pattern: str,
-                         answers_pattern: str) -> pd.DataFrame:
-    """The evaluate stage's per-query table with the answer and context measures of ``params.rag.measures``."""
-    from ..core.io import read_table
-    from ..eval.measures import parse_measure
-    from ..rag.select import CONTEXT_SCHEMA
-    from .generate import ANSWERS_SCHEMA
-    from .runs import system_file
-
-    split = params.dataset.eval_split
-    queries = snapshot.queries_of(split)
-    all_queries = snapshot.has_answers and params.evaluation.no_relevant == "drop"
-    query_ids = list(queries["query_id"]) if all_queries else sorted(set(per_query["query_id"]))
-    corpus = snapshot.table("corpus").select(["doc_id", "parent_id"]).to_pandas()
-    contexts = {system: read_table(system_file(context_pattern, system), CONTEXT_SCHEMA).to_pandas()
-                for system in params.system_names}
-    answers = {system: read_table(system_file(answers_pattern, system), ANSWERS_SCHEMA).to_pandas()
-               for system in params.system_names}
-    measures = [parse_measure(name) for name in params.rag.measures]
-    values = answer_metrics(contexts, answers, queries, snapshot.table("qrels").to_pandas(),
-                            dict(zip(corpus["doc_id"], corpus["parent_id"])), query_ids, measures)
-    return join_measures(per_query, values, all_queries)

@@ -1,0 +1,70 @@
+"""Every DVC stage's one entry point: ``sh stages/python -m rerankeval.pipeline <stage> [<system>]``.
+
+The artefact paths come from dvc.yaml's ``vars: paths`` (``PipelinePaths``), the settings from params.yaml; the stage
+is ``run(params, paths[, system])`` of its module. ``STAGES`` names each module as a string, imported only when its
+stage runs: a stage's import closure, which ``pipeline.deps`` lists as its DVC code deps, is this module and its own
+module's, never another stage's. Bad input is a message and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import import_module
+
+from ..core.errors import ConfigError, RerankevalError
+from .params import load_params
+from .paths import PipelinePaths
+
+STAGES = {"snapshot": "snapshot", "freeze": "freeze", "train": "train", "rerank": "rerank", "latency": "latency",
+          "select": "select", "calibrate": "calibrate", "generate": "generate", "evaluate": "evaluate",
+          "compare": "compare", "sweep": "sweep", "report": "report"}
+"""Stage name -> its module in this package (read by ``pipeline.deps`` without importing anything)."""
+PER_SYSTEM = ("rerank", "select", "generate")
+"""The stages DVC runs once per system (``foreach: ${systems}``): their second argument is the system."""
+USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAGES)} "
+         f"({', '.join(PER_SYSTEM)} take a system under `systems` in params.yaml)")
+
+
+def run_stage(name: str, run: Callable[[], None]) -> int:
+    """``run()``; a ``RerankevalError`` is printed as ``<name>: error: ...`` and exit code 2."""
+    try:
+        run()
+    except RerankevalError as err:
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
+    """(stage, [system] or []) from the command line, or a ConfigError naming the stages."""
+    if not argv or argv[0] not in STAGES:
+        given = f"no stage {argv[0]!r}" if argv else "no stage given"
+        raise ConfigError(f"{given}. Usage: {USAGE}.")
+    stage, rest = argv[0], argv[1:]
+    wanted = 1 if stage in PER_SYSTEM else 0
+    if len(rest) != wanted:
+        problem = "needs one system" if wanted else f"takes no system (got {' '.join(rest)})"
+        raise ConfigError(f"stage {stage} {problem}. Usage: {USAGE}.")
+    return stage, rest
+
+
+def run(stage: str, system: list[str]) -> None:
+    params = load_params()
+    if system and system[0] not in params.systems:
+        raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
+                          f"{', '.join(params.systems)}). Usage: {USAGE}.")
+    import_module(f".{STAGES[stage]}", __package__).run(params, PipelinePaths.load(), *system)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        stage, system = stage_arguments(argv)
+    except ConfigError as err:
+        print(f"pipeline: error: {err}", file=sys.stderr)
+        return 2
+    return run_stage("@".join([stage, *system]), lambda: run(stage, system))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,153 @@
+"""How a system kind is configured, registered and built: ``SystemConfig``, ``BuildContext`` and the open registry
+of kinds.
+
+A new kind is one file: a config class (a ``SystemConfig`` subclass) and a factory registered with
+``@register_system("kind", Config)``; third-party packages register through the ``rerankeval.systems`` entry-point
+group. Systems that score (query, passage) pairs independently register with
+``rerankeval.systems.pairs.register_pair_scorer`` instead and get the pair-score cache, latency replay and
+pluggable executors for free. The built-in kinds register when ``rerankeval.systems.builtin`` is imported: the code
+that types, builds or reads the role of a system imports it, so a stage that does none of that runs no kind's code
+(its DVC deps hold none).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+import pandas as pd
+from pydantic import Field
+
+from ..core.config import StrictConfig
+from ..core.errors import ConfigError
+from ..core.registry import Registry
+from .base import SplitCandidates, System
+
+BUILTIN_MODULE = "rerankeval.systems.builtin"
+T = TypeVar("T")
+
+
+class BuiltinsRegistry(Registry[T]):
+    """A registry that ``rerankeval.systems.builtin`` fills: a name missing while that module is not imported is
+    refused saying so, since a built-in name is then as unknown as a misspelt one."""
+
+    def get(self, name: str, where: str = "") -> T:
+        try:
+            return super().get(name, where)
+        except ConfigError as err:
+            if BUILTIN_MODULE in sys.modules:
+                raise
+            raise ConfigError(f"{err} The built-in {self.what}s are not registered in this process: import "
+                              f"{BUILTIN_MODULE} before looking one up.") from None
+
+
+class SystemConfig(StrictConfig):
+    """Settings every system has; a kind's config subclasses this and adds its own."""
+
+    kind: str
+    depth: int = Field(ge=1)
+    """Candidates scored per query (in fused order); the rest keep the fused order."""
+    deadline_s: float | None = Field(None, gt=0)
+    """Per-query compute budget; a query over it falls back to the fused order."""
+    depends_on: str | None = None
+    """What DVC watches for this system besides the candidates (dvc.yaml): its model directory or run file."""
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a registered kind (a system, a generator) may need besides its own config."""
+
+    qrels: pd.DataFrame | None = None
+    """The snapshot's qrels, for systems that read judgments (the oracle)."""
+    systems: Mapping[str, SystemConfig] = field(default_factory=dict)
+    """Every configured system's typed settings by name (``pipeline.system_configs``; a mapping is typed here), for
+    kinds composed of other systems."""
+    candidates_of: Callable[[str], SplitCandidates] | None = None
+    """A split's candidates (all of them, fused order), queries and qrels, for kinds that fit a setting on another
+    split than the evaluated one (a blend's weight on the train split)."""
+    name: str = ""
+    """The name (under ``systems``) of the system being built; ``build_system`` sets it."""
+    corpus_texts: Sequence[str] = ()
+    """Every corpus text, for generators that need term statistics."""
+    calibration: Mapping[str, Any] = field(default_factory=dict)
+    """The calibrate stage's fitted settings, for generators."""
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Systems built for composites in this process, by name, so that every composite shares one instance (one model
+    load, one scoring of each pair)."""
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(config, SystemConfig) for config in self.systems.values()):
+            object.__setattr__(self, "systems", {name: config if isinstance(config, SystemConfig) else
+                                                 parse_system_config(name, config)
+                                                 for name, config in self.systems.items()})
+
+
+ROLES = ("reranker", "first_stage", "ceiling", "floor")
+"""What a kind's systems are in a comparison: a reranker under test; a first-stage ranking as it is (a reference);
+the ceiling (oracle) or floor (random) of what reranking the candidates can do (bounds, not deployable)."""
+
+
+@dataclass(frozen=True)
+class SystemKind:
+    """A registered kind: its config class, its factory, and the role its systems play in reports and checks."""
+
+    name: str
+    config: type[SystemConfig]
+    build: Callable[[Any, BuildContext], System]
+    role: str = "reranker"
+    retriever: str | None = None
+    """For a first-stage kind: the first-stage ranking (``first_stage.parquet``'s retriever) it reproduces."""
+    composite: bool = False
+    """Composed of other configured systems (its settings are swept over their stored scores)."""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"system kind {self.name!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
+
+    @property
+    def reference(self) -> bool:
+        """A reference point of the comparison (first stage or bound), not a reranker under test."""
+        return self.role != "reranker"
+
+    @property
+    def bound(self) -> bool:
+        return self.role in ("ceiling", "floor")
+
+
+SYSTEM_KINDS: Registry[SystemKind] = BuiltinsRegistry("system kind", entry_point_group="rerankeval.systems")
+
+
+def register_system(kind: str, config: type[SystemConfig], *, role: str = "reranker", retriever: str | None = None,
+                    composite: bool = False):
+    """Decorator registering ``factory(config, context) -> System`` as the system kind ``kind``, with its role."""
+
+    def register(factory: Callable[[Any, BuildContext], System]):
+        SYSTEM_KINDS.add(kind, SystemKind(kind, config, factory, role, retriever, composite))
+        return factory
+
+    return register
+
+
+def kind_of(config: Mapping[str, Any]) -> SystemKind:
+    """The registered kind of a system's settings (a ``systems`` entry of params.yaml)."""
+    return SYSTEM_KINDS.get(str(config.get("kind")))
+
+
+def parse_system_config(name: str, mapping: Mapping[str, Any]) -> SystemConfig:
+    where = f"systems.{name}"
+    kind = mapping.get("kind") if isinstance(mapping, Mapping) else None
+    return SYSTEM_KINDS.get(str(kind), where=f"{where}.kind").config.parse(mapping, where)
+
+
+def parse_systems(mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, SystemConfig]:
+    """Every ``systems`` entry typed by its kind's config class: params.yaml's one parse of the systems."""
+    return {name: parse_system_config(name, mapping) for name, mapping in mappings.items()}
+
+
+def build_system(name: str, config: SystemConfig | Mapping[str, Any], context: BuildContext) -> System:
+    """``config``: the system's typed settings (``pipeline.system_configs``), or a mapping parsed here."""
+    if not isinstance(config, SystemConfig):
+        config = parse_system_config(name, config)
+    return SYSTEM_KINDS.get(config.kind).build(config, replace(context, name=name))
