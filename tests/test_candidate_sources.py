@@ -277,3 +277,14 @@ def test_a_sampled_snapshot_skips_the_files_other_queries(tmp_path, tiny_beir, n
     assert candidate_source(frozen.provenance)["rows_outside_sample"] == 8 - len(kept)
     assert any(f"{8 - len(kept)} rows of queries outside the snapshot's dataset.sample (2 of 6 test queries)" in line
                for line in frozen.log)
+
+
+def test_the_report_names_a_run_source_and_shows_its_order_alone():
+    from rerankeval.report.markdown import candidates_line, first_stage_section
+
+    values = {"Success@100": 0.9, "R@100": 0.8, "nDCG@10": 0.5, "RR@10": 0.6}
+    section = first_stage_section({"run": values}, 100)
+    assert section.startswith("## First stage: first stage (run), its top 100 (no BM25 or dense ranked the corpus")
+    assert "| first stage (run) | 0.9000 |" in section and "bm25" not in section
+    assert candidates_line({"source": "run", "run": "prod.trec", "top_n": 100}, "run").startswith(
+        "- Candidates: first stage (run), from the TREC run `prod.trec`")

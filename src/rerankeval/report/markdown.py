@@ -67,12 +67,12 @@ def candidates_line(retrieval: Mapping[str, Any], source: str) -> str:
         return (f"- Candidates: fused top-{retrieval['top_n']} of BM25 (k1={retrieval['bm25']['k1']}, "
                 f"b={retrieval['bm25']['b']}) and dense (`{retrieval['dense']['model']}`), RRF k={retrieval['rrf_k']} "
                 f"over each retriever's top {retrieval['fusion_depth']}.")
-    origin = (f"the TREC run `{retrieval['run']}` (each query's top {retrieval['top_n']} in trec_eval's order, texts "
-              "from the corpus)" if retrieval["source"] == "run" else
-              f"the replay file `{retrieval['path']}` (the first {retrieval['top_n']} of each query, each with its own "
+    origin = (f"from the TREC run `{retrieval['run']}` (each query's top {retrieval['top_n']} in trec_eval's order, "
+              "texts from the corpus)" if retrieval["source"] == "run" else
+              f"replayed from `{retrieval['path']}` (the first {retrieval['top_n']} of each query, each with its own "
               "text)")
-    return (f"- Candidates: {first_stage_label(source)}, from {origin}; no BM25 or dense ranked the corpus here. The "
-            "`fusion`-kind system is this first stage's own order.")
+    return (f"- Candidates: {first_stage_label(source)}, {origin}; nothing was retrieved or encoded here, and the "
+            "`fusion`-kind system is that first stage's own order.")
 
 
 def first_stage_label(source: str) -> str:
