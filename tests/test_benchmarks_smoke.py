@@ -35,8 +35,9 @@ def run_script(name: str, *args: str) -> str:
 
 
 def test_every_script_is_covered():
-    covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_metrics.py", "bench_precision.py",
-               "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py"}
+    covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_metrics.py",
+               "bench_own_candidates.py", "bench_precision.py", "bench_ray_executor.py", "bench_serving.py",
+               "bench_stats.py", "demo_baselines.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -48,6 +49,11 @@ def test_bench_cross_encoder():
 
 def test_bench_encoders():
     assert '"passages_per_s"' in run_script("bench_encoders.py")
+
+
+@pytest.mark.slow  # loads transformers for the model's tokenizer
+def test_bench_language_check():
+    assert '"unreadable"' in run_script("bench_language_check.py")
 
 
 def test_bench_metrics_rerankeval_alone():
@@ -75,6 +81,10 @@ def test_bench_ray_executor():
 def test_bench_serving(tmp_path):
     run_script("bench_serving.py", "--out", str(tmp_path / "loadtest.json"))
     assert (tmp_path / "loadtest.json").exists()
+
+
+def test_bench_own_candidates():
+    assert '"bm25_run_rows"' in run_script("bench_own_candidates.py")
 
 
 def test_bench_stats():

@@ -286,5 +286,32 @@ def test_the_report_names_a_run_source_and_shows_its_order_alone():
     section = first_stage_section({"run": values}, 100)
     assert section.startswith("## First stage: first stage (run), its top 100 (no BM25 or dense ranked the corpus")
     assert "| first stage (run) | 0.9000 |" in section and "bm25" not in section
-    assert candidates_line({"source": "run", "run": "prod.trec", "top_n": 100}, "run").startswith(
-        "- Candidates: first stage (run), from the TREC run `prod.trec`")
+    retrieval = {"source": "run", "run": "/data/team/prod.trec", "top_n": 100}
+    assert candidates_line(retrieval, "run").startswith(
+        "- Candidates: first stage (run: prod.trec), from the TREC run `/data/team/prod.trec`")
+    named = first_stage_section({"run": values}, 100, retrieval=retrieval)
+    assert named.startswith("## First stage: first stage (run: prod.trec), its top 100")
+    assert "| first stage (run: prod.trec) | 0.9000 |" in named
+
+
+def test_the_systems_table_names_the_source_whose_order_the_fusion_kind_system_is():
+    from rerankeval.report.build import _source_orders
+    from rerankeval.report.markdown import systems_section
+    from rerankeval.systems.roles import KindTraits
+
+    traits = {"fusion": KindTraits("first_stage", "hybrid"), "oracle": KindTraits("ceiling"), "ce": KindTraits()}
+    run = {"source": "run", "run": "/data/team/prod.trec", "top_n": 100}
+    assert _source_orders("run", run, traits) == {"fusion": "first stage (run: prod.trec)"}
+    assert _source_orders("prod-bm25-v7", {"source": "replay", "path": "prod.jsonl"}, traits) == {
+        "fusion": "first stage (prod-bm25-v7)"}
+    assert _source_orders("hybrid", {"source": "hybrid"}, {**traits, "bm25": KindTraits("first_stage", "bm25")}) == {}
+
+    means = {"CandidateRecall@100": 0.9}
+    compare = {"method": {"confidence": 0.95},
+               "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "ce")}}
+    section = systems_section(compare, {"systems": {"fusion": means, "ce": means}}, ["nDCG@10"], [], 100,
+                              source_orders=_source_orders("run", run, traits))
+    assert "| `fusion` (first stage (run: prod.trec)) |" in section and "| `ce` |" in section
+    assert "`fusion` is the candidates in first stage (run: prod.trec)'s own order" in section
+    plain = systems_section(compare, {"systems": {"fusion": means, "ce": means}}, ["nDCG@10"], [], 100)
+    assert "| `fusion` |" in plain and "own order" not in plain

@@ -52,11 +52,12 @@ def files(tmp_path):
 def test_prints_aggregates_like_trec_eval(files):
     out = rerankeval("evaluate", "--qrels", files / "qrels.txt", "--run", files / "run_a.trec",
                      "--metric", "nDCG@10", "--metric", "MRR@10", "--metric", "P@2").stdout
-    assert [line.split("\t")[0].strip() for line in out.splitlines()] == ["num_q", "nDCG@10", "RR@10", "P@2"]
+    # Each measure printed as asked (MRR@10, not its canonical RR@10).
+    assert [line.split("\t")[0].strip() for line in out.splitlines()] == ["num_q", "nDCG@10", "MRR@10", "P@2"]
     table = parse(out)
     assert table["num_q", "all"] == 2  # the queries in both the run and the qrels, as trec_eval (q3 is not run)
     assert table["nDCG@10", "all"] == pytest.approx(Q1_NDCG / 2, abs=5e-5)
-    assert table["RR@10", "all"] == pytest.approx(0.25, abs=5e-5)
+    assert table["MRR@10", "all"] == pytest.approx(0.25, abs=5e-5)
     assert table["P@2", "all"] == pytest.approx(0.25, abs=5e-5)
 
 

@@ -5,6 +5,7 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rerankeval.core.errors import ConfigError
@@ -52,7 +53,8 @@ def test_blend_weight_is_fit_on_the_train_split_not_the_evaluated_one(systems):
     train = candidates(("t1", "t2"))
     train_queries = {"t1": Query("t1", "first"), "t2": Query("t2", "second")}
     systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"],
-                        "weight": "fit", "weight_grid": [0.0, 1.0], "fit": {"split": "train", "measure": "RR@10"}}
+                        "weight": "fit", "weight_grid": [0.0, 1.0],
+                        "fit": {"split": "train", "measure": "RR@10", "folds": 2}}
     asked = []
 
     def candidates_of(split):
@@ -61,24 +63,27 @@ def test_blend_weight_is_fit_on_the_train_split_not_the_evaluated_one(systems):
 
     shared = context(systems, candidates_of=candidates_of)
     system = build_system("blend", systems["blend"], shared)
-    # On train, d1 is relevant and first under both components alone: both weights score RR 1; ties keep the first.
+    # On train, d1 is relevant and first under both components alone: both weights score RR 1; the rule (one_se)
+    # keeps the smaller weight, in every fold too.
     assert asked == ["train"] and system.weight == 0.0
     assert [point["mean"] for point in system.fit["curve"]] == [1.0, 1.0]
+    assert system.fit["cv"]["fold_weights"] == [0.0, 0.0] and system.fit["cv"]["estimate"]["mean"] == 1.0
     assert pair_counts(shared).to_dict() == {"scored": 8, "from_cache": 0, "reused": 0} and system.fit["queries"] == 2
     with pytest.raises(ConfigError, match="'fit' needs the 'train' split"):
         build_system("blend", systems["blend"], context(systems))
 
 
-@pytest.mark.parametrize("held_out, queries, in_sample", [(["t2"], 1, []), ([], 2, ["length"])])
+@pytest.mark.parametrize("held_out, queries, in_sample", [(["t2", "t3"], 2, []), ([], 3, ["length"])])
 def test_blend_fit_uses_the_queries_held_out_of_the_models_training(systems, tmp_path, held_out, queries, in_sample):
     card = {"split": "train", "data": {"held_out_queries": held_out} if held_out else {}}
     (tmp_path / "model_card.json").write_text(json.dumps(card))
     systems["length"]["model_dir"] = str(tmp_path)
     systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"],
-                        "weight": "fit", "weight_grid": [0.0, 1.0], "fit": {"split": "train"}}
-    train_queries = {"t1": Query("t1", "first"), "t2": Query("t2", "second")}
+                        "weight": "fit", "weight_grid": [0.0, 1.0], "fit": {"split": "train", "folds": 2}}
+    train_queries = {qid: Query(qid, text) for qid, text in [("t1", "first"), ("t2", "second"), ("t3", "third")]}
+    qrels = pd.concat([QRELS, pd.DataFrame({"query_id": ["t3"], "doc_id": ["d1"], "relevance": [1]})])
     system = build_system("blend", systems["blend"], context(systems, candidates_of=lambda split: SplitCandidates(
-        candidates(("t1", "t2")), train_queries, QRELS, {"split": split, "fallback": False})))
+        candidates(tuple(train_queries)), train_queries, qrels, {"split": split, "fallback": False})))
     assert system.fit["queries"] == queries and system.fit["in_sample"] == in_sample
     assert system.fit["held_out_of_training"] == bool(held_out)
 

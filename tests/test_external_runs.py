@@ -6,7 +6,6 @@ evaluated and the evaluated queries it lacks: in the run's metadata, the stage's
 order and gets the pipeline's nDCG@10 on every query.
 """
 
-from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -26,31 +25,8 @@ from rerankeval.report.build import _run_coverage_warnings
 from rerankeval.report.markdown import systems_section
 from rerankeval.retrieval.candidates import load_candidates
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED
-from rerankeval.systems.pair_scoring import PairBatch
-from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from tests.overlap_scorer import KIND
 from tests.stage_fixtures import REPO, frozen_tiny_project, tiny_paths
-
-
-class TiedOverlap:
-    """Shared words (ties galore); a Korean query fails, so its rows stay in the fused order."""
-
-    def __init__(self, config: PairScorerConfig):
-        self.config = config
-
-    def fingerprint(self) -> dict:
-        return {"scorer": "tied_overlap/v1"}
-
-    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
-        if any("\uac00" <= character <= "\ud7a3" for character in query):
-            raise ValueError("no Korean")
-        yield PairBatch(np.arange(len(passages)),
-                        np.array([len(set(query.split()) & set(passage.split())) for passage in passages], float))
-
-    def describe(self) -> dict:
-        return {"scorer": "tied overlap"}
-
-
-register_pair_scorer("test_tied_overlap", PairScorerConfig)(lambda config, context: TiedOverlap(config))
 
 
 @pytest.fixture
@@ -69,8 +45,8 @@ def project(tmp_path, tiny_beir):
     params["systems"] = {
         "fusion": params["systems"]["fusion"],
         "oracle": {**params["systems"]["oracle"], "depth": 3},
-        "overlap": {"kind": "test_tied_overlap", "depth": 4, "cache_dir": str(tmp_path / "cache"),
-                    "depends_on": "tests"},
+        "overlap": {"kind": KIND, "depth": 4, "seconds_per_pair": 0.0, "fail_on_korean": True,
+                    "cache_dir": str(tmp_path / "cache"), "depends_on": "tests"},
         "team": {"kind": "trec_run", "path": str(run_file), "depth": 5, "depends_on": str(run_file)}}
     params["system_names"] = list(params["systems"])
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

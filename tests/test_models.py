@@ -13,7 +13,7 @@ import pytest
 from rerankeval.core.errors import ConfigError, ModelUnavailable
 from rerankeval.core.hashing import sha256_text
 from rerankeval.models.heads import UntrainedHeadError
-from rerankeval.models.resolve import local_model_hash
+from rerankeval.models.resolve import local_model_hash, resolve_model
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, RERANKED, Query, QueryCandidates
@@ -283,3 +283,16 @@ def test_a_run_records_the_model_directory_relative_to_the_project(tmp_path, mon
     outside = build_system("ce", {"kind": "cross_encoder", "model": str(model_dir), "depth": 2, "max_length": 32,
                                   "cache_dir": str(tmp_path / "cache")}, BuildContext(qrels=pd.DataFrame()))
     assert outside.describe()["model_dir"] == str(model_dir.resolve())
+
+
+def test_a_model_outside_the_project_is_recorded_by_its_reference_not_this_machine_s_path(tmp_path, monkeypatch):
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere" / "ce"
+    (project / "data" / "ce").mkdir(parents=True)
+    elsewhere.mkdir(parents=True)
+    for folder in (project / "data" / "ce", elsewhere):
+        (folder / "config.json").write_text("{}")
+    monkeypatch.chdir(project)
+    assert resolve_model("data/ce", None).portable_directory == "data/ce"
+    assert resolve_model(str(elsewhere), None).portable_directory == str(elsewhere)  # as configured
+    bundled = resolve_model("minilm", None)
+    assert bundled.portable_directory == "minilm" and "site-packages" in str(bundled.directory)

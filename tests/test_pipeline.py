@@ -63,7 +63,9 @@ def project(tmp_path, tiny_beir):
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
                              "systems.external.depth=5", "systems.external.max_length=64",
                              "systems.ce_minilm_ft_int8.depth=5", "systems.ce_minilm_ft_int8.max_length=64",
-                             "systems.blend_ce_fusion.depth=5", "systems.routed_blend.depth=5",
+                             # One held-out train query is too few to cross-validate a fitted weight.
+                             "systems.blend_ce_fusion.depth=5", "systems.blend_ce_fusion.weight=0.5",
+                             "systems.routed_blend.depth=5",
                              "systems.cascade_bm25_ce.depth=5", "systems.cascade_bm25_ce.second_depth=3",
                              "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]"])
     params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
@@ -88,6 +90,8 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
         assert (project / "reports" / "plots" / f"{plot}.png").stat().st_size > 1000, plot
     report = (project / "reports" / "report.md").read_text()
     assert "`ce_minilm_ft@5`" in report and "peak_rss_mib" in report  # Pareto point and environment block
+    assert "## What to judge next" in report
+    assert (project / "reports" / "judging_queue.tsv").read_text().startswith("priority\tquery_id\tdoc_id\t")
     for section in ("## What the rerankers moved", "## Configurations (composed systems)", "### Policy sweeps",
                     "## Precision variants against float32"):
         assert section in report, section
@@ -104,7 +108,8 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
 
-    frozen = {name: (project / "reports" / name).read_bytes() for name in ("metrics.json", "compare.json")}
+    frozen = {name: (project / "reports" / name).read_bytes() for name in ("metrics.json", "compare.json",
+                                                                          "judging_queue.tsv")}
     model_card = json.loads((project / "data" / "models" / "ce-minilm-ft" / "model_card.json").read_text())
     assert model_card["split"] == "train" and len(model_card["loss_curve"]) == 3
     first_latency = pd.read_parquet(project / "data" / "runs" / "latency_ce_minilm_ft.parquet")

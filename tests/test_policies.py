@@ -8,6 +8,7 @@ from rerankeval.policies.config import SweepConfig
 from rerankeval.policies.points import per_query_quality, policy_points
 from rerankeval.policies.sweep import override, run_policy
 from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.report.frontier import sweeps_section
 from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import build_system
 from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401, F811  (fixture)
@@ -38,7 +39,9 @@ def test_a_sweep_over_cached_scores_makes_no_model_call(composed):
     assert len(SCORED) == calls, "a sweep over stored scores called the model"
     assert all(result.pairs.scored == 0 for result in results)
     blend = results[0].pairs
-    assert (blend.from_cache, blend.reused) == (8, 16)  # read once, then every other weight reuses the same scores
+    # Weight 0 (BM25 alone) does not call the word-count model; 0.5 reads it from the cache, 1 reuses those scores.
+    assert (blend.from_cache, blend.reused) == (8, 8)
+    assert [setting.pairs.from_cache + setting.pairs.reused for setting in results[0].settings] == [0, 8, 8]
     assert [len(result.settings) for result in results] == [3, 3, 2, 2]
     # Routed: a BM25 margin of 4 skips both queries at threshold 3, none at 5.
     skipped = [(setting.latency["mode"] == "SKIPPED").sum() for setting in results[2].settings]
@@ -61,6 +64,32 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     assert points["value"].tolist() == ["0", "0.5", "1"] and (points["pairs_scored"] == 0).all()
     assert (points["p95_ms"] > 0).all() and (points["cost_per_1k_queries"] > 0).all()
     assert (points["low"] <= points["delta"]).all() and (points["delta"] <= points["high"]).all()
+
+
+def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
+    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
+    baseline = per_query_quality(rerank(candidates(), QUERIES, build_system("fusion", composed["fusion"],
+                                                                           context(composed)), RerankSettings(4))[0],
+                                 QRELS, ["q1", "q2"], "RR@10", "drop")
+    shared = context(composed)
+    # (free, paid): blend weight 0 is BM25 alone; a cascade of second_depth 0 is BM25's order; a BM25 margin of 4
+    # skips both queries at threshold 3. The word-count model replays 0.01 s a pair from the cache (2 or 4 pairs a
+    # query for the paid settings): a free setting is charged none of it (wall times are left out: a busy machine
+    # makes them noisy).
+    sweeps = [SweepConfig(system="blend", parameter="weight", values=[0.0, 0.5]),
+              SweepConfig(system="cascade", parameter="second_depth", values=[0, 2]),
+              SweepConfig(system="routed", parameter="rules.0.when.margin.at_least", values=[3.0, 5.0])]
+    for number, sweep in enumerate(sweeps):
+        policy = run_policy(sweep, candidates(), QUERIES, shared, f"policies.sweeps[{number}]")
+        points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
+                               hourly_price=3.6, samples=50, seed=1, confidence=0.95, method="percentile")
+        free, paid = points.itertuples()
+        replayed = [setting.latency["replayed_s"].to_numpy() for setting in policy.settings]
+        assert free.model_pairs == 0 and (replayed[0] == 0).all(), sweep.system
+        assert paid.model_pairs > 0 and (replayed[1] >= 0.02 - 1e-9).all(), sweep.system
+        header, _, *rows = [[cell.strip() for cell in line.split("|")]
+                            for line in sweeps_section(points, {}, "RR@10").splitlines()[-4:]]
+        assert [row[header.index("model pairs")] for row in rows] == ["0", str(paid.model_pairs)], sweep.system
 
 
 def test_override_reaches_nested_settings_and_refuses_unknown_ones():

@@ -20,9 +20,10 @@ from rerankeval.pipeline.system_configs import system_configs
 from rerankeval.rag.generators import GENERATORS, extractive  # noqa: F401  (registers a built-in generator)
 from rerankeval.report.frontier import frontier_points
 from rerankeval.retrieval.dense import ENCODERS
-from rerankeval.stats.sanity import first_stage_sanity, floor_system
+from rerankeval.stats.sanity import first_stage_sanity
 from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import SYSTEM_KINDS, SystemConfig, register_system
+from rerankeval.systems.roles import floor_system
 from rerankeval.systems.baselines import ColumnSystem
 from rerankeval.systems.pair_scoring import EXECUTORS
 from rerankeval.systems.pairs import PAIR_SCORERS
@@ -40,6 +41,11 @@ register_system("test_ceiling", SystemConfig, role="ceiling")(_column)
 register_system("test_floor", SystemConfig, role="floor")(_column)
 register_system("test_fused", SystemConfig, role="first_stage", retriever="hybrid")(_column)
 register_system("test_mix", SystemConfig, composite=True)(_column)
+
+
+def traits_of(systems):
+    """What the rerank stage records of each system's kind in its run (``roles.KindTraits``)."""
+    return {name: SYSTEM_KINDS.get(config["kind"]).traits for name, config in systems.items()}
 
 
 @pytest.mark.parametrize("registry", [SYSTEM_KINDS, GENERATORS, FAMILIES, INPUTS, EXECUTORS, PAIR_SCORERS, ENCODERS],
@@ -69,13 +75,13 @@ def test_a_kind_registered_elsewhere_is_a_bound_or_composite_in_the_frontier():
                                columns=["system", "depth", "quality", "p95_ms", "cost_per_1k_queries"])
     own = pd.DataFrame([(name, 0.5, 10.0, 1.0) for name in systems],
                        columns=["system", "quality", "p95_ms", "cost_per_1k_queries"])
-    points = frontier_points(depth_costs, systems, own, None)
+    points = frontier_points(depth_costs, traits_of(systems), own, None)
     assert set(points["label"]) == {"plain@5", "plain@10", "mix"}  # bounds left out; the composite as configured
 
 
 def test_a_kind_registered_elsewhere_is_the_floor_and_a_fused_baseline_for_sanity():
     systems = {"fused": {"kind": "test_fused", "depth": 5}, "bottom": {"kind": "test_floor", "depth": 5}}
-    assert floor_system(systems) == "bottom"
+    assert floor_system(traits_of(systems)) == "bottom"
     queries = [f"q{i}" for i in range(30)]
     rng = np.random.default_rng(0)
     first_stage = pd.DataFrame(
@@ -83,7 +89,7 @@ def test_a_kind_registered_elsewhere_is_the_floor_and_a_fused_baseline_for_sanit
          for retriever, value in (("bm25", 0.8), ("dense", 0.6), ("hybrid", 0.3))],
         columns=["retriever", "query_id", "nDCG@10"])
     floor = pd.Series(0.1, index=queries)
-    sanity = first_stage_sanity(first_stage, floor, "nDCG@10", "fused", "test_fused", **BOOT)
+    sanity = first_stage_sanity(first_stage, floor, "nDCG@10", "fused", traits_of(systems)["fused"].retriever, **BOOT)
     assert sanity["flag"] is not None and "fused" in sanity["flag"]  # its retriever is the fused ranking
 
 

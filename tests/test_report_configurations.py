@@ -9,6 +9,7 @@ from rerankeval.report.configurations import configurations_section
 from rerankeval.report.frontier import frontier_points, plot_frontier
 from rerankeval.report.moved import moved_per_query, moved_section
 from rerankeval.stats.variants import mean_interval
+from rerankeval.systems.roles import KindTraits
 
 BOOT = {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}
 
@@ -44,15 +45,14 @@ def test_frontier_draws_policies_as_curves_and_marks_the_frontier(tmp_path):
     depth_costs = pd.DataFrame({"system": ["fusion", "ce", "ce", "oracle", "random"], "depth": [100, 10, 30, 100, 10],
                                 "quality": [0.6, 0.62, 0.55, 0.9, 0.1], "p95_ms": [0.1, 200.0, 500.0, 0.1, 0.05],
                                 "cost_per_1k_queries": [0.0, 0.01, 0.02, 0.0, 0.0]})
-    systems = {"fusion": {"kind": "fusion"}, "ce": {"kind": "cross_encoder"}, "oracle": {"kind": "oracle"},
-               "random": {"kind": "random"},
-               "blend": {"kind": "blend"}}
+    traits = {"fusion": KindTraits("first_stage", "hybrid"), "ce": KindTraits(learned=True),
+              "oracle": KindTraits("ceiling"), "random": KindTraits("floor"), "blend": KindTraits(composite=True)}
     own = pd.DataFrame({"system": ["fusion", "ce", "oracle", "blend"], "quality": [0.6, 0.55, 0.9, 0.66],
                         "p95_ms": [0.1, 500.0, 0.1, 510.0], "cost_per_1k_queries": [0.0, 0.02, 0.0, 0.02]})
     sweeps = pd.DataFrame({"policy": "blend weight", "system": "blend", "parameter": "weight",
                            "value": ["0", "0.5", "1"], "position": [0, 1, 2], "quality": [0.6, 0.67, 0.55],
                            "p95_ms": [505.0, 505.0, 505.0], "cost_per_1k_queries": 0.02})
-    points = frontier_points(depth_costs, systems, own, sweeps)
+    points = frontier_points(depth_costs, traits, own, sweeps)
     assert not {"oracle", "random"} & set(points["policy"].str.split().str[0])  # bounds, not configurations
     assert points.set_index("label")["frontier"].to_dict() == {
         "fusion@100": True, "ce@10": True, "ce@30": False, "blend": False, "blend weight=0": False,
@@ -73,7 +73,8 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
     described = {"routed": {"describe": {"rules": [{"when": {"identifier_in_query": True, "margin": None},
                                                     "then": "skip"}], "default": "blend"}}}
     queries = pd.DataFrame({"query_id": list("abcd"), "text": ["PAY-1042 retry?", "b", "c", "d"]})
-    text = configurations_section(["routed"], configs, described, {"routed": latency},
+    traits = {"routed": KindTraits(composite=True), "blend": KindTraits(composite=True)}
+    text = configurations_section(["routed"], configs, traits, described, {"routed": latency},
                                   {"routed": {"composite_pairs": {"scored": 0, "from_cache": 60}}}, per_query,
                                   compare, queries, "nDCG@10", 0, 3.6,
                                   {"routed": {"cold_seconds": mean_interval(latency["compute_s"].to_numpy(), BOOT),
@@ -88,11 +89,18 @@ def test_a_blend_fitted_on_the_fallback_says_where():
     from rerankeval.report.configurations import _what
 
     fit = {"split": "train", "queries": 30, "measure": "nDCG@10", "curve": [{"mean": 0.61}, {"mean": 0.64}],
-           "held_out_of_training": True, "in_sample": [],
-           "source": {"path": "datasets/demo", "fallback": True, "reason": "cranfield has no split 'train'"}}
+           "held_out_of_training": True, "in_sample": [], "rule": "one_se",
+           "source": {"path": "datasets/demo", "fallback": True, "reason": "cranfield has no split 'train'"},
+           "cv": {"folds": 3, "fold_weights": [0.45, 0.0, 0.45], "confidence": 0.95,
+                  "estimate": {"mean": 0.62, "low": 0.58, "high": 0.66},
+                  "gain_over_zero": {"mean": 0.01, "low": -0.004, "high": 0.025},
+                  "distinguishable_from_zero": False, "in_sample_mean": 0.64}}
     text = _what("blend", {"blend": "0.45 x ce + 0.55 x fusion", "fit": fit})
+    # The CV estimate and its CI come first; the in-sample value is shown beside them, marked optimistic.
     assert text == ("0.45 x ce + 0.55 x fusion; weight fitted on the train split of the fallback `datasets/demo` "
-                    "(cranfield has no split 'train') (30 queries held out of the model's training, best mean "
-                    "nDCG@10 0.6400 over 2 weights)")
+                    "(cranfield has no split 'train') (30 queries held out of the model's training, the smallest "
+                    "weight within one standard error of the best of 2 weights; 3-fold CV: fold weights 0.45, 0, "
+                    "0.45, out-of-fold nDCG@10 0.6200 [0.5800, 0.6600], gain over weight 0 +0.0100 [-0.0040, "
+                    "+0.0250] (not distinguishable from 0 at 95%); in-sample 0.6400, optimistic)")
     own = _what("blend", {"blend": "b", "fit": {**fit, "source": {"fallback": False}}})
     assert "weight fitted on the train split (30 queries" in own

@@ -3,8 +3,6 @@ the same fallbacks cold and warm, the report counts them per system, and a run c
 
 import json
 import shutil
-import time
-from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -22,37 +20,8 @@ from rerankeval.rag.config import RagConfig
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section
 from rerankeval.systems.base import FUSION_FALLBACK
-from rerankeval.systems.pair_scoring import PairBatch
-from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
+from tests.overlap_scorer import KIND
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
-
-
-class SlowOnKoreanConfig(PairScorerConfig):
-    seconds_per_pair: float = 0.02
-
-
-class SlowOnKorean:
-    """Word overlap; a Korean query costs ``seconds_per_pair`` a pair, any other a twentieth of it."""
-
-    def __init__(self, config: SlowOnKoreanConfig):
-        self.config = config
-
-    def fingerprint(self) -> dict:
-        return {"scorer": "slow_on_korean/v1", "seconds_per_pair": self.config.seconds_per_pair}
-
-    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
-        korean = any("\uac00" <= character <= "\ud7a3" for character in query)
-        for start in range(0, len(passages), 2):
-            indices = np.arange(start, min(start + 2, len(passages)))
-            time.sleep(self.config.seconds_per_pair * len(indices) / (1 if korean else 20))
-            yield PairBatch(indices, np.array([len(set(query.split()) & set(passages[i].split())) for i in indices],
-                                              dtype=float))
-
-    def describe(self) -> dict:
-        return {"scorer": "slow on Korean"}
-
-
-register_pair_scorer("test_slow_on_korean", SlowOnKoreanConfig)(lambda config, context: SlowOnKorean(config))
 
 
 @pytest.fixture
@@ -61,8 +30,8 @@ def stage(tmp_path, tiny_beir):
     params = frozen_tiny_project(tmp_path, tiny_beir)
     # 5 pairs of a Korean query take 0.1 s (over the deadline after 4), of an English one 0.005 s.
     params["systems"] = {"fusion": params["systems"]["fusion"],
-                         "slow": {"kind": "test_slow_on_korean", "depth": 5, "deadline_s": 0.06,
-                                  "cache_dir": str(tmp_path / "cache"), "depends_on": "tests"}}
+                         "slow": {"kind": KIND, "depth": 5, "seconds_per_pair": 0.001, "korean_seconds_per_pair": 0.02,
+                                  "deadline_s": 0.06, "cache_dir": str(tmp_path / "cache"), "depends_on": "tests"}}
     params["system_names"] = list(params["systems"])
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return tmp_path

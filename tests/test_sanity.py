@@ -51,7 +51,7 @@ def broken_collection():
 
 def test_a_fused_baseline_far_below_bm25_is_flagged(broken_collection):
     first_stage, random_floor, _, _ = broken_collection
-    sanity = first_stage_sanity(first_stage, random_floor, "nDCG@10", "fusion", "fusion", **BOOT)
+    sanity = first_stage_sanity(first_stage, random_floor, "nDCG@10", "fusion", "hybrid", **BOOT)
     means = {name: entry["mean"] for name, entry in sanity["retrievers"].items()}
     assert means["bm25"] > means["hybrid"] + 0.1 and sanity["best"] == sanity["best_component"] == "bm25"
     assert sanity["fusion_vs_best_component"]["high"] < 0
@@ -63,7 +63,7 @@ def test_a_fused_baseline_far_below_bm25_is_flagged(broken_collection):
 
 def test_the_verdict_against_a_flagged_baseline_is_never_a_bare_accept(broken_collection):
     first_stage, random_floor, _, _ = broken_collection
-    sanity = first_stage_sanity(first_stage, random_floor, "nDCG@10", "fusion", "fusion", **BOOT)
+    sanity = first_stage_sanity(first_stage, random_floor, "nDCG@10", "fusion", "hybrid", **BOOT)
     fusion = first_stage[first_stage["retriever"] == "hybrid"].set_index("query_id")["nDCG@10"]
     bm25 = first_stage[first_stage["retriever"] == "bm25"].set_index("query_id")["nDCG@10"]
     # A reranker that beats the broken fusion clearly and still loses to BM25.
@@ -90,7 +90,7 @@ def test_a_healthy_first_stage_and_a_non_fused_baseline_are_not_flagged(broken_c
     healthy = first_stage.copy()
     healthy.loc[healthy["retriever"] == "hybrid", "nDCG@10"] = healthy.loc[healthy["retriever"] == "bm25",
                                                                            "nDCG@10"].to_numpy()
-    sanity = first_stage_sanity(healthy, None, "nDCG@10", "fusion", "fusion", **BOOT)
+    sanity = first_stage_sanity(healthy, None, "nDCG@10", "fusion", "hybrid", **BOOT)
     assert sanity["flag"] is None and sanity["random"] is None
     assert all(entry["vs_random"] is None and not entry["at_random_floor"] for entry in sanity["retrievers"].values())
 

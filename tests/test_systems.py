@@ -1,7 +1,5 @@
 """The system seam: strict configs, the open registry, and what a new pair-scoring kind gets for free."""
 
-import time
-from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -12,39 +10,11 @@ from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, Query
-from rerankeval.systems.pair_scoring import PairBatch
-from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
 from rerankeval.systems.registry import BuildContext, build_system
+from tests.overlap_scorer import KIND
 
 CONTEXT = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))
 
-
-class OverlapConfig(PairScorerConfig):
-    seconds_per_pair: float = 0.002
-
-
-class OverlapScorer:
-    """Word overlap of query and passage, taking a fixed time per pair: a kind defined outside the package."""
-
-    def __init__(self, config: OverlapConfig):
-        self.config, self.calls = config, 0
-
-    def fingerprint(self) -> dict:
-        return {"scorer": "overlap/v1", "seconds_per_pair": self.config.seconds_per_pair}
-
-    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
-        words = set(query.split())
-        for start in range(0, len(passages), 2):
-            indices = np.arange(start, min(start + 2, len(passages)))
-            self.calls += len(indices)
-            time.sleep(self.config.seconds_per_pair * len(indices))
-            yield PairBatch(indices, np.array([len(words & set(passages[i].split())) for i in indices], float))
-
-    def describe(self) -> dict:
-        return {"scorer": "word overlap"}
-
-
-register_pair_scorer("test_overlap", OverlapConfig)(lambda config, context: OverlapScorer(config))
 
 PASSAGES = ["alpha beta", "beta gamma delta", "gamma", "alpha beta gamma", "omega"]
 
@@ -59,7 +29,7 @@ QUERIES = {"q1": Query("q1", "alpha beta gamma"), "q2": Query("q2", "gamma delta
 
 def test_a_kind_registered_in_a_test_file_gets_caching_and_latency_replay(tmp_path, monkeypatch):
     monkeypatch.delenv("RERANKEVAL_CACHE_DIR", raising=False)
-    config = {"kind": "test_overlap", "depth": 4, "cache_dir": str(tmp_path / "cache")}
+    config = {"kind": KIND, "depth": 4, "cache_dir": str(tmp_path / "cache")}
     first_system = build_system("overlap", config, CONTEXT)
     run, cold = rerank(candidates(), QUERIES, first_system, RerankSettings(depth=4))
     assert run[run["query_id"] == "q1"]["doc_id"].tolist()[:2] == ["q1-d3", "q1-d0"]
@@ -77,7 +47,7 @@ def test_a_kind_registered_in_a_test_file_gets_caching_and_latency_replay(tmp_pa
 
 
 def test_deadlines_are_judged_on_cold_compute_so_the_cache_cannot_change_the_result(tmp_path):
-    config = {"kind": "test_overlap", "depth": 5, "seconds_per_pair": 0.02, "cache_dir": str(tmp_path / "c")}
+    config = {"kind": KIND, "depth": 5, "seconds_per_pair": 0.02, "cache_dir": str(tmp_path / "c")}
     settings = RerankSettings(depth=5, deadline_s=0.07)
     cold_run, _ = rerank(candidates(["q1"]), QUERIES, build_system("o", config, CONTEXT), settings)
     warm_run, warm = rerank(candidates(["q1"]), QUERIES, build_system("o", config, CONTEXT), settings)

@@ -10,6 +10,7 @@ import yaml
 from rerankeval.core.errors import CollectionError, ConfigError
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
+from rerankeval.models.resolve import resolve_model
 from rerankeval.pipeline import train as train_stage
 from rerankeval.systems import splits
 from rerankeval.pipeline.params import load_params
@@ -19,6 +20,7 @@ from rerankeval.retrieval.config import HybridConfig
 from rerankeval.retrieval.freeze import freeze
 from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import BuildContext, build_system
+from rerankeval.training.seeds import seed_models, seeded_systems, write_seed_set
 from tests.stage_fixtures import tiny_paths
 from tests.test_params import composed
 from tests.test_retrieval import FakeRetriever, PriorRetriever
@@ -96,7 +98,7 @@ def test_a_blend_weight_fit_on_a_dataset_without_the_split_uses_the_fallback(sta
     candidates_of = splits.split_candidates(params, snapshot, tmp_path / "candidates.parquet")
     systems = {"fusion": {"kind": "fusion", "depth": 5},
                "blend": {"kind": "blend", "depth": 5, "components": ["column:bm25_score", "fusion"],
-                         "weight": "fit", "weight_grid": [0.0, 0.5, 1.0], "fit": {"split": "train"}}}
+                         "weight": "fit", "weight_grid": [0.0, 0.5, 1.0], "fit": {"split": "train", "folds": 2}}}
     # The evaluated snapshot's qrels hold no train query: the fit must score against the fallback's.
     qrels = snapshot.table("qrels").to_pandas()
     assert not set(qrels["query_id"]) & {"q6", "q7"}
@@ -106,3 +108,30 @@ def test_a_blend_weight_fit_on_a_dataset_without_the_split_uses_the_fallback(sta
                                    "reason": f"{tiny_beir} has no split 'train'"}
     assert blend.fit["queries"] == 2 and all(point["queries"] == 2 for point in blend.fit["curve"])
     assert candidates_of("train") is candidates_of("train")  # frozen once per process
+
+
+def test_several_seeds_train_one_model_each_and_systems_on_them_are_built_per_seed(stage, tmp_path, monkeypatch):
+    trained = []
+    monkeypatch.setattr(train_stage, "train", lambda training_set, config, source: trained.append(
+        (config.only_seed, config.out_dir, training_set.sha256)) or {key: 0 for key in (
+            "split", "train_queries", "data", "steps", "train_s", "pairs_per_s")})
+    out_dir = tmp_path / "ce"
+    (out_dir / "stale").mkdir(parents=True)  # a previous single-seed model's file must not survive
+    stage(None, seeds=[17, 18], out_dir=str(out_dir))
+    assert [(seed, folder) for seed, folder, _ in trained] == [(17, f"{out_dir}/seed-17"), (18, f"{out_dir}/seed-18")]
+    assert trained[0][2] != trained[1][2]  # each seed mines its own negatives
+    assert sorted(path.name for path in out_dir.iterdir()) == ["seeds.json"]  # train() (faked) writes the folders
+    assert seed_models(str(out_dir)) == {17: out_dir / "seed-17", 18: out_dir / "seed-18"}
+    with pytest.raises(ConfigError, match=r"holds one model per training seed .*Fix: name one seed's folder"):
+        resolve_model(str(out_dir), None)  # a learned system built on the set itself, not on one seed's model
+
+    systems = {"ce": {"kind": "cross_encoder", "model": str(out_dir)}, "fusion": {"kind": "fusion"},
+               "blend": {"kind": "blend", "components": ["ce", "fusion"]}}
+    per_seed = seeded_systems(systems)
+    assert list(per_seed) == [17, 18]
+    assert per_seed[18] == {**systems, "ce": {"kind": "cross_encoder", "model": str(out_dir / "seed-18")}}
+    assert seeded_systems({"fusion": {"kind": "fusion"}, "hub": {"kind": "cross_encoder", "model": "org/x"}}) is None
+    other = tmp_path / "other"
+    write_seed_set(other, {17: str(other / "seed-17")})
+    with pytest.raises(ConfigError, match="seed sets of different seeds"):
+        seeded_systems({**systems, "other": {"kind": "cross_encoder", "model": str(other)}})

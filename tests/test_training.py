@@ -213,3 +213,36 @@ def test_the_stage_writes_a_seeded_model_that_loads_as_a_cross_encoder(stage_inp
     # A rerun writes a byte-identical model directory (weights and card), so DVC sees nothing new.
     train(mine_examples(queries, qrels, candidates, config), config, source)
     assert {path.name: sha256_file(path) for path in model_dir.iterdir()} == files
+
+
+def test_a_source_without_bm25_pools_negatives_by_the_rank_column_given():
+    """A run or replay source ran no BM25: the stage pools by its own order (fused_rank), named, not renamed."""
+    queries, qrels, candidates = synthetic_split_tables()
+    by_bm25 = mine_examples(queries, qrels, candidates, CONFIG)
+    no_bm25 = candidates.assign(fused_rank=candidates["bm25_rank"], bm25_rank=np.nan)
+    by_own_order = mine_examples(queries, qrels, no_bm25, CONFIG, rank_column="fused_rank")
+    assert "bm25_rank" not in by_own_order.examples and by_own_order.sha256 == by_bm25.sha256
+    pd.testing.assert_frame_equal(by_own_order.examples.rename(columns={"fused_rank": "bm25_rank"}),
+                                  by_bm25.examples, check_dtype=False)
+    # Pooled by the fused order itself, other negatives come out (the pool really follows the column).
+    assert mine_examples(queries, qrels, candidates, CONFIG, rank_column="fused_rank").sha256 != by_bm25.sha256
+    with pytest.raises(ConfigError, match=r"'bm25_rank' is missing for some rows.*Fix: pool by"):
+        mine_examples(queries, qrels, no_bm25, CONFIG)
+
+
+def test_train_seeds_one_as_before_several_as_seed_folders():
+    params = {"backbone": "minilm", "steps": 1, "batch_size": 2, "learning_rate": 1e-5, "max_length": 32,
+              "negatives_per_positive": 1, "out_dir": "models/ce/"}
+    legacy, one = TrainConfig.parse({**params, "seed": 17}, "train"), TrainConfig.parse({**params, "seeds": [17]},
+                                                                                       "train")
+    assert legacy.seed_dirs() == one.seed_dirs() == {17: "models/ce/"}
+    assert one.for_seed(17).card_settings() == legacy.card_settings()  # the one-seed model card is unchanged
+    several = TrainConfig.parse({**params, "seeds": [19, 17]}, "train")
+    assert several.seed_dirs() == {19: "models/ce/seed-19", 17: "models/ce/seed-17"}
+    assert several.for_seed(17).only_seed == 17 and several.for_seed(17).out_dir == "models/ce/seed-17"
+    with pytest.raises(ValueError, match="one model takes one seed"):
+        several.only_seed  # noqa: B018
+    for bad, message in (({}, "got neither"), ({"seed": 1, "seeds": [1]}, "got both"),
+                         ({"seeds": [1, 1]}, "distinct"), ({"seeds": []}, "distinct")):
+        with pytest.raises(ConfigError, match=message):
+            TrainConfig.parse({**params, **bad}, "train")

@@ -26,7 +26,8 @@ NO_LABEL = "(none)"
     "paired comparison and release verdict (ACCEPT / REJECT / INCONCLUSIVE) of runs against a baseline run",
     [
         argument("--qrels", required=True, metavar="FILE", help="TREC qrels, BEIR qrels TSV or Parquet"),
-        argument("--baseline", required=True, metavar="[NAME=]FILE", help="the baseline run (TREC or Parquet)"),
+        argument("--baseline", required=True, action="append", metavar="[NAME=]FILE", dest="baselines",
+                 help="a baseline run (TREC or Parquet); repeat for several, one family (the first is the report's)"),
         argument("--run", required=True, action="append", metavar="[NAME=]FILE", dest="runs",
                  help="a challenger run, named by its file stem unless NAME= is given; repeat for several"),
         argument("--queries", metavar="FILE", help="BEIR queries.jsonl: its records' metadata labels the slices"),
@@ -37,13 +38,22 @@ NO_LABEL = "(none)"
         argument("--json", action="store_true", help="print JSON (each challenger's decision, CI and reasons)"),
         argument("--min-delta", type=float, default=DEFAULT_MIN_DELTA,
                  help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
+        argument("--claim", choices=["superior", "noninferior"], default="superior",
+                 help="what every challenger claims against the first baseline: superior (gains min-delta) or "
+                      "noninferior (not worse by more than --margin); default superior"),
+        argument("--margin", type=float, help="the non-inferiority margin δ (absolute, primary metric)"),
         argument("--slice-budget", type=float, default=DEFAULT_SLICE_BUDGET,
                  help=f"largest tolerated regression of a critical slice (default {DEFAULT_SLICE_BUDGET})"),
         argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)"),
         argument("--samples", type=int, default=10000, help="bootstrap resamples and sign flips (default 10000)"),
         argument("--trials", type=int, default=400,
                  help="simulated query sets per effect for the verdict's error rates (default 400)"),
-        argument("--seed", type=int, default=17),
+        argument("--seed", type=int, default=17,
+                 help="seed of the bootstrap, the sign flips and the simulation: the same seed, the same numbers "
+                      "(default 17)"),
+        argument("--fail-on-reject", action="store_true",
+                 help="exit 1 when any challenger's verdict against the first baseline is REJECT, for a CI job to gate "
+                      "on (exit codes: 0 done, 1 a REJECT with this flag, 2 bad input)"),
     ],
 )
 def run_compare(args: argparse.Namespace) -> int:
@@ -55,31 +65,37 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..stats.config import CompareConfig
     from ..stats.sanity import identical_to_baseline, positive_only_reason
 
-    baseline, named = _named(args.baseline), [_named(text) for text in args.runs]
-    names = [baseline[0]] + [name for name, _ in named]
+    baselines, named = [_named(text) for text in args.baselines], [_named(text) for text in args.runs]
+    baseline = baselines[0]
+    names = [name for name, _ in [*baselines, *named]]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs are named alike ({', '.join(names)}); name them with NAME=FILE")
+    if (args.claim == "noninferior") != (args.margin is not None):
+        raise ValueError("--claim noninferior needs --margin (and --margin needs --claim noninferior)")
     qrels = read_qrels(args.qrels)
-    runs = {name: read_run(path) for name, path in [baseline, *named]}
+    runs = {name: read_run(path) for name, path in [*baselines, *named]}
     query_ids = _query_set(qrels, runs, args.qrels)
     metrics = args.metrics or [DEFAULT_METRIC]
     per_query = pd.concat([
         evaluate(run, qrels, list(dict.fromkeys([*metrics, UNJUDGED_MEASURE])), queries=query_ids)
         .rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
     settings = CompareConfig.parse({
-        "baseline": baseline[0], "metrics": metrics, "samples": args.samples, "permutations": args.samples,
+        "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples, "permutations": args.samples,
         "seed": args.seed, "confidence": args.confidence, "simulation": {"trials": args.trials},
         "release": {"primary_metric": metrics[0], "min_delta": args.min_delta,
                     "unjudged_margin": DEFAULT_UNJUDGED_MARGIN,
                     "critical_slices": [{"column": column, "budget": args.slice_budget}
-                                        for column in args.critical_slices]}}, "rerankeval compare")
+                                        for column in args.critical_slices],
+                    "claims": {name: {"claim": "noninferior", "margin": args.margin} for name, _ in named
+                               if args.claim == "noninferior"}}}, "rerankeval compare")
     facts = RunFacts(identical_to_baseline=identical_to_baseline({name: assign_ranks(run) for name, run in runs.items()},
                                                                  baseline[0], query_ids),
                      positive_only=positive_only_reason(qrels, query_ids))
     result, verdicts = compare(per_query, _slices(args.queries, args.critical_slices, query_ids), settings,
                                settings.release, facts)
     print(json.dumps(_as_json(result, verdicts), indent=2) if args.json else _as_markdown(result, verdicts))
-    return 0
+    rejected = any(verdict["decision"] == "REJECT" for verdict in verdicts["verdicts"].values())
+    return 1 if args.fail_on_reject and rejected else 0
 
 
 def _named(text: str) -> tuple[str, str]:
@@ -153,14 +169,21 @@ def _slices(queries_path: str | None, columns: list[str], query_ids: list[str]):
 
 
 def _as_json(result: dict[str, Any], verdicts: dict[str, Any]) -> dict[str, Any]:
-    challengers = {}
-    for name, verdict in verdicts["verdicts"].items():
-        challengers[name] = {**verdict, "metrics": {
+    """Each challenger's verdict with its metrics against the first baseline; ``by_baseline`` the same against each
+    other baseline (only with several)."""
+    def challengers(decided: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
+        return {name: {**verdict, "metrics": {
             item["metric"]: {key: item[key] for key in ("baseline_mean", "challenger_mean", "delta", "low", "high",
                                                         "p_randomisation_adjusted")}
-            for item in result["comparisons"] if item["challenger"] == name}}
-    return {"baseline": verdicts["baseline"], "queries": verdicts["queries"], "rule": verdicts["rule"],
-            "simulation": verdicts["simulation"], "unjudged": result["unjudged"], "challengers": challengers}
+            for item in comparisons if item["challenger"] == name}} for name, verdict in decided.items()}
+
+    found = {"baseline": verdicts["baseline"], "queries": verdicts["queries"], "rule": verdicts["rule"],
+             "simulation": verdicts["simulation"], "unjudged": result["unjudged"],
+             "challengers": challengers(verdicts["verdicts"], result["comparisons"])}
+    if "verdicts_by_baseline" in verdicts:
+        found["by_baseline"] = {reference: challengers(decided, result["comparisons_by_baseline"][reference])
+                                for reference, decided in verdicts["verdicts_by_baseline"].items()}
+    return found
 
 
 def _as_markdown(result: dict[str, Any], verdicts: dict[str, Any]) -> str:

@@ -18,16 +18,24 @@ from ..eval.measures import describe_measures, parse_measure
 from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
 from . import export_candidates as _export_candidates  # noqa: F401  (registers `export-candidates`)
 from . import export_run as _export_run  # noqa: F401  (registers the `export-run` subcommand)
+from . import judging_queue as _judging_queue  # noqa: F401  (registers `judging-queue`)
 from .registry import SUBCOMMANDS as _SUBCOMMANDS
 from .registry import argument as _argument
 from .registry import subcommand as _subcommand
 
 
-def _measure(text: str):
+def _measure(text: str) -> tuple[str, object]:
+    """A measure as asked (its label in the output) and as parsed."""
     try:
-        return parse_measure(text)
+        return text.strip(), parse_measure(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+DEFAULT_MEASURES = ("map", "Rprec", "bpref", "recip_rank", "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200",
+                    "P_500", "P_1000")
+"""Without --metric: trec_eval's default summary measures, those rerankeval computes (not num_ret, num_rel,
+num_rel_ret, gm_map, iprec_at_recall_*), in trec_eval's order and named as trec_eval prints them."""
 
 
 @_subcommand(
@@ -40,10 +48,12 @@ def _measure(text: str):
             help="TREC run or Parquet run (query_id, doc_id, rank or score[, fused_rank]); repeat for several runs",
         ),
         _argument(
-            "--metric", required=True, action="append", type=_measure, metavar="MEASURE", dest="measures",
-            help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp]; repeat for several (`rerankeval --help` lists all)",
+            "-m", "--metric", action="append", type=_measure, metavar="MEASURE", dest="measures",
+            help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp], or trec_eval's name (ndcg_cut_10, ndcg_cut.10, map, "
+                 "recip_rank, P_10); printed as given; repeat for several (`rerankeval --help` lists all). Default: "
+                 f"trec_eval's default summary measures that rerankeval computes ({' '.join(DEFAULT_MEASURES)})",
         ),
-        _argument("--per-query", action="store_true", help="also print each query's values"),
+        _argument("-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)"),
         _argument("--json", action="store_true", help="print JSON instead of trec_eval-style lines"),
         _argument(
             "-c", "--complete", action="store_true",
@@ -61,20 +71,25 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..data.trec import read_qrels, read_run
     from ..eval.engine import evaluate
 
+    asked = dict(args.measures or [_measure(name) for name in DEFAULT_MEASURES])
     qrels = read_qrels(args.qrels)
     results = {}
     for label, path in zip(_run_labels(args.runs), args.runs):
         run = read_run(path)
         queries = _query_set(run, qrels, path, args.qrels, args.complete)
-        values = evaluate(run, qrels, args.measures, queries=queries, no_relevant=args.no_relevant)
+        values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant=args.no_relevant)
         if values.empty:
             raise ValueError(
                 f"no query to evaluate for {path}: none of its judged queries has a relevant document"
                 " (--no-relevant zero counts queries without one)"
             )
+        values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
+        _warn_of_zeros(values, run, qrels, path, args)
         results[label] = values
     if args.json:
-        print(json.dumps({label: _as_json(values, args.per_query) for label, values in results.items()}, indent=2))
+        canonical = {name: str(measure) for name, measure in asked.items()}
+        print(json.dumps({label: _as_json(values, args.per_query, canonical) for label, values in results.items()},
+                         indent=2))
     else:
         for label, values in results.items():
             if len(results) > 1:
@@ -85,6 +100,28 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 FEW_SHARED = 0.5
 """A run sharing less than this share of the qrels' queries (or of its own) gets a warning."""
+
+
+def _warn_of_zeros(values, run, qrels, run_path: str, args: argparse.Namespace) -> None:
+    """Say which averaged queries count 0 without a ranking to earn it (judged without a relevant document, or missing
+    from the run with -c), and the first measure's mean over the others: the queries `rerankeval compare` and the
+    pipeline's report average over (those of the run with a relevant document)."""
+    relevant = set(map(str, qrels.loc[qrels["relevance"] >= 1, "query_id"]))
+    averaged, answered = set(values.index), set(map(str, run["query_id"]))
+    no_relevant, missing = len(averaged - relevant), len(averaged - answered)
+    if not no_relevant and not missing:
+        return
+    zeros = " and ".join(f"{count} {what}" for count, what in (
+        (no_relevant, f"{'has' if no_relevant == 1 else 'have'} no relevant document in {args.qrels}"),
+        (missing, f"{'is' if missing == 1 else 'are'} not in the run (-c)")) if count)
+    scored = sorted(averaged & answered & relevant)
+    first = values.columns[0]
+    instead = (f"Over the {len(scored)} queries of the run with a relevant document (those `rerankeval compare` and "
+               f"the pipeline's report average over; --no-relevant drop without -c), {first} is "
+               f"{values.loc[scored, first].mean():.4f} instead of {values[first].mean():.4f}." if scored
+               else "No query of the run has a relevant document.")
+    print(f"rerankeval evaluate: warning: {run_path}: of the {len(averaged)} averaged queries, {zeros}; they count 0, "
+          f"as in trec_eval. {instead}", file=sys.stderr)
 
 
 def _query_set(run, qrels, run_path: str, qrels_path: str, complete: bool) -> list[str]:
@@ -131,8 +168,10 @@ def _run_labels(paths: Sequence[str]) -> list[str]:
     return names if len(set(names)) == len(names) else list(paths)
 
 
-def _as_json(values, per_query: bool) -> dict:
-    result = {"num_q": len(values), "all": {name: float(value) for name, value in values.mean().items()}}
+def _as_json(values, per_query: bool, canonical: dict[str, str]) -> dict:
+    """Values keyed by the measures as asked; ``measures`` maps each to its canonical name (MRR@10 -> RR@10)."""
+    result = {"num_q": len(values), "measures": canonical,
+              "all": {name: float(value) for name, value in values.mean().items()}}
     if per_query:
         result["per_query"] = {
             query: {name: float(value) for name, value in row.items()} for query, row in values.iterrows()
@@ -203,7 +242,8 @@ def _export_ir_datasets(args: argparse.Namespace) -> int:
     "serve a learned system's model over Cohere's v2 rerank API (Ray Serve, dynamic batching) until Ctrl-C",
     [
         _argument("system", metavar="SYSTEM", help="a system under `systems` in the params file"),
-        _argument("--params", default="params.yaml", metavar="FILE"),
+        _argument("--params", default="params.yaml", metavar="FILE",
+                  help="the params file whose systems and serving.serve settings to use (default params.yaml)"),
         _argument("--host", default=None, help="bind address (default: serving.serve.host, 127.0.0.1)"),
         _argument("--port", type=int, default=None, help="port (default: serving.serve.port, 8000)"),
     ],
@@ -223,9 +263,12 @@ def _serve(args: argparse.Namespace) -> int:
     "loadtest",
     "replay the frozen candidates against an endpoint at several concurrency levels; writes a JSON result",
     [
-        _argument("--params", default="params.yaml", metavar="FILE"),
-        _argument("--snapshot", default="data/snapshot", metavar="DIR"),
-        _argument("--candidates", default="data/candidates.parquet", metavar="FILE"),
+        _argument("--params", default="params.yaml", metavar="FILE",
+                  help="the params file whose systems and serving.loadtest settings to use (default params.yaml)"),
+        _argument("--snapshot", default="data/snapshot", metavar="DIR",
+                  help="the snapshot stage's output: the evaluated split's queries (default data/snapshot)"),
+        _argument("--candidates", default="data/candidates.parquet", metavar="FILE",
+                  help="the frozen candidates, whose passages the requests carry (default data/candidates.parquet)"),
         _argument("--runs", default="data/runs/run_{system}.parquet", metavar="PATTERN",
                   help="the systems' runs (for each request's token count)"),
         _argument("--system", default=None, help="system to test (default: serving.loadtest.system)"),
@@ -250,9 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankeval",
         description="Evaluate search rerankers on frozen candidates.",
-        epilog="measures:\n" + describe_measures(),
+        epilog="measures:\n" + describe_measures() + "\n\nexit codes: 0 done; 1 `compare --fail-on-reject` saw a "
+               "REJECT or `diff --fail-on-regression` a regression; 2 bad input (the message names the file or option)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"rerankeval {_version()}",
+                        help="print the installed rerankeval's version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for subcommand in sorted(_SUBCOMMANDS, key=lambda found: found.name):
         command = commands.add_parser(subcommand.name, help=subcommand.summary, description=subcommand.summary)
@@ -263,6 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
                 command.add_argument(*flags, **options)
         command.set_defaults(run=subcommand.run)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rerankeval")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

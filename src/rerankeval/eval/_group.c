@@ -4,7 +4,7 @@
 
 /* count_codes(codes, counts_out) -> whether the codes never decrease (rows in query order):
  * counts_out (zeros) gets each code's number of rows. One pass where np.bincount and the order
- * check took two and a cast (0.02 s for 10M rows). */
+ * check took two and a cast (results/benchmarks/kernels.yaml). */
 PyObject *rerankeval_count_codes(PyObject *self, PyObject *args) {
     PyObject *codes_object, *counts_object;
     if (!PyArg_ParseTuple(args, "OO", &codes_object, &counts_object)) return NULL;
@@ -37,10 +37,9 @@ PyObject *rerankeval_count_codes(PyObject *self, PyObject *args) {
  * position and is consumed. packed_out gets, in grouped order, each row with its id's hash above
  * it: row | (hash with its low row_bits cleared); positions_out each row's place there. The ids
  * are read in input order, sequentially, and only the outputs are written at random (writes,
- * unlike reads, do not wait for memory: numpy gathers 10M int64 by a random permutation in 0.08 s
- * and scatters them in 0.03 s). One packed array, where rows and hashes were two, writes one line
- * at random per row: 0.066 s instead of 0.089 s for bench_metrics.py's scenario b (the kernel
- * alone, best of 10). */
+ * unlike reads, do not wait for memory: numpy's scatter beats its gather). One packed array, where
+ * rows and hashes were two, writes one line at random per row, which is faster on
+ * bench_metrics.py's scenario b (results/benchmarks/kernels.yaml). */
 
 PyObject *rerankeval_group(PyObject *self, PyObject *args) {
     PyObject *objects[4], *spec;

@@ -250,8 +250,8 @@ PyObject *rerankeval_find_ties(PyObject *self, PyObject *args) {
  * values: one int8 or int16 per row, in the layout's grouped order (query q's rows at
  * starts[q]:starts[q] + counts[q]). One pass in place of a (queries x width) matrix of the values,
  * numpy's take_along_axis and a row selection, each a fresh array; queries are read in order and
- * written where they go (reading them in output order, sorted by id, read order and values at
- * random: 0.036 s for 10M values instead of 0.006 s). */
+ * written where they go (reading them in output order, sorted by id, reads order and values at
+ * random, several times slower: results/benchmarks/kernels.yaml). */
 PyObject *rerankeval_ranked_values(PyObject *self, PyObject *args) {
     PyObject *objects[6];
     int pad;

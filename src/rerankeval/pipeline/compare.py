@@ -5,20 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.io import read_table, write_json
+from ..core.io import read_table, table_metadata, write_json
 from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
+from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
-from ..stats.sanity import first_stage_sanity, floor_system, identical_to_baseline, positive_only_reason
+from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import SKIPPED
-from ..systems.registry import kind_of
+from ..systems.roles import KindTraits, floor_system
+from .judging import add_power_statements, write_judging_queue
 from .params import Params
 from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_latencies, load_runs
+from .runs import load_latencies, load_runs, load_traits
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
 FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"
@@ -27,7 +28,10 @@ FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"
 def run(params: Params, paths: PipelinePaths) -> None:
     """The verdict's latency check reads each system's dedicated measurement (stage `latency`) or the load test's
     p95 for the system it served, and ``verdicts.json`` says which it read."""
-    settings, split = params.compare, params.dataset.eval_split
+    settings, split = params.compare.for_systems(params.system_names), params.dataset.eval_split
+    for system in params.compare.inactive_claims(params.system_names):
+        print(f"compare: note: the claim for {system} decides nothing: this run does not configure {system} or the "
+              "system it is compared with (compare.release.claims)")
     rule = settings.release.model_copy(update={"critical_slices": params.dataset.critical_slices})
     snapshot = Snapshot(paths.snapshot)
     per_query = read_table(paths.eval / PER_QUERY_FILE).to_pandas()
@@ -40,21 +44,29 @@ def run(params: Params, paths: PipelinePaths) -> None:
 
     query_ids = sorted(per_query.loc[per_query["system"] == settings.baseline, "query_id"])
     runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
+    traits = load_traits(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
     latency_frames = load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), params.system_names)
     latency = {system: summarise_latency(frame, params.evaluation.warmup_queries)
                for system, frame in latency_frames.items()}
     first_stage = check_first_stage(params, per_query, read_table(paths.eval / FIRST_STAGE_FILE).to_pandas(),
-                                    rule.primary_metric)
+                                    rule.primary_metric, traits)
+    generator, language, caveats = check_caveats(params, paths, per_query, traits, slices, query_ids,
+                                                 rule.primary_metric)
     latency_p95_ms, sources, untrusted = verdict_latencies(str(paths.measurement(SYSTEM_PLACEHOLDER)),
                                                            paths.loadtest, params.system_names)
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
         identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
-        baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids))
+        baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
+        cost_seconds={system: mean_cold_seconds(frame, params.evaluation.warmup_queries)
+                      for system, frame in latency_frames.items()}, caveats=caveats)
     result, verdicts = compare(per_query, slices, settings, rule, facts)
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
     result["first_stage"] = first_stage
+    result["generator_sanity"], result["language_check"] = generator, language
+    verdicts["generator_flag"] = generator["flag"]
+    verdicts["inactive_claims"] = params.compare.inactive_claims(params.system_names)
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)
     result["split"] = split
@@ -63,17 +75,29 @@ def run(params: Params, paths: PipelinePaths) -> None:
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
             settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
-    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, rule.primary_metric)
+    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric)
+    add_power_statements(verdicts, per_query, rule, settings.confidence)
+    queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot)
     write_json(paths.compare, result)
     write_json(paths.verdicts, verdicts)
-    if first_stage["flag"]:
-        print(f"compare: warning: {first_stage['flag']}")
-    for system, verdict in verdicts["verdicts"].items():
-        print(f"compare: {system:>12} vs {settings.baseline}: {verdict['decision']} ({verdict['decided_by']})")
+    for flag in (first_stage["flag"], generator["flag"]):
+        if flag:
+            print(f"compare: warning: {flag}")
+    print(f"compare: {paths.judging_queue}: {queued} unjudged pairs to judge next")
+    by_baseline = {settings.baseline: verdicts["verdicts"], **verdicts.get("verdicts_by_baseline", {})}
+    for reference, decided in by_baseline.items():
+        for system, verdict in decided.items():
+            print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
+
+
+def mean_cold_seconds(latency: pd.DataFrame, warmup: int) -> float | None:
+    """A system's cold seconds per query over its timed queries (cost per query at any machine price), if timed."""
+    seconds = cold_seconds(timed_queries(latency, warmup))
+    return float(seconds.mean()) if len(seconds) else None
 
 
 def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[str, pd.DataFrame],
-                       metric: str) -> dict:
+                       traits: dict[str, KindTraits], metric: str) -> dict:
     """What the report's precision and configurations tables state with a CI: each precision variant against its
     float32 twin, each composed system's cold seconds per query and skip rate (``stats.variants``)."""
     settings, warmup = params.compare, params.evaluation.warmup_queries
@@ -82,13 +106,13 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     systems = {system: params.systems[system] for system in params.system_names}
     quality = per_query.pivot(index="query_id", columns="system", values=metric)
     precision = []
-    for variant, twin in twins(systems):
+    for variant, twin in twins(systems, traits):
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
         precision.append(precision_variant(variant, twin, quality, seconds, boot))
     composites = {}
-    for system, config in systems.items():
-        if kind_of(config).composite:
+    for system in systems:
+        if traits[system].composite:
             latency = latencies[system]
             composites[system] = {
                 "cold_seconds": mean_interval(cold_seconds(timed_queries(latency, warmup)).to_numpy(), boot),
@@ -96,15 +120,33 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     return {"metric": metric, "precision": precision, "composites": composites}
 
 
-def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str) -> dict:
+def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, traits: dict[str, KindTraits],
+                  slices: pd.DataFrame, query_ids: list[str], primary: str) -> tuple[dict, dict, dict]:
+    """The generator sanity check, each learned system's language check (its rerank stage recorded it in the run's
+    metadata), and the caveats they put on each challenger's verdict (``stats.caveats``)."""
+    settings = params.compare
+    ceiling = next((name for name, found in traits.items() if found.role == "ceiling"), None)
+    generator = generator_sanity(per_query, settings.generator_check.metric, ceiling, floor_system(traits),
+                                 settings.baseline, n_samples=settings.samples, seed=settings.seed,
+                                 confidence=settings.confidence)
+    on_every_system = [caveat for caveat in [generator_caveat(generator, primary)] if caveat is not None]
+    language = {system: table_metadata(paths.run(system)).get("describe", {}).get("language_check")
+                for system in params.system_names if traits[system].learned}
+    language = {system: check for system, check in language.items() if check}
+    caveats = {system: (*on_every_system, *language_caveats(language.get(system), slices, query_ids))
+               for system in params.system_names}
+    return generator, language, caveats
+
+
+def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str,
+                      traits: dict[str, KindTraits]) -> dict:
     """``stats.sanity.first_stage_sanity`` on the evaluated first stage, against the first floor-kind system."""
     settings = params.compare
     metric = primary if primary in first_stage.columns else FIRST_STAGE_FALLBACK_METRIC
-    kinds = {system: config["kind"] for system, config in params.systems.items()}
-    random = floor_system(params.systems)
+    random = floor_system(traits)
     floor = None
     if random is not None and metric in per_query.columns:
         floor = per_query[per_query["system"] == random].set_index("query_id")[metric]
-    return first_stage_sanity(first_stage, floor, metric, settings.baseline, kinds[settings.baseline],
+    return first_stage_sanity(first_stage, floor, metric, settings.baseline, traits[settings.baseline].retriever,
                               n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
                               method=settings.ci_method)

@@ -53,9 +53,7 @@ class Params(StrictConfig):
         if list(self.systems) != self.system_names:
             raise ValueError(f"system_names {self.system_names} must list the systems {list(self.systems)} in order; "
                              "conf/config.yaml derives it (regenerate params.yaml)")
-        if self.compare.baseline not in self.systems:
-            raise ValueError(f"compare.baseline {self.compare.baseline!r} is not a configured system "
-                             f"({', '.join(self.systems)})")
+        self.compare.refuse_unknown(self.systems)
         return self
 
     @property

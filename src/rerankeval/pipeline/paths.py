@@ -107,6 +107,11 @@ class PipelinePaths:
         return self.reports / "verdicts.json"
 
     @property
+    def judging_queue(self) -> Path:
+        """The unjudged pairs worth judging next (``eval.judging``), a TSV."""
+        return self.reports / "judging_queue.tsv"
+
+    @property
     def report(self) -> Path:
         return self.reports / "report.md"
 
@@ -118,6 +123,11 @@ class PipelinePaths:
     @property
     def plots(self) -> Path:
         return self.reports / "plots"
+
+    @property
+    def site(self) -> Path:
+        """The static HTML site: decision page, a page per system, the query explorer (``report.site``)."""
+        return self.reports / "site"
 
     def outputs(self, stage: str, system: str | None = None) -> list[Path]:
         """What ``stage`` writes (for a per-system stage: ``system``'s, or every system's as a pattern): its outs and
@@ -133,7 +143,7 @@ class PipelinePaths:
             "calibrate": [self.calibration],
             "generate": [self.answer(system), self.timing(system)],
             "evaluate": [self.eval, self.metrics],
-            "compare": [self.compare, self.verdicts],
+            "compare": [self.compare, self.verdicts, self.judging_queue],
             "sweep": [self.sweeps],
-            "report": [self.report, self.record, self.plots],
+            "report": [self.report, self.record, self.plots, self.site],
         }[stage]

@@ -1,4 +1,5 @@
-"""Stage `report`: reports/report.md, evaluation.yaml and the PNG plots, from the evaluate and compare outputs."""
+"""Stage `report`: reports/report.md, evaluation.yaml, the PNG plots and the HTML site, from the evaluate and compare
+outputs (the site's explorer also reads the frozen candidates, contexts and answers)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import yaml
 
 from ..core.io import read_json, read_table, table_metadata, write_text
 from ..data.snapshot import Snapshot
+from ..eval.judging import read_queue_tsv
 from ..report.answers import AnswerInputs
-from ..report.build import ReportInputs, build_report
+from ..rag.answers import ANSWERS_SCHEMA
+from ..rag.select import CONTEXT_SCHEMA
+from ..report.build import ReportInputs, build_report, system_costs
+from ..report.site import SiteInputs, build_site
+from ..retrieval.candidates import candidate_source, first_stage_filled, load_candidates, load_passages
+from ..systems.roles import KindTraits
 from ..training.config import MODEL_CARD
 from .params import Params
 from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
@@ -41,12 +48,36 @@ def run(params: Params, paths: PipelinePaths) -> None:
         model_card=_model_card(Path(params.train.out_dir)),
         qrels=snapshot.table("qrels").to_pandas(), queries=snapshot.queries_of(params.dataset.eval_split),
         sweeps=read_table(paths.sweep_points).to_pandas(),
-        sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}))
+        sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}),
+        judging_queue=read_queue_tsv(paths.judging_queue.read_text(encoding="utf-8"), str(paths.judging_queue)),
+        judging_queue_path=str(paths.judging_queue))
     markdown, record = build_report(inputs, paths.plots, plots_link=paths.plots.relative_to(
         paths.report.parent).as_posix())
     write_text(paths.report, markdown)
     write_text(paths.record, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
-    print(f"report: {paths.report}")
+    build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare["split"],
+                                                   "queries": inputs.compare["queries"]},
+               paths.site, paths.plots, paths.report)
+    print(f"report: {paths.report}, site: {paths.site / 'index.html'}")
+
+
+def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> SiteInputs:
+    """The report's inputs plus what only the explorer shows: the frozen candidates, contexts and answers."""
+    systems = params.system_names
+    metadata = table_metadata(paths.candidates)
+    return SiteInputs(
+        primary=params.compare.release.primary_metric, baseline=inputs.compare["baseline"], systems=systems,
+        compare=inputs.compare, verdicts=inputs.verdicts, per_query=inputs.per_query, runs=inputs.runs,
+        candidates=load_candidates(paths.candidates, with_text=False),
+        candidate_source=candidate_source(metadata)["name"], first_stage_filled=first_stage_filled(metadata),
+        qrels=inputs.qrels, queries=inputs.queries, slice_columns=inputs.manifest.get("slice_columns", []),
+        costs=system_costs(params, inputs.runs, inputs.latencies),
+        max_candidates=params.evaluation.explorer_candidates,
+        contexts={s: read_table(paths.context(s), CONTEXT_SCHEMA).to_pandas() for s in systems},
+        answers={s: read_table(paths.answer(s), ANSWERS_SCHEMA).to_pandas() for s in systems},
+        passages=load_passages(paths.candidates),
+        reference=[s for s in systems if KindTraits.from_metadata(inputs.run_metadata[s].get("traits"),
+                                                                  f"run of {s}").reference])
 
 
 def _model_card(model_dir: Path) -> dict | None:

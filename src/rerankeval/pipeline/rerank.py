@@ -13,9 +13,10 @@ from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
 from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import FUSION_FALLBACK
-from ..systems.baselines import coverage_text
+from ..systems.run_coverage import coverage_text
 from ..systems.composite.components import pair_counts
-from ..systems.registry import BuildContext, build_system
+from ..systems.learned.kinds import LearnedModel
+from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system
 from ..systems.splits import split_candidates
 from .params import Params
 from .paths import PipelinePaths
@@ -35,14 +36,23 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     candidates, query_views, _, _ = candidates_of(split)
 
     started = time.perf_counter()
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs, candidates_of=candidates_of)
+    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs, candidates_of=candidates_of,
+                           evaluated_split=split)
     system = build_system(system_name, config, context)
     load_s = time.perf_counter() - started
     run_frame, latency = rerank(candidates, query_views, system, RerankSettings(config.depth, config.deadline_s))
     described = system.describe()
+    if isinstance(getattr(system, "scorer", None), LearnedModel):  # can its model read the collection's language?
+        described["language_check"] = check = system.scorer.language_check(query_views, candidates, config.depth)
+        for value in check.get("unreadable", []):
+            where = f"{check['column']}={value}" if check["column"] else "this collection"
+            share = check["slices"][value][check["decided_on"]]
+            print(f"rerank[{system_name}]: warning: its model cannot read {where}: {share:.1%} of the characters "
+                  "map to unknown, byte or split pieces")
     metadata = {"system": system_name, "config": params.systems[system_name], "split": split,
                 "candidates_sha256": sha256_file(paths.candidates), "snapshot": snapshot.hashes,
-                "tie_break": TIE_BREAK, "describe": described}
+                "tie_break": TIE_BREAK, "describe": described,
+                "traits": SYSTEM_KINDS.get(config.kind).traits.to_metadata()}
     write_table(paths.run(system_name), run_table(run_frame), metadata)
     # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
     write_table(paths.run_latency(system_name), latency_table(latency), {

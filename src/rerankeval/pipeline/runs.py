@@ -12,6 +12,7 @@ from ..core.hashing import sha256_file
 from ..core.io import read_table, table_metadata
 from ..rerank.assemble import RUN_SCHEMA
 from ..rerank.latency import LATENCY_SCHEMA
+from ..systems.roles import KindTraits
 from .paths import SYSTEM_PLACEHOLDER
 
 
@@ -44,3 +45,13 @@ def load_runs(pattern: str | Path, systems: Iterable[str],
 
 def load_latencies(pattern: str | Path, systems: Iterable[str]) -> dict[str, pd.DataFrame]:
     return {system: read_table(system_file(pattern, system), LATENCY_SCHEMA).to_pandas() for system in systems}
+
+
+def load_traits(pattern: str | Path, systems: Iterable[str]) -> dict[str, KindTraits]:
+    """Each system's traits (role, composite, learned...) as its rerank stage recorded them: what the comparison and
+    the report need to know of a kind without importing its code."""
+    traits = {}
+    for system in systems:
+        path = system_file(pattern, system)
+        traits[system] = KindTraits.from_metadata(table_metadata(path).get("traits"), path)
+    return traits

@@ -32,7 +32,7 @@ def check_first_stage_reads(params: Params, configs: dict[str, SystemConfig], ca
     if first_stage_filled(candidates):
         return
     for name, config in configs.items():
-        retriever = SYSTEM_KINDS.get(config.kind).retriever
+        retriever = SYSTEM_KINDS.get(config.kind).traits.retriever
         setting = "" if retriever in ("bm25", "dense") else _first_stage_setting(params.systems[name])
         if setting is not None:
             source = candidate_source(candidates)

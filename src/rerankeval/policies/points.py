@@ -1,8 +1,12 @@
 """A sweep's settings as points of the quality-cost frontier: mean quality, its paired bootstrap CI against the
-baseline, p95 latency, cost per 1k queries, skip and fallback rates, and the pairs the sweep needed.
+baseline, p95 latency, cost per 1k queries, skip and fallback rates, the pairs the setting needed from a model and
+those the sweep needed.
 
-Latency is cold (measured wall time plus the replayed compute time of cache hits, ``rerank.latency``), so a point
-served from the cache costs what its model calls cost. Quality is evaluated on the same queries as the baseline.
+Every cost is the setting's own, from its per-query latency table: cold latency (measured wall time plus the
+replayed compute time of cache hits, ``rerank.latency``), so a point served from the cache costs what its model
+calls cost, and a setting that calls no model (a blend at weight 0, a cascade without a second stage, a routed
+policy that skips every query: those composites do not call what they do not use) needs no model pair and costs
+only its own combination and first-stage columns. Quality is evaluated on the same queries as the baseline.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from ..systems.base import FUSION_FALLBACK, SKIPPED
 from .sweep import PolicyRuns
 
 POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p95_ms",
-                 "cost_per_1k_queries", "skip_rate", "fallback_rate", "queries", "pairs_scored", "pairs_from_cache",
-                 "pairs_reused"]
+                 "cost_per_1k_queries", "model_pairs", "skip_rate", "fallback_rate", "queries", "pairs_scored",
+                 "pairs_from_cache", "pairs_reused"]
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -48,6 +52,7 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
             "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
             "cost_per_1k_queries": float(seconds.mean() * hourly_price / SECONDS_PER_HOUR * 1000) if len(seconds)
             else float("nan"),
+            "model_pairs": sum(setting.pairs.to_dict().values()),
             "skip_rate": float((latency["mode"] == SKIPPED).mean()),
             "fallback_rate": float((latency["mode"] == FUSION_FALLBACK).mean()),
             "queries": int(len(values)), **{f"pairs_{key}": value for key, value in policy.pairs.to_dict().items()}})

@@ -33,6 +33,8 @@ class SettingRun:
     value: Any
     run: pd.DataFrame
     latency: pd.DataFrame
+    pairs: PairCounts
+    """The pairs this setting's run needed from a model (a fit when the system is built not included)."""
 
 
 @dataclass
@@ -75,7 +77,7 @@ def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[st
                           f"(configured: {', '.join(context.systems)}).")
     config = context.systems[sweep.system]
     mapping = config.model_dump(mode="json", exclude_unset=True)  # the settings as written, to vary one of them
-    composite = SYSTEM_KINDS.get(config.kind).composite
+    composite = SYSTEM_KINDS.get(config.kind).traits.composite
     if not composite and sweep.parameter != "depth":
         raise ConfigError(f"{where}.parameter: {sweep.parameter!r} of a {config.kind} system changes the scores its "
                           "model computes, so it is not a sweep over stored scores. Sweep `depth`, or a setting of a "
@@ -90,6 +92,7 @@ def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[st
             raise ConfigError(f"{where}.values[{number}] = {value!r}: {err}") from None
         system = build_system(sweep.system, varied, context) if composite else \
             component(context, sweep.system, where)
+        started = pair_counts(context)
         run, latency = rerank(candidates, queries, system, RerankSettings(setting.depth, setting.deadline_s))
-        settings.append(SettingRun(value, run, latency))
+        settings.append(SettingRun(value, run, latency, pair_counts(context) - started))
     return PolicyRuns(sweep, settings, pair_counts(context) - before)

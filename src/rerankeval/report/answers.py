@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..rerank.latency import cold_seconds
+from .caveats import generator_lines
 from .markdown import ci, fmt, p_value, slice_size, table
 
 RANKING_MEASURE = "nDCG@10"
@@ -156,7 +157,8 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
                "(abstaining scores 1); ranking measures and evidence coverage are undefined there and averaged over "
                "the queries with a relevant passage; "
                "abstention precision, citation precision and claim support over the queries where the system "
-               "abstained, cited or answered (paired CIs of the two means, same resamples).", ""]
+               "abstained, cited or answered (paired CIs of the two means, same resamples).", "",
+               *generator_lines(compare.get("generator_sanity"))]
     lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, per_query, metrics)), ""]
     if compared:
         lines += ["### Paired deltas", "",

@@ -14,13 +14,14 @@ from ..eval.measures import parse_measure
 from ..rerank.assemble import TIE_BREAK
 from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
-from ..systems.registry import kind_of
-from ..systems.baselines import coverage_cut, coverage_text
+from ..systems.roles import KindTraits
+from ..systems.run_coverage import coverage_cut, coverage_text
 from . import configurations, frontier, moved, precision, serving, weighted
 from . import markdown as md
 from . import plots
 from .answers import AnswerInputs, answers_section
+from .caveats import language_warnings
+from .judging import judging_section, power_section
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
 from .training import training_section
 
@@ -50,6 +51,9 @@ class ReportInputs:
     sweeps: pd.DataFrame | None = None
     """The sweep stage's points (``policies.points``), with the pairs each sweep needed in ``sweep_pairs``."""
     sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    judging_queue: pd.DataFrame | None = None
+    """The compare stage's judging queue (``eval.judging``), read from its TSV; ``judging_queue_path`` names it."""
+    judging_queue_path: str = ""
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -83,6 +87,30 @@ def _run_coverage_warnings(run_metadata: Mapping[str, Mapping[str, Any]]) -> dic
             for system, coverage in found.items() if coverage and coverage_cut(coverage)}
 
 
+def _source_orders(source: str, retrieval: Mapping[str, Any], traits: Mapping[str, KindTraits]) -> dict[str, str]:
+    """The `fusion`-kind systems (they reproduce the candidates' own order) under a run or replay source's name, so
+    the systems table does not pass that first stage off as a BM25 + dense fusion; none for the hybrid."""
+    if source == "hybrid":
+        return {}
+    return {system: md.first_stage_label(source, retrieval) for system, found in traits.items()
+            if found.role == "first_stage" and found.retriever == "hybrid"}
+
+
+def system_costs(params: Any, runs: Mapping[str, pd.DataFrame],
+                 latencies: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
+    """Each system's latency percentiles, tokens and cost per 1k queries (the report's and the site's)."""
+    warmup, hourly_price = params.evaluation.warmup_queries, params.evaluation.hourly_price_usd
+    costs = {}
+    for system in params.system_names:
+        run, latency = runs[system], latencies[system]
+        seconds = latency_at_depth(run, latency, system_depth(run), warmup)
+        costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
+                         "tokens_per_s": tokens_per_second(run, latency, warmup),
+                         "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
+    serving.apply_api_prices(costs, params.systems, latencies)
+    return costs
+
+
 def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
     """The Markdown report and the machine-readable evaluation record; writes the plots to ``plots_dir``."""
     params, compare = inputs.params, inputs.compare
@@ -106,21 +134,16 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
 
     hourly_price = evaluation.hourly_price_usd
-    costs = {}
-    for system in systems:
-        run, latency = inputs.runs[system], inputs.latencies[system]
-        seconds = latency_at_depth(run, latency, system_depth(run), warmup)
-        costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
-                         "tokens_per_s": tokens_per_second(run, latency, warmup),
-                         "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
-    serving.apply_api_prices(costs, params.systems, inputs.latencies)
+    costs = system_costs(params, inputs.runs, inputs.latencies)
     quality = measure_rows(curve_means, [parse_measure(quality_measure)])[["system", "depth", "mean"]] \
         .rename(columns={"mean": "quality"})
     quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
     depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
                                    inputs.latencies, hourly_price, warmup)
     plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, plots_dir / "depth_cost.png")
-    points = frontier.frontier_points(depth_costs, params.systems,
+    traits = {system: KindTraits.from_metadata(inputs.run_metadata[system].get("traits"), f"run of {system}")
+              for system in systems}
+    points = frontier.frontier_points(depth_costs, traits,
                                       frontier.own_points(systems, per_query, quality_measure, costs), inputs.sweeps)
     points = serving.served_pareto_points(points, inputs.loadtest)
     points["frontier"] = pareto_front(points)
@@ -150,24 +173,29 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
         md.header_section(context),
         training_section(inputs.model_card, params.train.out_dir, params.systems),
         md.verdict_section(inputs.verdicts),
+        power_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
                             compare["baseline"], systems,
-                            [s for s in systems if kind_of(params.systems[s]).reference])
+                            [s for s in systems if traits[s].reference])
         if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
-                              inputs.metrics.get("fusion")),
+                              inputs.metrics.get("fusion"), context["retrieval"]),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n,
-                           _run_coverage_warnings(inputs.run_metadata)),
+                           {**_run_coverage_warnings(inputs.run_metadata),
+                            **language_warnings(inputs.run_metadata)},
+                           _source_orders(context["candidate_source"], context["retrieval"], traits)),
         md.deltas_section(compare),
         weighted.weighted_section(compare.get("weighted"), primary),
         configurations.configurations_section(
-            systems, params.systems, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
+            systems, params.systems, traits, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
             compare, inputs.queries, primary, warmup, hourly_price, variants.get("composites", {}),
             params.compare.worst_n),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
         md.slices_section(compare, primary, plots_link),
         answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),
         md.unjudged_section(compare),
+        judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare["baseline"],
+                        inputs.judging_queue_path),
         md.regressions_section(compare, primary),
         md.cost_section(costs, hourly_price),
         serving.latency_section(inputs.latency_measurements, latency_sources),

@@ -12,9 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ..rerank.latency import cold_seconds, timed_queries
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import SKIPPED
-from ..systems.registry import kind_of
+from ..systems.roles import KindTraits
 from .cost import SECONDS_PER_HOUR
 from .markdown import fmt, table
 
@@ -40,9 +39,8 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
             held_out = " held out of the model's training" if fit.get("held_out_of_training") else ""
             source = fit.get("source", {})
             where = f" of the fallback `{source['path']}` ({source['reason']})" if source.get("fallback") else ""
-            best = max(point["mean"] for point in fit["curve"])
             text += (f"; weight fitted on the {fit['split']} split{where} ({fit['queries']} queries{held_out}, "
-                     f"best mean {fit['measure']} {best:.4f} over {len(fit['curve'])} weights)")
+                     f"{_cross_validated(fit)})")
             if fit.get("in_sample"):
                 text += (f"; {', '.join(fit['in_sample'])} was fine-tuned on that split, so the fit is in-sample for "
                          "it and favours it")
@@ -54,6 +52,21 @@ def _what(kind: str, described: Mapping[str, Any]) -> str:
     return described.get("cascade", kind)
 
 
+RULES = {"one_se": "the smallest weight within one standard error of the best", "best": "the best mean"}
+
+
+def _cross_validated(fit: Mapping[str, Any]) -> str:
+    """The fit's CV estimate first: the in-sample value beside it is what the weight scored where it was picked."""
+    cv, measure = fit["cv"], fit["measure"]
+    estimate, gain = cv["estimate"], cv["gain_over_zero"]
+    apart = "distinguishable" if cv["distinguishable_from_zero"] else "not distinguishable"
+    return (f"{RULES[fit['rule']]} of {len(fit['curve'])} weights; {cv['folds']}-fold CV: fold weights "
+            f"{', '.join(f'{w:g}' for w in cv['fold_weights'])}, out-of-fold {measure} {_interval(estimate)}, gain "
+            f"over weight 0 {fmt(gain['mean'], signed=True)} [{fmt(gain['low'], signed=True)}, "
+            f"{fmt(gain['high'], signed=True)}] ({apart} from 0 at {cv['confidence']:.0%}); in-sample "
+            f"{fmt(cv['in_sample_mean'])}, optimistic")
+
+
 def _condition(key: str, value: Any) -> str:
     if isinstance(value, Mapping):
         return f"{key}({', '.join(f'{k}={v}' for k, v in value.items() if v is not None)})"
@@ -61,12 +74,13 @@ def _condition(key: str, value: Any) -> str:
 
 
 def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping[str, Any]],
+                           traits: Mapping[str, KindTraits],
                            run_metadata: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
                            latency_metadata: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame,
                            compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str, warmup: int,
                            hourly_price: float, composites: Mapping[str, Mapping[str, Any]], worst_n: int) -> str:
     """``composites``: verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs)."""
-    composed = [s for s in systems if kind_of(configs[s]).composite]
+    composed = [s for s in systems if traits[s].composite]
     if not composed:
         return ""
     baseline = compare["baseline"]

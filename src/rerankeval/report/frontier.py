@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
-from ..systems.registry import kind_of
+from ..systems.roles import KindTraits
 from . import plots
 from .cost import pareto_front
 from .markdown import fmt, table
@@ -23,13 +22,13 @@ from .markdown import fmt, table
 POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
 
-def frontier_points(depth_costs: pd.DataFrame, systems: Mapping[str, Mapping[str, Any]], own: pd.DataFrame,
+def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
                     sweeps: pd.DataFrame | None) -> pd.DataFrame:
     """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
     row per system as configured (system, quality, p95_ms, cost_per_1k_queries); ``sweeps``: the sweep stage's
-    points. Returns ``POINT_COLUMNS`` plus ``frontier``."""
-    deployable = [name for name, config in systems.items() if not kind_of(config).bound]
-    composite = {name for name in deployable if kind_of(systems[name]).composite}
+    points; ``traits``: each system's kind traits (from its run). Returns ``POINT_COLUMNS`` plus ``frontier``."""
+    deployable = [name for name, found in traits.items() if not found.bound]
+    composite = {name for name in deployable if traits[name].composite}
     parts = []
     depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
     depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
@@ -95,7 +94,9 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
     parts = ["### Policy sweeps (one pass over stored scores)",
              "Each setting is a full run of the configuration on the evaluated queries; Δ is against the baseline "
              "with a paired bootstrap CI. A sweep's curve describes the settings on this split: a setting picked "
-             "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead)."]
+             "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead). "
+             "Each setting costs what it scored: model pairs are those its run needed from a model, 0 for a setting "
+             "that calls none."]
     summary = [[policy, len(frame), *(pairs.get(policy, {}).get(key, "n/a") for key in ("scored", "from_cache",
                                                                                         "reused"))]
                for policy, frame in sweeps.groupby("policy", sort=False)]
@@ -103,9 +104,10 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
                         "pairs reused in memory"], summary))
     rows = [[r.policy, r.value, fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
              f"{fmt(r.high, signed=True)}]", fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
-             f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"] for r in sweeps.itertuples()]
+             str(r.model_pairs), f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"]
+            for r in sweeps.itertuples()]
     parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p95 ms", "cost / 1k",
-                        "skipped", "fallbacks"], rows))
+                        "model pairs", "skipped", "fallbacks"], rows))
     return "\n\n".join(parts)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pandas as pd
 from ..data.sample import sample_text
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
 from ..stats.verdict import ci_label
+from . import claims
 
 
 def fmt(value: float | None, digits: int = 4, signed: bool = False) -> str:
@@ -71,13 +73,19 @@ def candidates_line(retrieval: Mapping[str, Any], source: str) -> str:
               "texts from the corpus)" if retrieval["source"] == "run" else
               f"replayed from `{retrieval['path']}` (the first {retrieval['top_n']} of each query, each with its own "
               "text)")
-    return (f"- Candidates: {first_stage_label(source)}, {origin}; nothing was retrieved or encoded here, and the "
-            "`fusion`-kind system is that first stage's own order.")
+    return (f"- Candidates: {first_stage_label(source, retrieval)}, {origin}; nothing was retrieved or encoded here, "
+            "and the `fusion`-kind system is that first stage's own order.")
 
 
-def first_stage_label(source: str) -> str:
-    """How reports name a candidate source's own order: ``first stage (run)``; the hybrid's is the fusion."""
-    return "hybrid" if source == "hybrid" else f"first stage ({source})"
+def first_stage_label(source: str, retrieval: Mapping[str, Any] | None = None) -> str:
+    """How reports name a candidate source's own order: ``first stage (run: prod.trec)`` for a run (``retrieval``:
+    the params' ``retrieval``, which names its file), ``first stage (<name>)`` for a replay file's
+    ``candidate_source``; the hybrid's is the fusion."""
+    if source == "hybrid":
+        return "hybrid"
+    if retrieval is not None and retrieval.get("source") == "run":
+        return f"first stage (run: {PurePath(retrieval['run']).name})"
+    return f"first stage ({source})"
 
 
 def verdict_section(verdicts: Mapping[str, Any]) -> str:
@@ -85,7 +93,7 @@ def verdict_section(verdicts: Mapping[str, Any]) -> str:
     set, and every reason in a details block."""
     rule, level = verdicts["rule"], ci_label(verdicts["rule"]["confidence"])
     metric = rule["primary_metric"]
-    parts = [f"## Release verdict vs `{verdicts['baseline']}`"]
+    parts = [f"## Release verdict vs {', '.join(f'`{b}`' for b in verdicts.get('baselines', [verdicts['baseline']]))}"]
     if verdicts.get("baseline_flag"):
         parts.append(f"> ⚠ **{verdicts['baseline_flag']}.** No verdict against it is a bare ACCEPT.")
     slices = ""
@@ -96,19 +104,24 @@ def verdict_section(verdicts: Mapping[str, Any]) -> str:
                   f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
     parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
                  f"check failing{slices} (README, \"Release verdict\").")
-    rows = [[f"`{system}`", f"**{verdict['decision']}**",
+    if claims.rule_text(verdicts, level):
+        parts.append(claims.rule_text(verdicts, level))
+    plain = claims.plain(verdicts)  # one baseline, no claims: the table as it always was
+    rows = [[f"`{system}`", *([] if plain else [f"`{reference}`", claims.claim_cell(verdict)]),
+             f"**{verdict['decision']}**",
              f"{fmt(verdict['delta'], signed=True)} [{fmt(verdict['ci'][0], signed=True)}, "
              f"{fmt(verdict['ci'][1], signed=True)}]", _cell(verdict["decided_by"])]
-            for system, verdict in verdicts["verdicts"].items()]
-    parts.append(table(["challenger", "decision", f"Δ {metric} [{level}]", "decided by"], rows))
+            for system, reference, verdict in claims.decided(verdicts)]
+    parts.append(table(["challenger", *([] if plain else ["vs", "claim"]), "decision", f"Δ {metric} [{level}]",
+                        "decided by"], rows))
     if verdicts.get("latency_source"):  # the machine's load beside the decision it may have weighed on
         parts.append("Latency the check read, with the machine's load: " + "; ".join(
             f"`{system}` {source}" + (" (**not trusted to REJECT**)" if system in verdicts.get("latency_untrusted", {})
                                       else "") for system, source in verdicts["latency_source"].items()) + ".")
     parts.append(operating_characteristics_text(verdicts))
     details = ["<details><summary>Every reason and note</summary>", ""]
-    for system, verdict in verdicts["verdicts"].items():
-        details.append(f"**`{system}`: {verdict['decision']}**")
+    for system, reference, verdict in claims.decided(verdicts):
+        details.append(f"**`{system}`{'' if plain else f' vs `{reference}`'}: {verdict['decision']}**")
         details.append("")
         details += [f"- {_cell(reason)}" for reason in verdict["reasons"]]
         details += [f"- note: {_cell(note)}" for note in verdict["notes"]]
@@ -122,17 +135,24 @@ def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
     """How far to trust each verdict: the rule's simulated decision rates at a true effect of 0 and of min_delta."""
     simulation, min_delta = verdicts["simulation"], verdicts["rule"]["min_delta"]
     rows = []
-    for system, verdict in verdicts["verdicts"].items():
+    plain = claims.plain(verdicts)
+    for system, reference, verdict in claims.decided(verdicts):
+        if "claim" in verdict:  # a non-inferiority claim: its own table below
+            continue
+        label = f"`{system}`" if plain else f"`{system}` vs `{reference}`"
         at_zero, at_min = verdict["operating_characteristics"]["at_zero"], verdict["operating_characteristics"]["at_min_delta"]
-        rows.append([f"`{system}`", _rate(at_zero["reject"]), _rate(at_zero["accept"]), _rate(at_min["accept"]),
+        rows.append([label, _rate(at_zero["reject"]), _rate(at_zero["accept"]), _rate(at_min["accept"]),
                      _rate(at_min["reject"])])
     header = ["challenger", "REJECT at effect 0", "ACCEPT at effect 0", f"ACCEPT at {min_delta:+.4f}",
               f"REJECT at {min_delta:+.4f}"]
     error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
+    noninferior = claims.noninferiority_rows(verdicts)
     return (f"How far to trust it: the rule's decisions simulated on this query set and its slices "
             f"({simulation['trials']} trials per effect, {simulation['samples']} resamples each, seed "
             f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}; each rate within "
-            f"±{error:.1f} points, one Monte Carlo standard error).\n\n" + table(header, rows))
+            f"±{error:.1f} points, one Monte Carlo standard error).\n\n" + table(header, rows)
+            + ("\n\nNon-inferiority claims, simulated the same way at a true Δ of -margin and of 0:\n\n"
+               + table(claims.NONINFERIORITY_HEADER, noninferior) if noninferior else ""))
 
 
 def _rate(value: float) -> str:
@@ -145,17 +165,23 @@ def _cell(text: str) -> str:
 
 
 def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int,
-                        sanity: Mapping[str, Any] | None = None, fusion: Mapping[str, Any] | None = None) -> str:
+                        sanity: Mapping[str, Any] | None = None, fusion: Mapping[str, Any] | None = None,
+                        retrieval: Mapping[str, Any] | None = None) -> str:
     """Each retriever's own top ``top_n``; with ``sanity`` (``stats.sanity.first_stage_sanity``) also each one
     against the random floor, the best first stage, and the flag of a baseline that cannot carry a decision; with
-    ``fusion`` (the freeze's record, ``retrieval.fusion_fit``) the RRF weights and why."""
+    ``fusion`` (the freeze's record, ``retrieval.fusion_fit``) the RRF weights and why; ``retrieval`` names a run
+    source's file (``first_stage_label``)."""
+
+    def label(name: str) -> str:
+        return name if name in ("bm25", "dense") else first_stage_label(name, retrieval)
+
     vs_random = (sanity or {}).get("retrievers", {})
     header = ["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10", "RR@10"]
     if sanity and sanity["random"] is not None:
         header.append(f"Δ {sanity['metric']} vs random [{ci_label(sanity['confidence'])}]")
     rows = []
     for name, values in first_stage.items():
-        row = [name if name in ("bm25", "dense") else first_stage_label(name), fmt(values[f"Success@{top_n}"]),
+        row = [label(name), fmt(values[f"Success@{top_n}"]),
                fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]), fmt(values["RR@10"])]
         found = vs_random.get(name, {}).get("vs_random")
         if len(header) > len(row):
@@ -163,10 +189,10 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
                        + (" ⚠ at the random floor" if vs_random[name]["at_random_floor"] else ""))
         rows.append(row)
     title = (f"each retriever's own top {top_n}" if len(first_stage) > 1 else
-             f"{first_stage_label(next(iter(first_stage)))}, its top {top_n} (no BM25 or dense ranked the corpus here)")
+             f"{label(next(iter(first_stage)))}, its top {top_n} (no BM25 or dense ranked the corpus here)")
     text = f"## First stage: {title}\n\n" + table(header, rows)
     if sanity:
-        lines = [f"Best first stage on {sanity['metric']}: **{sanity['best']}** "
+        lines = [f"Best first stage on {sanity['metric']}: **{label(sanity['best'])}** "
                  f"({fmt(sanity['retrievers'][sanity['best']]['mean'])})."]
         fused = sanity["fusion_vs_best_component"]
         if fused is not None:
@@ -185,17 +211,20 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
 
 
 def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any], metrics: Sequence[str],
-                    oracle_measures: Sequence[str], top_n: int, warnings: Mapping[str, str] | None = None) -> str:
+                    oracle_measures: Sequence[str], top_n: int, warnings: Mapping[str, str] | None = None,
+                    source_orders: Mapping[str, str] | None = None) -> str:
     """``warnings``: a line per system whose results need one (an external run cut to the candidates), shown after
-    the table and flagged with ⚠ in its row."""
-    warnings = warnings or {}
+    the table and flagged with ⚠ in its row. ``source_orders``: system -> the first stage whose own order it is
+    (``first_stage_label``), for a run or replay source's `fusion`-kind systems, named in their row and a note."""
+    warnings, source_orders = warnings or {}, source_orders or {}
     level = ci_label(compare["method"]["confidence"])
     header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
     for system, values in compare["systems"].items():
         means = metrics_json["systems"][system]
-        row = [f"`{system}`{' ⚠' if system in warnings else ''}"]
+        row = [f"`{system}`{f' ({source_orders[system]})' if system in source_orders else ''}"
+               f"{' ⚠' if system in warnings else ''}"]
         row += [f"{fmt(values[m]['mean'])} [{ci(values[m])}]" for m in metrics]
         row.append(fmt(means.get(f"CandidateRecall@{top_n}")))
         row += [fmt(means[oracle_column(m)]) for m in oracle_measures]
@@ -206,7 +235,9 @@ def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any],
             "achieved. With `idcg=qrels` the oracle is below 1 when relevant documents were not retrieved: improve "
             "the retriever; a large headroom with a high oracle says improve the reranker.")
     flagged = "".join(f"\n\n⚠ `{system}`: {warning}." for system, warning in warnings.items())
-    return "## Systems\n\n" + table(header, rows) + flagged + "\n\n" + note
+    orders = "".join(f"\n\n`{system}` is the candidates in {label}'s own order (a `fusion`-kind system; no BM25 or "
+                     "dense ran here)." for system, label in source_orders.items())
+    return "## Systems\n\n" + table(header, rows) + flagged + orders + "\n\n" + note
 
 
 def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequence[str] = ()) -> str:

@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from . import domains
-from .config import CompareConfig, ReleaseRule, UnjudgedWatch
+from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
 from .resampling import Intervals
 from .simulation import SIMULATED_DELTAS, operating_characteristics
-from .verdict import Evidence, FallbackEvidence, LatencyEvidence, UnjudgedEvidence, decide
+from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, LatencyEvidence, SavingEvidence,
+                      SliceEvidence, UnjudgedEvidence, decide)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ class RunFacts:
     the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries).
     ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
     ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
-    checks do not apply (``sanity.positive_only_reason``)."""
+    checks do not apply (``sanity.positive_only_reason``). ``cost_seconds``: per system, mean cold seconds per query
+    (what a non-inferiority claim's ``saving_on: cost`` compares). ``identical_to_baseline`` and ``baseline_flag``
+    concern the first baseline. ``caveats``: per challenger, where its quality evidence cannot carry a decision
+    (``stats.caveats``: the generator, the model's language)."""
 
     latency_p95_ms: Mapping[str, float | None] = field(default_factory=dict)
     latency_untrusted: Mapping[str, str] = field(default_factory=dict)
@@ -39,6 +43,8 @@ class RunFacts:
     identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
     baseline_flag: str | None = None
     positive_only: str | None = None
+    cost_seconds: Mapping[str, float | None] = field(default_factory=dict)
+    caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
 
 
 def finite(value: float) -> float | None:
@@ -72,12 +78,19 @@ def metric_arrays(per_query: pd.DataFrame, systems: Sequence[str], metrics: Sequ
 def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule,
             facts: RunFacts = RunFacts()) -> tuple[dict[str, Any], dict[str, Any]]:
     """The comparison (deterministic: the same inputs give the same bytes) and the verdicts (which also weigh the
-    measured latency, so they carry timing). ``slices``: one row per query (index query_id), a column per label."""
+    measured latency, so they carry timing). ``slices``: one row per query (index query_id), a column per label.
+
+    One family spans every (challenger, baseline) pair of ``CompareConfig.references`` (each baseline on every
+    metric, and each claim's ``against`` that is no baseline on the primary metric): one set of resamples, one
+    multiplicity correction. compare.json's ``comparisons`` and
+    ``slices`` and verdicts.json's ``verdicts`` are against the first baseline, as with one;
+    ``comparisons_by_baseline`` and ``verdicts_by_baseline`` hold the other references' pairs."""
     systems = [settings.baseline] + sorted(set(per_query["system"]) - {settings.baseline})
     if settings.baseline not in set(per_query["system"]):
         raise ValueError(f"baseline {settings.baseline!r} is not among the systems {sorted(set(per_query['system']))}")
     if len(systems) < 2:
         raise ValueError(f"nothing to compare: only the baseline {settings.baseline!r} was evaluated")
+    references = settings.model_copy(update={"release": rule}).references(systems)
     watch = [settings.unjudged.measure] + ([settings.unjudged.judged_only_measure] if settings.unjudged.judged_only_measure else [])
     metrics = list(dict.fromkeys([*settings.metrics, rule.primary_metric]))
     scores = metric_arrays(per_query, systems, list(dict.fromkeys(metrics + watch)))
@@ -94,18 +107,26 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         system_table.setdefault(system, {})[metric] = {
             "mean": finite(means.mean[j]), "low": finite(means.low[j]), "high": finite(means.high[j])}
 
-    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline)
+    on_baselines = {ref: found for ref, found in references.items() if ref in settings.baselines}
+    claimed = {ref: found for ref, found in references.items() if ref not in settings.baselines}
+    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline,
+                                   on_baselines)
+    if claimed:  # a claim against a system that is no baseline joins the family on what it decides: the primary
+        extra = domains.paired_family({s: {rule.primary_metric: scores[s][rule.primary_metric]} for s in systems},
+                                      settings.baseline, claimed)
+        paired = domains.PairedFamily(paired.comparisons + extra.comparisons, np.hstack([paired.base, extra.base]),
+                                      np.hstack([paired.challenger, extra.challenger]))
     family = paired.comparisons
     intervals = domains.family_intervals(paired, **boot)
     tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
                                         correction=settings.correction)
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
-    comparisons = []
+    comparisons: dict[str, list[dict]] = {reference: [] for reference in references}
     for j, item in enumerate(family):
         summary = summaries[j]
-        comparisons.append({
-            "challenger": item.challenger, "metric": item.metric,
-            "baseline_mean": finite(_mean(scores[settings.baseline][item.metric])),
+        comparisons[item.baseline].append({
+            "challenger": item.challenger, "baseline": item.baseline, "metric": item.metric,
+            "baseline_mean": finite(_mean(scores[item.baseline][item.metric])),
             "challenger_mean": finite(_mean(scores[item.challenger][item.metric])),
             "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
             "p_randomisation": finite(tests.p_randomisation[j]),
@@ -119,19 +140,22 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
 
     aligned = slices.reindex(query_ids)
     labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
+    # compare.json's slices are against the first baseline (the verdicts weigh every pair's own, see below).
+    first = [j for j, item in enumerate(family) if item.baseline == settings.baseline]
+    against_first = domains.PairedFamily(tuple(family[j] for j in first), paired.base[:, first],
+                                         paired.challenger[:, first])
     slice_results = {}
     for column, column_labels in labels.items():
-        result = domains.family_slices(paired, column_labels, min_slice_size=settings.min_slice_size, **boot)
+        result = domains.family_slices(against_first, column_labels, min_slice_size=settings.min_slice_size, **boot)
         slice_results[column] = [
             {"value": str(value),
              "comparisons": [{"challenger": item.challenger, "metric": item.metric,
                               "queries": int(result.sizes[k, j]), "too_small": bool(result.too_small[k, j]),
                               "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
-                              "high": finite(result.high[k, j])} for j, item in enumerate(family)]}
+                              "high": finite(result.high[k, j])} for j, item in enumerate(against_first.comparisons)]}
             for k, value in enumerate(result.values)]
 
     unjudged = unjudged_watch(scores, systems, settings.unjudged, rule.unjudged_margin, facts.positive_only)
-    challengers = systems[1:]
     # The verdict reads the comparison's own intervals of the primary metric (one set of resamples: its CI is the
     # one in compare.json); a slice outside the primary metric's domain (the demo's abstention questions for
     # nDCG@10) gives it no evidence and is not counted in its size.
@@ -148,62 +172,63 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     defined = verdict_queries(primary_family)
     primary = primary_family.deltas[defined]
     labels = {column: values[defined] for column, values in labels.items()}
-    verdicts = {}
-    for j, system in enumerate(challengers):
-        delta, slice_evidence = evidence[j]
-        # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
-        delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6),
-                        ci_high=round(delta.ci_high, 6))
-        fallbacks = facts.fallbacks.get(system)
-        verdict = decide(rule, Evidence(
-            primary=delta, slices=slice_evidence,
-            unjudged=UnjudgedEvidence(unjudged["rate"][settings.baseline], unjudged["rate"][system],
-                                      facts.positive_only),
-            latency=LatencyEvidence(facts.latency_p95_ms.get(system), facts.latency_p95_ms.get(settings.baseline),
-                                    facts.latency_untrusted.get(system),
-                                    facts.latency_untrusted.get(settings.baseline)),
-            fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
-            identical_queries=facts.identical_to_baseline.get(system), baseline_flag=facts.baseline_flag))
-        effects = list(dict.fromkeys([0.0, rule.min_delta]))
-        points = operating_characteristics(primary[:, j], labels, rule, effects, trials=settings.simulation.trials,
-                                           n_samples=settings.simulation.samples, **evidence_settings)
-        verdicts[system] = {
-            "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
-            "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
-            "confidence": settings.confidence, "reasons": list(verdict.reasons), "notes": list(verdict.notes),
-            "operating_characteristics": {"at_zero": points[0].to_dict(), "at_min_delta": points[-1].to_dict()}}
+    verdicts: dict[str, dict[str, dict]] = {reference: {} for reference in references}
+    simulation = dict(trials=settings.simulation.trials, n_samples=settings.simulation.samples, **evidence_settings)
+    for j, item in enumerate(primary_family.comparisons):
+        claim = rule.claim_for(item.challenger, item.baseline, settings.baseline)
+        verdict = _verdict(rule, claim, item.challenger, item.baseline, evidence[j],
+                           facts if item.baseline == settings.baseline else replace(
+                               facts, identical_to_baseline={}, baseline_flag=None),
+                           unjudged["rate"], settings.confidence)
+        effects = [0.0, rule.min_delta] if claim.claim == "superior" else [-claim.margin, 0.0]
+        points = operating_characteristics(primary[:, j], labels, rule, list(dict.fromkeys(effects)), claim=claim,
+                                           **simulation)
+        verdict["operating_characteristics"] = (
+            {"at_zero": points[0].to_dict(), "at_min_delta": points[-1].to_dict()} if claim.claim == "superior"
+            else {"at_minus_margin": points[0].to_dict(), "at_zero": points[-1].to_dict()})
+        verdicts[item.baseline][item.challenger] = verdict
 
     family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
     method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
               "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
               "tests": ["paired randomisation (sign flip)", "paired t-test"],
               "permutations": settings.permutations, "correction": settings.correction,
-              "family": f"{len(systems) - 1} challengers x {len(metrics)} metrics",
+              "family": (f"{len(systems) - 1} challengers x {len(metrics)} metrics" if len(on_baselines) == 1 else
+                         f"{sum(map(len, on_baselines.values()))} (challenger, baseline) pairs x {len(metrics)} "
+                         "metrics") + (f" + {sum(map(len, claimed.values()))} claimed pairs x {rule.primary_metric}"
+                                       if claimed else ""),
               "tie_tolerance": settings.tie_tolerance}
     partial = sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined})
     if partial:
         method["undefined_on_some_queries"] = {
             "metrics": partial, "rule": "mean over the queries where the measure is defined; percentile CI of the "
             "difference of the two means under the same resamples; randomisation test by per-query swaps"}
-    return {
+    others = [reference for reference in references if reference != settings.baseline]
+    result = {
         "baseline": settings.baseline,
         "queries": int(len(query_ids)),
         "method": method,
         "systems": system_table,
-        "comparisons": comparisons,
+        "comparisons": comparisons[settings.baseline],
         "slices": slice_results,
         "unjudged": unjudged,
-    }, {
-        "baseline": settings.baseline,
-        "queries": int(len(query_ids)),
-        "verdict_queries": int(defined.sum()),
-        "rule": {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
+    }
+    rule_text = {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
                  "confidence": settings.confidence,
                  "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
                  "min_slice_size": settings.min_slice_size, "slices_that_can_reject": family_size,
                  "slice_confidence": round(adjusted_confidence(settings.confidence, family_size), 6),
                  "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
-                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio},
+                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
+    if rule.claims:
+        rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
+    decided = {
+        "baseline": settings.baseline,
+        **({"baselines": settings.baselines} if len(settings.baselines) > 1 else {}),
+        "baseline": settings.baseline,
+        "queries": int(len(query_ids)),
+        "verdict_queries": int(defined.sum()),
+        "rule": rule_text,
         "baseline_flag": facts.baseline_flag,
         "simulation": {"trials": settings.simulation.trials, "samples": settings.simulation.samples,
                        "seed": settings.seed, "deltas": SIMULATED_DELTAS,
@@ -211,8 +236,50 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         "latency_p95_ms": {system: None if value is None else finite(value)
                            for system, value in facts.latency_p95_ms.items()},
         "fallbacks": {system: {"fallbacks": count, "queries": total} for system, (count, total) in facts.fallbacks.items()},
-        "verdicts": verdicts,
+        "verdicts": verdicts[settings.baseline],
     }
+    if others:
+        result["comparisons_by_baseline"] = {reference: comparisons[reference] for reference in others}
+        decided["verdicts_by_baseline"] = {reference: verdicts[reference] for reference in others}
+    return result, decided
+
+
+def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference: str,
+             evidence: tuple[DeltaEvidence, tuple[SliceEvidence, ...]], facts: RunFacts,
+             unjudged_rate: Mapping[str, float | None], confidence: float) -> dict[str, Any]:
+    """``challenger``'s decision against ``reference`` for ``claim``, as verdicts.json stores it (less its
+    simulated operating characteristics)."""
+    delta, slice_evidence = evidence
+    # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
+    delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6), ci_high=round(delta.ci_high, 6))
+    fallbacks = facts.fallbacks.get(challenger)
+    saving = None
+    if claim.claim == "noninferior":
+        figures = facts.latency_p95_ms if claim.saving_on == "latency_p95" else facts.cost_seconds
+        untrusted = facts.latency_untrusted if claim.saving_on == "latency_p95" else {}
+        saving = SavingEvidence(claim.saving_on, reference, figures.get(challenger), figures.get(reference),
+                                untrusted.get(challenger), untrusted.get(reference))
+    verdict = decide(rule, Evidence(
+        primary=delta, slices=slice_evidence,
+        unjudged=UnjudgedEvidence(unjudged_rate[reference], unjudged_rate[challenger], facts.positive_only),
+        latency=LatencyEvidence(facts.latency_p95_ms.get(challenger), facts.latency_p95_ms.get(reference),
+                                facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
+        fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
+        identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
+        saving=saving, caveats=tuple(facts.caveats.get(challenger, ()))), claim)
+    entry: dict[str, Any] = {
+        "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
+        "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
+        "confidence": confidence, "reasons": list(verdict.reasons), "notes": list(verdict.notes)}
+    if claim.claim == "noninferior":
+        entry["claim"] = {**claim.to_dict(), "against": reference}
+        entry["saving"] = {"measure": saving.measure, "challenger": _finite_or_none(saving.challenger),
+                           "against": _finite_or_none(saving.reference)}
+    return entry
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return None if value is None else finite(value)
 
 
 def unjudged_watch(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str], watch: UnjudgedWatch,

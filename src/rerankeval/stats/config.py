@@ -6,9 +6,10 @@ statistics themselves.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Collection
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
@@ -46,6 +47,35 @@ class CriticalSlice(StrictConfig):
         return column == self.column and self.value in (None, str(value))
 
 
+class ReleaseClaim(StrictConfig):
+    """What a challenger claims (``compare.release.claims.<system>``).
+
+    ``superior`` (the default for every challenger): today's rule, a gain of at least ``min_delta``.
+    ``noninferior``: not worse than ``against`` by more than ``margin`` (absolute, primary metric) and cheaper by at
+    least ``min_saving`` (a share, 0.2 = 20%) of ``saving_on``: ``latency_p95`` (p95 query latency) or ``cost``
+    (mean cold seconds per query, which the machine price per hour scales into cost per query); None = no saving
+    required. ``against``: the system the claim is about, the reference of its delta and of its saving (None: the
+    first baseline); the pair joins the comparison family (one correction).
+    """
+
+    claim: Literal["superior", "noninferior"] = "superior"
+    margin: float | None = Field(None, gt=0)
+    min_saving: float | None = Field(None, ge=0, lt=1)
+    saving_on: Literal["latency_p95", "cost"] = "latency_p95"
+    against: str | None = None
+
+    @model_validator(mode="after")
+    def _margin_only_for_noninferiority(self) -> ReleaseClaim:
+        if self.claim == "noninferior" and self.margin is None:
+            raise ValueError("claim noninferior needs a margin (e.g. margin: 0.02)")
+        if self.claim == "superior" and (self.margin is not None or self.min_saving is not None):
+            raise ValueError("margin and min_saving belong to claim noninferior; superior uses min_delta")
+        return self
+
+
+SUPERIOR = ReleaseClaim()
+
+
 class ReleaseRule(StrictConfig):
     """Thresholds of the release decision (absolute metric units; rates as fractions).
 
@@ -63,6 +93,15 @@ class ReleaseRule(StrictConfig):
     max_fallback_rate: float | None = Field(None, ge=0, le=1)
     latency_p95_max_ms: float | None = Field(None, ge=0)
     latency_p95_max_ratio: float | None = Field(None, ge=0)
+    claims: dict[str, ReleaseClaim] = {}
+
+    def claim_for(self, system: str, reference: str, baseline: str) -> ReleaseClaim:
+        """The claim that decides ``system`` against ``reference``: its declared claim against the system it names
+        (``against``, else ``baseline``, the first baseline), superior against every other."""
+        claim = self.claims.get(system)
+        if claim is not None and (claim.against or baseline) == reference:
+            return claim
+        return SUPERIOR
 
     def statistical_part(self) -> ReleaseRule:
         """The rule without its deterministic checks (unjudged, fallbacks, latency): what a simulation exercises."""
@@ -86,10 +125,23 @@ class UnjudgedWatch(StrictConfig):
     judged_only_measure: MeasureName | None = None
 
 
-class CompareConfig(StrictConfig):
-    """The ``compare`` block of params.yaml."""
+class GeneratorCheck(StrictConfig):
+    """``compare.generator_check``: the answer measure on which the oracle and the baseline must beat the random
+    ranking for answer-level numbers to compare rankings (``stats.caveats``). AnswerF1, not the first answer measure
+    of ``metrics`` (AnswerEM there): F1 gives partial credit, so it separates rankings on fewer queries."""
 
-    baseline: str
+    metric: MeasureName = "AnswerF1"
+
+
+class CompareConfig(StrictConfig):
+    """The ``compare`` block of params.yaml.
+
+    ``baselines``: every challenger is compared with each, in one family (one multiplicity correction); the first is
+    *the* baseline of compare.json's ``comparisons``, the report and the sweep. ``baseline: NAME`` is the one-element
+    case. A later baseline is compared with the earlier ones as a challenger, not with itself or them again.
+    """
+
+    baselines: list[str] = Field(min_length=1)
     metrics: list[MeasureName]
     samples: int = Field(DEFAULT_N_SAMPLES, ge=1)
     seed: int = DEFAULT_SEED
@@ -102,4 +154,67 @@ class CompareConfig(StrictConfig):
     min_slice_size: int = Field(DEFAULT_MIN_SLICE_SIZE, ge=1)
     unjudged: UnjudgedWatch = UnjudgedWatch()
     simulation: SimulationConfig = SimulationConfig()
+    generator_check: GeneratorCheck = GeneratorCheck()
     release: ReleaseRule
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_baseline(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "baseline" in data:
+            if "baselines" in data:
+                raise ValueError("give baselines (a list) or baseline (one name), not both")
+            data = {**data, "baselines": [data["baseline"]]}
+            del data["baseline"]
+        return data
+
+    @model_validator(mode="after")
+    def _baselines_once(self) -> CompareConfig:
+        if len(set(self.baselines)) != len(self.baselines):
+            raise ValueError(f"baselines {self.baselines} name a system twice")
+        return self
+
+    @property
+    def baseline(self) -> str:
+        """The first baseline: the one compare.json's ``comparisons`` and the report's tables are against."""
+        return self.baselines[0]
+
+    def references(self, systems: Collection[str]) -> dict[str, list[str]]:
+        """Per reference system (each baseline, then each claim's ``against`` that is none), its challengers in
+        sorted order: the pairs the verdicts decide and the family compares (on every metric against a baseline, on
+        the primary metric against a claim's other ``against``)."""
+        self.refuse_unknown(systems)
+        pairs: dict[str, list[str]] = {}
+        for k, baseline in enumerate(self.baselines):
+            pairs[baseline] = sorted(set(systems) - set(self.baselines[:k + 1]))
+        for system, claim in sorted(self.release.claims.items()):
+            against = claim.against or self.baseline
+            if system not in pairs.get(against, []):
+                pairs.setdefault(against, []).append(system)
+        return {reference: challengers for reference, challengers in pairs.items() if challengers}
+
+    def inactive_claims(self, systems: Collection[str]) -> list[str]:
+        """The claims whose challenger or ``against`` this run does not configure (a system dropped with
+        ``-S '~system@systems.NAME'``, or a misspelt name): they decide nothing, and the compare stage says so."""
+        return sorted(system for system, claim in self.release.claims.items()
+                      if system not in systems or (claim.against is not None and claim.against not in systems))
+
+    def for_systems(self, systems: Collection[str]) -> CompareConfig:
+        """These settings without the claims ``inactive_claims`` lists."""
+        inactive = set(self.inactive_claims(systems))
+        claims = {system: claim for system, claim in self.release.claims.items() if system not in inactive}
+        return self.model_copy(update={"release": self.release.model_copy(update={"claims": claims})})
+
+    def refuse_unknown(self, systems: Collection[str], where: str = "compare") -> None:
+        """Refuse a baseline naming no system of ``systems``, and a claim that cannot hold, by name. A claim for a
+        system this run lacks is not refused (``inactive_claims``): dropping a system must not need its claim
+        dropped too."""
+        known = ", ".join(sorted(systems))
+        for baseline in self.baselines:
+            if baseline not in systems:
+                raise ValueError(f"{where}.baselines: {baseline!r} is not among the systems ({known})")
+        for system, claim in self.for_systems(systems).release.claims.items():
+            field = f"{where}.release.claims.{system}"
+            if system == self.baseline:
+                raise ValueError(f"{field}: {system!r} is the baseline, which claims nothing; drop the claim")
+            if claim.against == system:
+                raise ValueError(f"{field}.against: a system cannot be compared with itself")

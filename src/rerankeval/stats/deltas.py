@@ -15,10 +15,12 @@ from .resampling import DELTA_PERCENTILES, _as_deltas
 
 @dataclass(frozen=True)
 class Comparison:
-    """One member of the family: ``challenger`` vs the baseline on ``metric``."""
+    """One member of the family: ``challenger`` vs the baseline on ``metric`` (``baseline``: which, in a family
+    with several; None in a family with one)."""
 
     challenger: str
     metric: str
+    baseline: str | None = None
 
 
 

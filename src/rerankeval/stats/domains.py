@@ -19,7 +19,7 @@ through ``resampling`` and ``significance`` unchanged, so results for complete m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,14 +51,23 @@ class PairedFamily:
         return self.challenger - self.base
 
 
-def paired_family(scores: Mapping[str, Mapping[str, ArrayLike]], baseline: str) -> PairedFamily:
-    """Like ``deltas.family_deltas`` (challengers, then metrics, both sorted), keeping both sides."""
+def paired_family(scores: Mapping[str, Mapping[str, ArrayLike]], baseline: str,
+                  references: Mapping[str, Sequence[str]] | None = None) -> PairedFamily:
+    """Like ``deltas.family_deltas`` (challengers, then metrics, both sorted), keeping both sides.
+
+    ``references``: per reference system its challengers (``CompareConfig.references``), one family over all of
+    them, reference by reference; each comparison names its reference. None: every other system against
+    ``baseline``."""
     metrics = sorted(scores[baseline])
-    challengers = sorted(system for system in scores if system != baseline)
-    if not metrics or not challengers:
+    if references is None:
+        pairs = [(None, system) for system in sorted(system for system in scores if system != baseline)]
+    else:
+        pairs = [(reference, system) for reference, challengers in references.items() for system in challengers]
+    if not metrics or not pairs:
         raise ValueError("a comparison family needs at least one metric and one challenger")
-    comparisons = tuple(Comparison(system, metric) for system in challengers for metric in metrics)
-    base = np.column_stack([np.asarray(scores[baseline][c.metric], dtype=np.float64) for c in comparisons])
+    comparisons = tuple(Comparison(system, metric, reference) for reference, system in pairs for metric in metrics)
+    base = np.column_stack([np.asarray(scores[c.baseline or baseline][c.metric], dtype=np.float64)
+                            for c in comparisons])
     challenger = np.column_stack([np.asarray(scores[c.challenger][c.metric], dtype=np.float64) for c in comparisons])
     return PairedFamily(comparisons, base, challenger)
 

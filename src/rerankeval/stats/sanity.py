@@ -16,17 +16,10 @@ import numpy as np
 import pandas as pd
 
 from ..eval.measures import parse_measure
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
-from ..systems.registry import SYSTEM_KINDS, kind_of
 from .resampling import CIMethod, bootstrap_ci
 from .verdict import ci_label
 
 FUSED, COMPONENTS = "hybrid", ("bm25", "dense")
-
-
-def floor_system(systems: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The first configured system of a floor kind (random): what each first-stage retriever must beat."""
-    return next((name for name, config in systems.items() if kind_of(config).role == "floor"), None)
 
 
 def positive_only_reason(qrels: pd.DataFrame, query_ids: Sequence[str]) -> str | None:
@@ -60,12 +53,13 @@ def identical_to_baseline(runs: Mapping[str, pd.DataFrame], baseline: str, query
 
 
 def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None, metric: str, baseline: str,
-                       baseline_kind: str | None, *, n_samples: int, seed: int, confidence: float,
+                       baseline_retriever: str | None, *, n_samples: int, seed: int, confidence: float,
                        method: CIMethod) -> dict[str, Any]:
     """Each first-stage retriever (``first_stage``: retriever, query_id, measure columns) against the random floor
     (the random system's per-query ``metric``, indexed by query id), and the fused ranking against its best
-    component. ``flag`` says why the baseline cannot carry a decision, or is None. Without BM25 and dense (a run or
-    replay candidate source) the one ranking is the candidates' own order, which a fusion-kind baseline reproduces."""
+    component. ``baseline_retriever``: the first-stage ranking the baseline's kind reproduces
+    (``roles.KindTraits.retriever``), None for a reranker. ``flag`` says why the baseline cannot carry a decision, or
+    is None. Without BM25 and dense (a run or replay candidate source) the one ranking is the candidates' own order, which a fusion-kind baseline reproduces."""
     wide = first_stage.pivot(index="query_id", columns="retriever", values=metric).sort_index()
     retrievers = [name for name in (*COMPONENTS, FUSED) if name in wide.columns] + \
         sorted(set(wide.columns) - {*COMPONENTS, FUSED})
@@ -98,8 +92,7 @@ def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None
               "random": None if random_floor is None else round(float(random_floor.reindex(wide.index).mean()), 6),
               "retrievers": table, "best": best, "best_component": best_component,
               "fusion_vs_best_component": fusion_vs_best, "baseline": baseline, "flag": None}
-    retriever = SYSTEM_KINDS.get(baseline_kind).retriever if baseline_kind else None
-    retriever = own_order if retriever == FUSED else retriever
+    retriever = own_order if baseline_retriever == FUSED else baseline_retriever
     if retriever == FUSED and fusion_vs_best is not None and fusion_vs_best["high"] < 0:
         result["flag"] = (f"the comparison baseline is broken on this collection: {baseline} (fused) is "
                           f"{-fusion_vs_best['delta']:.3f} below {best_component} on {metric} "

@@ -5,7 +5,9 @@ draws only what is unknown, the effect: the observed deltas are centred on 0 and
 random (mean 0 in every slice, the spread, ties and outliers of the real ones), then a true effect is added to
 every query. Each trial goes through ``stats.evidence.release_evidence`` and ``stats.verdict.decide``, the very code
 of the verdict, with the rule's deterministic checks left out (``ReleaseRule.statistical_part``): fallbacks, latency
-and unjudged rates do not vary between trials. Seeded: the same inputs give the same rates.
+and unjudged rates, and a non-inferiority claim's saving, do not vary between trials. A non-inferiority claim is
+simulated at a true effect of -margin (its ACCEPT rate there is the rule's error rate) and of 0 (its power).
+Seeded: the same inputs give the same rates.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ReleaseRule
+from .config import SUPERIOR, ReleaseClaim, ReleaseRule
 from .evidence import deltas_family, release_evidence
 from .resampling import CIMethod
 from .verdict import Decision, Evidence, decide
@@ -51,9 +53,11 @@ def sign_flip_trials(deltas: np.ndarray, trials: int, seed: int) -> np.ndarray:
 
 
 def decisions(trial_deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule: ReleaseRule, *, min_slice_size: int,
-              n_samples: int, seed: int, confidence: float, method: CIMethod) -> np.ndarray:
+              n_samples: int, seed: int, confidence: float, method: CIMethod,
+              claim: ReleaseClaim = SUPERIOR) -> np.ndarray:
     """The rule's decision (statistical part) for every column of ``trial_deltas`` (queries x trials)."""
     statistical = rule.statistical_part()
+    claimed = claim.model_copy(update={"min_saving": None})
     n_labels = sum(len(np.unique(np.asarray(values))) for values in labels.values()) or 1
     chunk = max(1, _CHUNK_CELLS // (n_samples * n_labels))
     outcomes = []
@@ -62,19 +66,22 @@ def decisions(trial_deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule: 
                                     labels, statistical,
                                     min_slice_size=min_slice_size, n_samples=n_samples, seed=seed,
                                     confidence=confidence, method=method)
-        outcomes += [str(decide(statistical, Evidence(primary, slices)).decision) for primary, slices in evidence]
+        outcomes += [str(decide(statistical, Evidence(primary, slices), claimed).decision)
+                     for primary, slices in evidence]
     return np.array(outcomes)
 
 
 def operating_characteristics(deltas: np.ndarray, labels: Mapping[str, np.ndarray], rule: ReleaseRule,
                               effects: Sequence[float], *, trials: int, n_samples: int, seed: int, confidence: float,
-                              method: CIMethod, min_slice_size: int) -> list[OperatingPoint]:
-    """Decision rates at each true ``effect`` for deltas shaped like ``deltas`` (one challenger's observed ones)."""
+                              method: CIMethod, min_slice_size: int,
+                              claim: ReleaseClaim = SUPERIOR) -> list[OperatingPoint]:
+    """Decision rates at each true ``effect`` for deltas shaped like ``deltas`` (one challenger's observed ones)
+    under the rule for ``claim``."""
     null = sign_flip_trials(deltas, trials, seed)
     points = []
     for effect in effects:
         found = decisions(null + effect, labels, rule, min_slice_size=min_slice_size, n_samples=n_samples, seed=seed,
-                          confidence=confidence, method=method)
+                          confidence=confidence, method=method, claim=claim)
         rate = {decision: float(np.mean(found == str(decision))) for decision in Decision}
         points.append(OperatingPoint(float(effect), trials, rate[Decision.ACCEPT], rate[Decision.REJECT],
                                      rate[Decision.INCONCLUSIVE]))

@@ -21,6 +21,20 @@ the first failed hard check decides a REJECT, else the first failed soft check a
   overrun measured under load says nothing about the system, while a pass still holds).
 * Otherwise ACCEPT.
 
+A challenger that claims ``noninferior`` (``ReleaseClaim``: margin δ, required saving, the system it is measured
+against) is decided by the same rule with its quality checks replaced: REJECT when the CI of the primary delta lies
+entirely below -δ; INCONCLUSIVE when its lower bound does not lie above -δ; min_delta and "CI above 0" do not
+apply. The CI is the comparison's two-sided one at ``confidence`` c, so its lower bound is a one-sided (1 + c) / 2
+bound: the claim is tested at a one-sided level of (1 - c) / 2 (2.5% for c = 0.95). The saving is a further check:
+the challenger's p95 latency (or cost per query) at most (1 - min_saving) x the compared system's, REJECT when it
+fails on trusted measurements; not measured, or failed (or passed against a reference) measured under load, it only
+blocks ACCEPT.
+
+A caveat (``Caveat``: the generator cannot tell rankings apart while the primary metric reads the answer; the
+model cannot read a language slice, ``stats.caveats``) is a failed soft check placed right after the identical-run
+check, and turns the quality checks it covers (the primary metric's on every query, or the critical slices of its
+slice) into soft ones: they are still listed, but only block ACCEPT, so no REJECT rests on them.
+
 How often this is wrong on a given query set is simulated by ``rerankeval.stats.simulation``.
 Pure: no I/O; the caller fills ``Evidence`` from ``rerankeval.stats`` results.
 """
@@ -31,7 +45,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .config import CriticalSlice, ReleaseRule
+from .config import SUPERIOR, CriticalSlice, ReleaseClaim, ReleaseRule
 from .resampling import Intervals, SliceIntervals
 
 
@@ -121,6 +135,29 @@ class FallbackEvidence:
 
 
 @dataclass(frozen=True)
+class SavingEvidence:
+    """What a non-inferiority claim saves: ``measure`` (``latency_p95`` in ms, ``cost`` in cold seconds per query) of
+    the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's."""
+
+    measure: str
+    against: str
+    challenger: float | None
+    reference: float | None
+    challenger_untrusted: str | None = None
+    reference_untrusted: str | None = None
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """Why the quality evidence cannot carry a decision on some queries: on every query (``column`` None) or on
+    the slice ``column`` == ``value``."""
+
+    message: str
+    column: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything ``decide`` looks at; None means not measured (latency, fallbacks) or not available (unjudged).
 
@@ -135,6 +172,8 @@ class Evidence:
     fallbacks: FallbackEvidence | None = None
     identical_queries: int | None = None
     baseline_flag: str | None = None
+    saving: SavingEvidence | None = None
+    caveats: tuple[Caveat, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,8 +200,8 @@ class Verdict:
     checks: tuple[Check, ...]
 
 
-def decide(rule: ReleaseRule, evidence: Evidence) -> Verdict:
-    """Apply ``rule`` to ``evidence`` (see the module docstring for the rule)."""
+def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR) -> Verdict:
+    """Apply ``rule`` to ``evidence`` for a challenger claiming ``claim`` (see the module docstring)."""
     if evidence.primary.metric != rule.primary_metric:
         raise ValueError(f"evidence is for metric {evidence.primary.metric!r}, "
                          f"the rule's primary metric is {rule.primary_metric!r}")
@@ -172,14 +211,15 @@ def decide(rule: ReleaseRule, evidence: Evidence) -> Verdict:
     # failed soft check for INCONCLUSIVE.
     checks = (
         *_identical_run(evidence.identical_queries),
+        *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
         *_fallback_checks(rule, evidence.fallbacks, notes),
-        _primary_not_worse(evidence.primary),
-        *_baseline_check(evidence.baseline_flag),
-        *_primary_improvement(rule, evidence.primary),
+        *_quality_checks(rule, claim, evidence),
         *_slice_checks(rule, evidence.slices),
         *_unjudged_checks(rule, evidence.unjudged, notes),
         *_latency_checks(rule, evidence.latency, notes),
+        *_saving_checks(claim, evidence.saving),
     )
+    checks = _under_caveats(checks, evidence.caveats)
     violated = [c.message for c in checks if c.hard and not c.passed]
     unmet = [c.message for c in checks if not c.hard and not c.passed]
     if violated:
@@ -187,8 +227,10 @@ def decide(rule: ReleaseRule, evidence: Evidence) -> Verdict:
     if unmet:
         return Verdict(Decision.INCONCLUSIVE, unmet[0], tuple(unmet), tuple(notes), checks)
     primary = evidence.primary
+    bound = (f"above -margin {-claim.margin:+.4f}" if claim.claim == "noninferior"
+             else f"above 0 and at least min_delta {rule.min_delta:+.4f}")
     summary = (f"{primary.metric} {primary.mean:+.4f}, {_ci_text(primary.ci_low, primary.ci_high, primary.confidence)}"
-               f" above 0 and at least min_delta {rule.min_delta:+.4f}; every check passed")
+               f" {bound}; every check passed")
     return Verdict(Decision.ACCEPT, summary, tuple(c.message for c in checks), tuple(notes), checks)
 
 
@@ -203,6 +245,22 @@ def _identical_run(identical_queries: int | None) -> list[Check]:
                   "never reached the system (a dropped model path or flag); check the system's config and run")]
 
 
+QUALITY_CHECKS = ("primary_not_worse", "primary_not_inferior")
+
+
+def _under_caveats(checks: tuple[Check, ...], caveats: tuple[Caveat, ...]) -> tuple[Check, ...]:
+    """The hard quality checks a caveat covers, made soft: a caveat on every query covers the primary metric's and
+    every slice's, one on a slice that slice's."""
+    covered = {f"slice {c.column}={c.value}" for c in caveats if c.column is not None}
+    everything = any(c.column is None for c in caveats)
+
+    def covers(check: Check) -> bool:
+        return check.name in covered or (everything and (check.name in QUALITY_CHECKS or
+                                                         check.name.startswith("slice ")))
+
+    return tuple(Check(c.name, c.passed, False, c.message) if c.hard and covers(c) else c for c in checks)
+
+
 def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, notes: list[str]) -> list[Check]:
     if rule.max_fallback_rate is None:
         return []
@@ -214,6 +272,51 @@ def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, note
     message = (f"{fallbacks.fallbacks}/{fallbacks.queries} queries ({rate:.1%}) fell back to the fused order, "
                f"{'within' if passed else 'above'} the limit {rule.max_fallback_rate:.1%}")
     return [Check("fallback_rate", passed, True, message)]
+
+
+def _quality_checks(rule: ReleaseRule, claim: ReleaseClaim, evidence: Evidence) -> list[Check]:
+    if claim.claim == "noninferior":
+        assert claim.margin is not None  # ReleaseClaim requires it
+        return [*_noninferiority(claim.margin, evidence.primary), *_baseline_check(evidence.baseline_flag)]
+    return [_primary_not_worse(evidence.primary), *_baseline_check(evidence.baseline_flag),
+            *_primary_improvement(rule, evidence.primary)]
+
+
+def _noninferiority(margin: float, primary: DeltaEvidence) -> list[Check]:
+    """REJECT when the whole CI lies below -margin; ACCEPT needs its lower bound above -margin."""
+    ci = _ci_text(primary.ci_low, primary.ci_high, primary.confidence)
+    head = f"{primary.metric} (claim noninferior, margin {margin:.4f}): mean delta {primary.mean:+.4f}, {ci}"
+    if primary.ci_high < -margin:
+        return [Check("primary_not_inferior", False, True, f"{head} lies below -margin {-margin:+.4f}: inferior")]
+    within = primary.ci_low > -margin
+    return [Check("primary_not_inferior", True, True, f"{head} reaches above -margin {-margin:+.4f}"),
+            Check("primary_within_margin", within, False,
+                  f"{head}: lower bound {'above' if within else 'not above'} -margin {-margin:+.4f}")]
+
+
+def _saving_checks(claim: ReleaseClaim, saving: SavingEvidence | None) -> list[Check]:
+    """The claim's saving; an outcome the machine's load may have decided only blocks ACCEPT: a failure with a
+    loaded measurement, or a pass against a loaded reference (load only adds time, so a loaded challenger that
+    passes still passes)."""
+    if claim.claim != "noninferior" or claim.min_saving is None:
+        return []
+    what = "p95 latency" if claim.saving_on == "latency_p95" else "cost (cold s per query)"
+    if saving is None or saving.challenger is None or saving.reference is None:
+        return [Check("saving_measured", False, False, f"saving of {claim.min_saving:.0%} on {what} cannot be "
+                                                       "checked: the challenger or the compared system was not timed")]
+    unit, digits = (" ms", 1) if claim.saving_on == "latency_p95" else (" s", 4)
+    limit = saving.reference * (1 - claim.min_saving)
+    passed = saving.challenger <= limit
+    message = (f"saving on {what}: challenger {saving.challenger:.{digits}f}{unit} "
+               f"{'within' if passed else 'exceeds'} {saving.against} {saving.reference:.{digits}f}{unit} x "
+               f"(1 - {claim.min_saving:g}) = {limit:.{digits}f}{unit}")
+    untrusted = [f"{side} {why}" for side, why, matters in (
+        ("challenger", saving.challenger_untrusted, not passed), (saving.against, saving.reference_untrusted, True))
+        if why is not None and matters]
+    if untrusted:
+        return [Check("saving", False, False, f"{message}, but not trusted: {'; '.join(untrusted)}; re-measure on "
+                                              "an idle machine")]
+    return [Check("saving", passed, True, message)]
 
 
 def _primary_not_worse(primary: DeltaEvidence) -> Check:

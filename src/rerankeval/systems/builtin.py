@@ -1,8 +1,8 @@
 """The built-in system kinds and executors: importing this module registers them.
 
-Imported by the code that types, builds or reads the role of a system (``pipeline.system_configs``, the policies
-sweep, the server, the comparison and the report), and by nothing else: a stage that builds no system runs no
-kind's code, so editing a kind re-runs only the stages that use one. A lookup that misses before this module is
+Imported by the code that types or builds a system (``pipeline.system_configs``, the rerank and latency stages,
+the policies sweep, the server), and by nothing else: the comparison and the report read a system's traits from
+its run (``roles``), so editing a kind re-runs only the stages that build one. A lookup that misses before this module is
 imported says to import it (``registry.BuiltinsRegistry``).
 """
 

@@ -147,8 +147,9 @@ PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = BuiltinsRegi
 """Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
 
 
-def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
-    """Decorator registering ``factory(config, context) -> PairScorer`` as the system kind ``kind``."""
+def register_pair_scorer(kind: str, config: type[PairScorerConfig], *, learned: bool = False):
+    """Decorator registering ``factory(config, context) -> PairScorer`` as the system kind ``kind``; ``learned``: it
+    scores with a trained model (``roles.KindTraits``)."""
     def register(factory: Callable[[Any, BuildContext], PairScorer]):
         def build(settings: PairScorerConfig, context: BuildContext) -> System:
             scorer = factory(settings, context)
@@ -156,7 +157,7 @@ def register_pair_scorer(kind: str, config: type[PairScorerConfig]):
             recipe = ScorerRecipe(factory, settings, context)
             return PairSystem(scorer, cache, settings.normalization, build_executor(settings.executor, recipe))
 
-        register_system(kind, config)(build)
+        register_system(kind, config, learned=learned)(build)
         PAIR_SCORERS.add(kind, factory)
         return factory
 

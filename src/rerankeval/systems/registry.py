@@ -24,6 +24,7 @@ from ..core.config import StrictConfig
 from ..core.errors import ConfigError
 from ..core.registry import Registry
 from .base import SplitCandidates, System
+from .roles import KindTraits
 
 BUILTIN_MODULE = "rerankeval.systems.builtin"
 T = TypeVar("T")
@@ -67,6 +68,8 @@ class BuildContext:
     candidates_of: Callable[[str], SplitCandidates] | None = None
     """A split's candidates (all of them, fused order), queries and qrels, for kinds that fit a setting on another
     split than the evaluated one (a blend's weight on the train split)."""
+    evaluated_split: str | None = None
+    """The split the built systems are judged on, which no fit may read (None: not known to this caller)."""
     name: str = ""
     """The name (under ``systems``) of the system being built; ``build_system`` sets it."""
     corpus_texts: Sequence[str] = ()
@@ -84,55 +87,33 @@ class BuildContext:
                                                  for name, config in self.systems.items()})
 
 
-ROLES = ("reranker", "first_stage", "ceiling", "floor")
-"""What a kind's systems are in a comparison: a reranker under test; a first-stage ranking as it is (a reference);
-the ceiling (oracle) or floor (random) of what reranking the candidates can do (bounds, not deployable)."""
-
-
 @dataclass(frozen=True)
 class SystemKind:
-    """A registered kind: its config class, its factory, and the role its systems play in reports and checks."""
+    """A registered kind: its config class, its factory, and what its systems are in reports and checks."""
 
     name: str
     config: type[SystemConfig]
     build: Callable[[Any, BuildContext], System]
-    role: str = "reranker"
-    retriever: str | None = None
-    """For a first-stage kind: the first-stage ranking (``first_stage.parquet``'s retriever) it reproduces."""
-    composite: bool = False
-    """Composed of other configured systems (its settings are swept over their stored scores)."""
-
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"system kind {self.name!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
-
-    @property
-    def reference(self) -> bool:
-        """A reference point of the comparison (first stage or bound), not a reranker under test."""
-        return self.role != "reranker"
-
-    @property
-    def bound(self) -> bool:
-        return self.role in ("ceiling", "floor")
+    traits: KindTraits = KindTraits()
 
 
 SYSTEM_KINDS: Registry[SystemKind] = BuiltinsRegistry("system kind", entry_point_group="rerankeval.systems")
 
 
 def register_system(kind: str, config: type[SystemConfig], *, role: str = "reranker", retriever: str | None = None,
-                    composite: bool = False):
-    """Decorator registering ``factory(config, context) -> System`` as the system kind ``kind``, with its role."""
+                    composite: bool = False, learned: bool = False):
+    """Decorator registering ``factory(config, context) -> System`` as the system kind ``kind``, with its traits
+    (``roles.KindTraits``)."""
 
     def register(factory: Callable[[Any, BuildContext], System]):
-        SYSTEM_KINDS.add(kind, SystemKind(kind, config, factory, role, retriever, composite))
+        try:
+            traits = KindTraits(role, retriever, composite, learned)
+        except ValueError as err:
+            raise ValueError(f"system kind {kind!r}: {err}") from None
+        SYSTEM_KINDS.add(kind, SystemKind(kind, config, factory, traits))
         return factory
 
     return register
-
-
-def kind_of(config: Mapping[str, Any]) -> SystemKind:
-    """The registered kind of a system's settings (a ``systems`` entry of params.yaml)."""
-    return SYSTEM_KINDS.get(str(config.get("kind")))
 
 
 def parse_system_config(name: str, mapping: Mapping[str, Any]) -> SystemConfig:

@@ -1,12 +1,13 @@
 """The train stage: fine-tune a cross-encoder on the train split's queries only.
 
 Examples are groups: one train query, one of its judged-relevant candidates (grade >= 1) and
-``negatives_per_positive`` hard negatives drawn from the same query's frozen candidates in BM25's top
-``negative_pool_depth``: judged non-relevant (grade <= 0), or unjudged below BM25's top ``unjudged_skip_top`` (the
-top unjudged candidates are the likeliest unjudged positives), never a copy of a positive's passage. BM25's ranking,
-not the fused one, because it is the same on every CPU while dense scores move in the last bits (and fused ranks with
-them): drawn from the fused ranks, the fine-tuned model's demo scores swung between two CPUs
-(results/benchmarks/training_cpu_invariance.yaml).
+``negatives_per_positive`` hard negatives drawn from the same query's frozen candidates in the top
+``negative_pool_depth`` of a pool ranking: judged non-relevant (grade <= 0), or unjudged below that ranking's top
+``unjudged_skip_top`` (the top unjudged candidates are the likeliest unjudged positives), never a copy of a positive's
+passage. The pool ranking is a column of the candidates (``rank_column``): BM25's for the hybrid source, not the
+fused one, because it is the same on every CPU while dense scores move in the last bits (and fused ranks with them):
+drawn from the fused ranks, the fine-tuned model's demo scores swung between two CPUs
+(results/benchmarks/training_cpu_invariance.yaml). A run or replay source ran no BM25: its own order is the pool.
 Nothing of any other split is read past the first filter.
 
 The loss is listwise: softmax cross-entropy putting the positive first within its group (localised contrastive
@@ -44,8 +45,9 @@ LOSS_WINDOW = 20
 @dataclass
 class TrainingSet:
     examples: pd.DataFrame
-    """group, query_id, text, doc_id, passage, passage_sha256, bm25_rank, label (grade / max grade, 0 for a
-    negative); each group's positive first; groups in training order."""
+    """group, query_id, text, doc_id, passage, passage_sha256, the pool ranking's column (``mine_examples``'s
+    ``rank_column``), label (grade / max grade, 0 for a negative); each group's positive first; groups in training
+    order."""
     stats: dict[str, Any]
 
     @property
@@ -54,14 +56,18 @@ class TrainingSet:
         return sha256_text(canonical_json([[q, sha256_text(t), d, p, float(y)] for q, t, d, p, y in rows]))
 
 
-def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataFrame,
-                  config: TrainConfig) -> TrainingSet:
-    """Groups of (positive, hard negatives) for the ``config.split`` queries, in an order set by ``config.seed``.
+def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataFrame, config: TrainConfig,
+                  rank_column: str = "bm25_rank") -> TrainingSet:
+    """Groups of (positive, hard negatives) for the ``config.split`` queries, in an order set by its one seed.
 
-    Nothing here reads the dense retriever, whose scores move in the last bits from one CPU to another and with them
-    the dense and fused ranks: negatives come from BM25's ranking, each group draws from its own stream seeded by
-    (seed, query, positive), and groups are ordered by a hash of the same keys, so one query's change moves no other
-    query's examples."""
+    Negatives are pooled by ``rank_column`` of ``candidates`` (1 = best per query). For the hybrid source that is
+    BM25's rank, never the dense or fused one, whose scores move in the last bits from one CPU to another; each group
+    draws from its own stream seeded by (seed, query, positive), and groups are ordered by a hash of the same keys,
+    so one query's change moves no other query's examples."""
+    seed = config.only_seed
+    if candidates[rank_column].isna().any():
+        raise ConfigError(f"train: the candidates' {rank_column!r} is missing for some rows; negatives are pooled by "
+                          "it. Fix: pool by a rank every candidate has (the candidate source's own order, fused_rank).")
     split_queries = queries[queries["split"] == config.split][["query_id", "text"]]
     if split_queries.empty:
         raise ConfigError(f"train.split: no queries in split {config.split!r} (splits present: "
@@ -72,16 +78,16 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
     judged = qrels[qrels["query_id"].isin(train_ids)]
     pool = candidates[candidates["query_id"].isin(train_ids)].merge(
         judged[["query_id", "doc_id", "relevance"]], on=["query_id", "doc_id"], how="left")
-    pool = pool.merge(split_queries, on="query_id").sort_values(["query_id", "bm25_rank"], kind="stable",
+    pool = pool.merge(split_queries, on="query_id").sort_values(["query_id", rank_column], kind="stable",
                                                                ignore_index=True)
-    in_bm25_pool, cut_short = _complete_bm25_top(pool, config.negative_pool_depth)
+    in_pool, cut_short = _complete_top(pool, rank_column, config.negative_pool_depth)
     positive = pool["relevance"] >= 1
     positive_passages = set(zip(pool["query_id"][positive], pool["passage_sha256"][positive]))
     copy_of_positive = np.array([pair in positive_passages for pair in zip(pool["query_id"], pool["passage_sha256"])],
                                 dtype=bool)
-    negative = (in_bm25_pool & ~copy_of_positive
+    negative = (in_pool & ~copy_of_positive
                 & ((pool["relevance"] <= 0) | (pool["relevance"].isna()
-                                               & (pool["bm25_rank"] > config.unjudged_skip_top))))
+                                               & (pool[rank_column] > config.unjudged_skip_top))))
     max_grade = max(1, int(judged["relevance"].max())) if len(judged) else 1
 
     groups, short_of_negatives = {}, 0
@@ -92,9 +98,9 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
                 short_of_negatives += 1
                 continue
             doc_id = frame.at[index, "doc_id"]
-            rng = np.random.default_rng([config.seed, _stable_int(query_id), _stable_int(doc_id)])
+            rng = np.random.default_rng([seed, _stable_int(query_id), _stable_int(doc_id)])
             picked = np.sort(rng.choice(len(negatives), size=config.negatives_per_positive, replace=False))
-            groups[sha256_text(canonical_json([config.seed, query_id, doc_id]))] = pd.concat([
+            groups[sha256_text(canonical_json([seed, query_id, doc_id]))] = pd.concat([
                 frame.loc[[index]].assign(label=lambda row: row["relevance"] / max_grade),
                 negatives.iloc[picked].assign(label=0.0)])
     if not groups:
@@ -103,7 +109,7 @@ def mine_examples(queries: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.Dat
                           "relevant documents among the candidates, or lower train.negatives_per_positive.")
     examples = pd.concat([groups[key].assign(group=rank) for rank, key in enumerate(sorted(groups))],
                          ignore_index=True)
-    columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", "bm25_rank", "label"]
+    columns = ["group", "query_id", "text", "doc_id", "passage", "passage_sha256", rank_column, "label"]
     return TrainingSet(examples[columns], {
         "split_queries": len(train_ids),
         "queries_with_groups": int(examples["query_id"].nunique()),
@@ -120,16 +126,16 @@ def _stable_int(text: str) -> int:
     return int(sha256_text(text), 16)
 
 
-def _complete_bm25_top(pool: pd.DataFrame, depth: int) -> tuple[pd.Series, int]:
-    """Which rows (sorted by query, BM25 rank) lie in their query's BM25 top ``depth`` with every better BM25 rank
-    among the candidates too, and how many queries' pools stop short of ``depth`` for lack of one.
+def _complete_top(pool: pd.DataFrame, rank_column: str, depth: int) -> tuple[pd.Series, int]:
+    """Which rows (sorted by query, ``rank_column``) lie in their query's top ``depth`` of that ranking with every
+    better rank among the candidates too, and how many queries' pools stop short of ``depth`` for lack of one.
 
     The fused candidates hold BM25's top ranks unless the fusion ranked enough dense hits above one of them (on the
     demo, BM25's top 30 were always there); such a query's pool could move with dense, so it is cut at the first
     missing rank and counted."""
     position = pool.groupby("query_id", sort=False).cumcount() + 1
-    unbroken = (pool["bm25_rank"] == position).groupby(pool["query_id"], sort=False).cummin()
-    inside = unbroken & (pool["bm25_rank"] <= depth)
+    unbroken = (pool[rank_column] == position).groupby(pool["query_id"], sort=False).cummin()
+    inside = unbroken & (pool[rank_column] <= depth)
     per_query = inside.groupby(pool["query_id"], sort=False).agg(["sum", "size"])
     return inside, int((per_query["sum"] < np.minimum(depth, per_query["size"])).sum())
 
@@ -139,7 +145,7 @@ def held_out_queries(query_ids: list[str], config: TrainConfig) -> list[str]:
     if config.holdout >= len(query_ids):
         raise ValueError(f"train.holdout {config.holdout} leaves none of the {len(query_ids)} {config.split!r} queries "
                          "to train on")
-    rng = np.random.default_rng([config.seed, config.holdout])
+    rng = np.random.default_rng([config.only_seed, config.holdout])
     return sorted(rng.choice(np.array(query_ids, dtype=object), config.holdout, replace=False).tolist()) \
         if config.holdout else []
 
@@ -180,12 +186,15 @@ def _group_batches(n_groups: int, per_step: int, steps: int, rng: np.random.Gene
 def train(training_set: TrainingSet, config: TrainConfig, source: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Fine-tune ``config.backbone`` with a fresh one-logit head; write the model and its card to ``out_dir``.
 
+    ``config`` holds one seed (``TrainConfig.for_seed``), as ``training_set`` was mined with.
+
     ``source`` says where the training queries came from (dataset, path, split, whether it is the fallback); the
     model card records it."""
     import torch
     from sentence_transformers import CrossEncoder
 
-    torch.manual_seed(config.seed)
+    seed = config.only_seed
+    torch.manual_seed(seed)
     backbone = resolve_model(config.backbone, None)
     model = CrossEncoder(str(backbone.directory), num_labels=1, max_length=config.max_length, device="cpu",
                          local_files_only=True)
@@ -211,7 +220,7 @@ def train(training_set: TrainingSet, config: TrainConfig, source: Mapping[str, A
         optimizer, lambda step: _linear_schedule(step, steps=config.steps, warmup=warmup))
     examples = training_set.examples.set_index("group")
     per_step = config.batch_size // config.group_size
-    batches = _group_batches(training_set.stats["groups"], per_step, config.steps, np.random.default_rng(config.seed))
+    batches = _group_batches(training_set.stats["groups"], per_step, config.steps, np.random.default_rng(seed))
     losses, pairs = [], 0
     started = time.perf_counter()
     progress = Progress("train", config.steps, unit="steps")
@@ -248,8 +257,8 @@ def train(training_set: TrainingSet, config: TrainConfig, source: Mapping[str, A
         "data": training_set.stats,
         "loss": f"listwise softmax cross-entropy over 1 positive + {config.negatives_per_positive} negatives",
         "steps": config.steps,
-        "seed": config.seed,
-        "hyperparameters": config.to_dict(),
+        "seed": seed,
+        "hyperparameters": config.card_settings(),
         "loss_curve": losses,
         "pairs_seen": pairs,
         "torch_threads": torch.get_num_threads(),

@@ -5,7 +5,9 @@ trec_eval convention is the default and prints bare (``nDCG@10`` is trec_eval's
 ``ndcg_cut_10``); any other convention is listed in brackets, only the parameters that
 differ from their default, always in the order gain, idcg, rel, judged_only:
 ``nDCG@10[gain=exp,idcg=candidates]``. ``parse_measure`` reads such a string back and
-accepts each family's aliases (MRR, MAP, Hit), in any letter case.
+accepts each family's aliases (MRR, MAP, Hit), in any letter case, and trec_eval's names of the
+measures it equals (``ndcg_cut_10`` or ``ndcg_cut.10``, ``map``, ``recip_rank``, ``P_10``), derived
+from each family's declared trec_eval equivalent, so they cannot drift from ``Measure.trec_eval``.
 
 Parameters:
 
@@ -218,26 +220,70 @@ def _parse_value(param: str, token: str, text: str) -> object:
 _SYNTAX = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
 
 
+# trec_eval measures with no rerankeval equivalent: named in the refusal, so that a user sees it is not a typo.
+NOT_COMPUTED_TREC_EVAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "gm_map", "iprec_at_recall",
+                          "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "gm_bpref", "ndcg_rel")
+
+
+def trec_eval_names() -> str:
+    """The trec_eval names ``parse_measure`` accepts, k standing for a cutoff (``P_k`` or ``P.k``)."""
+    names = []
+    for f in families():
+        if f.trec_eval:
+            names.append(f"{f.trec_eval}_k" if f.takes_cutoff else f.trec_eval)
+        if f.trec_eval_uncut:
+            names.append(f.trec_eval_uncut)
+    return ", ".join(names)
+
+
+def _from_trec_eval(text: str) -> Measure | None:
+    """The measure a trec_eval name (``ndcg_cut_10``, ``ndcg_cut.10``, ``map``; any letter case) equals, if any;
+    its conventions are trec_eval's defaults (``-l 1``, no ``-J``)."""
+    folded = text.casefold()
+    for f in families():
+        if f.trec_eval_uncut and folded == f.trec_eval_uncut.casefold():
+            return Measure(f.name)
+        if f.trec_eval and not f.takes_cutoff and folded == f.trec_eval.casefold():
+            return Measure(f.name)
+        if f.trec_eval and f.takes_cutoff:
+            cut = re.fullmatch(re.escape(f.trec_eval.casefold()) + r"[._](\d+)", folded)
+            if cut and int(cut[1]) >= 1:
+                return Measure(f.name, int(cut[1]))
+    return None
+
+
+def _trec_eval_hint(text: str) -> str:
+    """What to say of a name trec_eval has but rerankeval lacks, then the trec_eval names accepted."""
+    head = re.split(r"[._]\d", text.strip(), maxsplit=1)[0].casefold()
+    missing = next((name for name in NOT_COMPUTED_TREC_EVAL if head == name.casefold()), None)
+    lacking = f"trec_eval's {missing} is not computed by rerankeval; " if missing else ""
+    return f"{lacking}trec_eval names accepted (k a cutoff, P_k or P.k): {trec_eval_names()}"
+
+
 def as_measure(measure: Measure | str) -> Measure:
     """A Measure as it is, a string parsed with ``parse_measure``."""
     return measure if isinstance(measure, Measure) else parse_measure(measure)
 
 
 def parse_measure(text: str) -> Measure:
-    """Read a measure from its string, e.g. ``nDCG@10``, ``MRR@10``, ``AP``, ``nDCG@10[gain=exp]``.
+    """Read a measure from its string, e.g. ``nDCG@10``, ``MRR@10``, ``AP``, ``nDCG@10[gain=exp]``, or from its
+    trec_eval name (``ndcg_cut_10``, ``ndcg_cut.10``, ``map``, ``recip_rank``: see ``trec_eval_names``).
 
     Raises ValueError naming the offending token when the name, cutoff or a parameter is invalid.
     """
+    trec_eval = _from_trec_eval(text.strip())
+    if trec_eval is not None:
+        return trec_eval
     match = _SYNTAX.fullmatch(text.strip())
     if match is None:
         raise ValueError(
             f"cannot read measure {text!r}; expected NAME, NAME@k or NAME@k[param=value,...], "
-            f"e.g. nDCG@10[gain=exp]; valid names: {measure_names()}"
+            f"e.g. nDCG@10[gain=exp]; valid names: {measure_names()}; {_trec_eval_hint(text)}"
         )
     try:
         kind = family(match["name"])
     except ConfigError as exc:
-        raise ConfigError(f"{exc} (in {text!r})") from None
+        raise ConfigError(f"{exc} (in {text!r}); {_trec_eval_hint(text)}") from None
     cutoff = None
     if match["cutoff"] is not None:
         if not match["cutoff"].isdigit():

@@ -5,14 +5,21 @@ the declared per-query normalisation (``minmax`` or ``zscore``, ``components.nor
 cross-encoder blended with the fused score (``fusion``) or BM25's (``column:bm25_score``).
 
 The weight is a number, or ``fit``: then it is chosen when the system is built, on the ``fit.split`` queries (the
-train split by default), as the value of ``weight_grid`` with the best mean ``fit.measure`` (ties: the first in the
-grid), never on the evaluated split. The fit scores its components once on those queries (pairs already in the
-pair-score cache are read, not recomputed) and tries every weight on those scores in memory; the run's metadata
-records the curve and the chosen weight. A model fine-tuned on the fit split scores its own training queries far
-better than new ones, so a fit there favours it (the demo's figures: results/benchmarks/training_ablations.yaml).
-When the model card lists queries held out of training (``train.holdout``), the fit uses only those; otherwise the
-record names the in-sample components. A dataset without the fit split fits on that split of ``train.fallback_path``,
-where the train stage trained the model (``source`` in the record says which).
+train split by default), never on the evaluated split, by ``fit.rule`` (``one_se`` by default: the smallest grid
+weight within one standard error of the best mean ``fit.measure``; ``best``: the best mean, ties the first in the
+grid) applied to all fit queries. The procedure is cross-validated over those queries (``fit.folds`` folds,
+``weight_cv``): the record holds each fold's weight, the CV estimate of the fitted blend's measure and of its gain
+over weight 0 (the second component alone) with bootstrap CIs, and the in-sample value beside them, which is
+optimistic by construction. The fit scores its components once on those queries (pairs already in the pair-score
+cache are read, not recomputed) and tries every weight on those scores in memory; the run's metadata records the
+curve. A model fine-tuned on the fit split scores its own training queries far better than new ones, so a fit there
+favours it (the demo's figures: results/benchmarks/training_ablations.yaml). When the model card lists queries held
+out of training (``train.holdout``), the fit uses only those; otherwise the record names the in-sample components. A
+dataset without the fit split fits on that split of ``train.fallback_path``, where the train stage trained the model
+(``source`` in the record says which).
+
+A component whose weight is 0 does not move the order, so the blend does not call it: a blend at weight 0 (or 1, of
+its second component) costs only what its other component costs.
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ from pydantic import Field, model_validator
 from ...core.config import StrictConfig
 from ...core.errors import ConfigError
 from ...eval.config import MeasureName
+from ...stats.config import DEFAULT_CONFIDENCE
 from ...training.config import MODEL_CARD
 from ..base import Outcome, QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from .components import (NORMALIZATIONS, Component, ComponentName, CompositeConfig, CompositeSystem,
                          check_composition, component, failed, normalise, ranked, summed)
+from .weight_cv import SAMPLES, Rule, cross_validate
 
 DEFAULT_GRID = [round(step / 20, 2) for step in range(21)]
 
@@ -45,6 +54,11 @@ class FitConfig(StrictConfig):
     max_queries: int | None = Field(None, ge=2)
     """Fit on a seeded sample of this many queries of the split (the cost of scoring them); None: all."""
     seed: int = 0
+    """Seeds the sample, the folds' shuffle and the bootstrap of the CV estimate."""
+    folds: int = Field(5, ge=2)
+    """k of the k-fold cross-validation of the fit (at most the number of fit queries)."""
+    rule: Rule = "one_se"
+    """How a weight is picked on a set of queries (``weight_cv``): ``one_se`` or ``best``."""
 
 
 class BlendConfig(CompositeConfig):
@@ -72,12 +86,9 @@ class BlendSystem(CompositeSystem):
     def __init__(self, parts: Sequence[Component], weight: float, normalization: str, fit: dict | None = None):
         self.parts, self.weight, self.normalization, self.fit = list(parts), weight, normalization, fit
 
-    def blended(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        return (self.weight * normalise(first, self.normalization)
-                + (1.0 - self.weight) * normalise(second, self.normalization))
-
     def combine(self, queries: Sequence[QueryCandidates]) -> dict[str, Outcome]:
-        outcomes = {part.name: part.score_all(queries) for part in self.parts}
+        weighted = [(part, share) for part, share in zip(self.parts, (self.weight, 1.0 - self.weight)) if share > 0]
+        outcomes = {part.name: part.score_all(queries) for part, _ in weighted}
         results: dict[str, Outcome] = {}
         for query in queries:
             started = time.perf_counter()
@@ -86,8 +97,7 @@ class BlendSystem(CompositeSystem):
             if failure is not None:
                 results[query.query_id] = failure
                 continue
-            first, second = (parts[part.name].values for part in self.parts)
-            values = self.blended(first, second)
+            values = sum(share * normalise(parts[part.name].values, self.normalization) for part, share in weighted)
             results[query.query_id] = summed(parts, values, own_s=time.perf_counter() - started)
         return results
 
@@ -99,13 +109,16 @@ class BlendSystem(CompositeSystem):
 
 
 def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], context: BuildContext) -> tuple[float, dict]:
-    """The grid weight with the best mean ``fit.measure`` on the fit split, and the record of the fit."""
+    """The weight ``fit.rule`` picks on the fit split's queries, and the record of the fit (``weight_cv``)."""
     from ...eval.engine import evaluate
 
-    fit = config.fit
+    fit, where = config.fit, f"systems.{name}"
     if context.candidates_of is None:
-        raise ConfigError(f"systems.{name}.weight: 'fit' needs the {fit.split!r} split's candidates, which this "
+        raise ConfigError(f"{where}.weight: 'fit' needs the {fit.split!r} split's candidates, which this "
                           "caller does not provide. Fix: set a number.")
+    if fit.split == context.evaluated_split:
+        raise ConfigError(f"{where}.fit.split is {fit.split!r}, the evaluated split: a weight fitted there is tuned "
+                          "on the queries it is judged on. Fix: fit on another split (train) or set a number.")
     frame, queries, split_qrels, source = context.candidates_of(fit.split)
     query_ids = sorted(frame["query_id"].unique())
     in_sample, held_out = training_queries(parts, fit.split)
@@ -120,22 +133,44 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
     outcomes = {part.name: part.score_all(heads) for part in parts}
     usable = [qid for qid in frames if all(isinstance(outcomes[part.name][qid], Scores) for part in parts)]
     if not usable:
-        raise ConfigError(f"systems.{name}: no {fit.split!r} query could be scored by every component to fit the "
+        raise ConfigError(f"{where}: no {fit.split!r} query could be scored by every component to fit the "
                           "weight. Fix: set a number.")
     normalised = {qid: [normalise(outcomes[part.name][qid].values, config.normalization) for part in parts]
                   for qid in usable}
     qrels = split_qrels[split_qrels["query_id"].isin(usable)]
-    curve = []
-    for weight in config.weight_grid:
+
+    def per_query(weight: float) -> pd.Series:
         run = pd.concat([ranked(frames[qid], weight * first + (1.0 - weight) * second)
                          for qid, (first, second) in normalised.items()], ignore_index=True)
-        values = evaluate(run, qrels, [fit.measure], queries=usable, no_relevant="drop")[fit.measure]
-        curve.append({"weight": weight, "mean": round(float(values.mean()), 6), "queries": int(len(values))})
-    best = max(curve, key=lambda point: point["mean"])  # max keeps the first of equal means
-    return best["weight"], {"split": fit.split, "source": dict(source), "measure": fit.measure,
-                            "queries": len(usable), "failed_queries": len(frames) - len(usable),
-                            "weight": best["weight"], "curve": curve, "held_out_of_training": held_out is not None,
-                            "in_sample": in_sample}
+        return evaluate(run, qrels, [fit.measure], queries=usable, no_relevant="drop")[fit.measure]
+
+    grid = list(config.weight_grid)
+    values = pd.concat([per_query(weight) for weight in grid], axis=1, keys=range(len(grid)))
+    reference = values[grid.index(0.0)] if 0.0 in grid else per_query(0.0)
+    if not 2 <= fit.folds <= len(values):
+        fewer = f"set folds between 2 and {len(values)}, or " if len(values) >= 2 else ""
+        raise ConfigError(f"{where}.fit.folds is {fit.folds}, but the fit has {len(values)} {fit.split!r} queries "
+                          f"with a relevant passage. Fix: {fewer}fit on more queries (fit.max_queries, "
+                          "train.holdout).")
+    found = cross_validate(values.to_numpy(), reference.to_numpy(), grid, folds=fit.folds, rule=fit.rule,
+                           seed=fit.seed)
+    weight = grid[found.column]
+    curve = [{"weight": w, "mean": round(float(values[j].mean()), 6), "queries": int(len(values))}
+             for j, w in enumerate(grid)]
+    gain = found.gain
+    return weight, {"split": fit.split, "source": dict(source), "measure": fit.measure,
+                    "queries": len(usable), "failed_queries": len(frames) - len(usable),
+                    "weight": weight, "rule": fit.rule, "best_weight": grid[int(np.argmax(values.mean().to_numpy()))],
+                    "curve": curve, "held_out_of_training": held_out is not None, "in_sample": in_sample,
+                    "cv": {"folds": fit.folds, "fold_weights": [grid[j] for j in found.fold_columns],
+                           "confidence": DEFAULT_CONFIDENCE, "samples": SAMPLES,
+                           "estimate": _interval(found.estimate), "gain_over_zero": _interval(gain),
+                           "distinguishable_from_zero": bool(gain[1] > 0 or gain[2] < 0),
+                           "in_sample_mean": round(found.in_sample, 6)}}
+
+
+def _interval(found: tuple[float, float, float]) -> dict[str, float]:
+    return dict(zip(("mean", "low", "high"), (round(value, 6) for value in found)))
 
 
 def training_queries(parts: Sequence[Component], split: str) -> tuple[list[str], set[str] | None]:

@@ -4,7 +4,8 @@
 The final order is second's order of those ``second_depth`` candidates, then the rest of the top ``depth`` in
 first's order, then the remaining candidates in fused order. Scores in the run: second's for the candidates it
 scored; below them, values that keep first's order (``components.below``). Latency and cost are the sum of both
-stages (plus the ordering); pairs either stage already scored come from the pair-score cache.
+stages (plus the ordering); pairs either stage already scored come from the pair-score cache. At ``second_depth`` 0
+the second stage is not called: the cascade is its first stage alone, and costs what that costs.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class CascadeConfig(CompositeConfig):
     """Scores the top ``depth`` candidates."""
     second: ComponentName
     """Rescores first's top ``second_depth``."""
-    second_depth: int = Field(ge=1)
+    second_depth: int = Field(ge=0)
+    """0: no second stage (first's order alone)."""
 
     @model_validator(mode="after")
     def _second_stage_within_the_first(self) -> "CascadeConfig":
@@ -60,17 +62,20 @@ class CascadeSystem(CompositeSystem):
             orders[query.query_id] = order
             shortlists[query.query_id] = QueryCandidates(query.query, query.frame.iloc[order[:self.second_depth]])
             own_s[query.query_id] = time.perf_counter() - started
-        seconds = self.second.score_all(list(shortlists.values()))
+        seconds = self.second.score_all(list(shortlists.values())) if self.second_depth else {}
         for query in queries:
             if query.query_id in results:
                 continue
             started = time.perf_counter()
-            parts = {self.first.name: firsts[query.query_id], self.second.name: seconds[query.query_id]}
+            parts = {self.first.name: firsts[query.query_id]}
+            if self.second_depth:
+                parts[self.second.name] = seconds[query.query_id]
             failure = failed(parts, own_s[query.query_id])
             if failure is not None:
                 results[query.query_id] = failure
                 continue
-            order, rescored = orders[query.query_id], parts[self.second.name].values
+            order = orders[query.query_id]
+            rescored = parts[self.second.name].values if self.second_depth else np.empty(0)
             values = np.empty(len(query.frame), dtype=np.float64)
             values[order[:len(rescored)]] = rescored
             values[order[len(rescored):]] = below(rescored, len(order) - len(rescored))

@@ -21,6 +21,7 @@ from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
 from ..baselines import require_watched
 from ..registry import BuildContext
 from ..pairs import PairScorerConfig, register_pair_scorer
+from .language import LanguageCheckConfig, language_check, load_tokenizer
 from .precision import Precision, apply_precision, describe_precision, precision_key
 from .scorers import SCORER_VERSION, BiEncoderScorer, CrossEncoderScorer
 
@@ -39,6 +40,8 @@ class LearnedConfig(PairScorerConfig):
     dtype: Precision = "float32"
     """``int8``: dynamic quantization of the Linear layers; ``bfloat16`` is fast only on CPUs with bf16 instructions
     (``precision.py``)."""
+    language_check: LanguageCheckConfig = LanguageCheckConfig()
+    """Whether the model's tokenizer can read the collection, per language slice (``language.py``)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LearnedConfig":
@@ -78,6 +81,11 @@ class LearnedModel:
     def score_batches(self, query: str, passages: list[str]):
         return self.scorer.score_batches(query, passages)
 
+    def language_check(self, queries, candidates, depth: int) -> dict[str, Any]:
+        """``language.language_check`` with this model's tokenizer (loaded alone: a cached run loads no network)."""
+        tokenizer = load_tokenizer(str(self.resolved.directory), self.config.trust_remote_code)
+        return language_check(tokenizer, self.config.language_check, queries, candidates, depth)
+
     def describe(self) -> dict[str, Any]:
         config = self.config
         return {
@@ -114,7 +122,7 @@ def _classifier(config: LearnedConfig, load) -> LearnedModel:
     return LearnedModel(scorer, CrossEncoderScorer.family, config, resolved)
 
 
-@register_pair_scorer("cross_encoder", LearnedConfig)
+@register_pair_scorer("cross_encoder", LearnedConfig, learned=True)
 def _cross_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
     def load(directory: str):
         import torch
@@ -130,7 +138,7 @@ def _cross_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel
     return _classifier(config, load)
 
 
-@register_pair_scorer("flag_reranker", LearnedConfig)
+@register_pair_scorer("flag_reranker", LearnedConfig, learned=True)
 def _flag_reranker(config: LearnedConfig, context: BuildContext) -> LearnedModel:
     def load(directory: str):
         from FlagEmbedding import FlagReranker
@@ -142,7 +150,7 @@ def _flag_reranker(config: LearnedConfig, context: BuildContext) -> LearnedModel
     return _classifier(config, load)
 
 
-@register_pair_scorer("bi_encoder", LearnedConfig)
+@register_pair_scorer("bi_encoder", LearnedConfig, learned=True)
 def _bi_encoder(config: LearnedConfig, context: BuildContext) -> LearnedModel:
     resolved = _resolve(config)
 

@@ -1,0 +1,54 @@
+"""What would settle the verdicts, for the compare stage: the judging queue (``eval.judging``) and, per INCONCLUSIVE
+verdict, the queries that would give the test its power (``stats.power``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..core.io import write_text
+from ..data.snapshot import Snapshot
+from ..eval.judging import QUEUE_COLUMNS, judging_queue, queue_tsv, with_assessor_text
+from ..eval.measures import parse_measure
+from ..stats.config import ReleaseRule
+from ..stats.power import power_statement
+from ..systems.roles import KindTraits
+from .params import Params
+from .paths import PipelinePaths
+
+
+def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str, pd.DataFrame],
+                        traits: Mapping[str, KindTraits], qrels: pd.DataFrame, queries: pd.DataFrame,
+                        snapshot: Snapshot) -> int:
+    """Write ``paths.judging_queue``: the unjudged pairs in the top k (the unjudged watch's cutoff) of the baseline
+    and of every reranker under test (reference systems, i.e. first stages and bounds, are no release candidates),
+    ordered by how far judging each moves the primary Δ against the (first) baseline. Returns the pairs written;
+    a primary metric that is not a ranking measure, or no reranker to compare, gives the header alone."""
+    settings = params.compare
+    metric = parse_measure(settings.release.primary_metric)
+    watch = parse_measure(settings.unjudged.measure)
+    challengers = [system for system in params.system_names
+                   if system != settings.baseline and not traits[system].reference]
+    if metric.family.needs != "ranking" or not challengers:
+        write_text(paths.judging_queue, queue_tsv(pd.DataFrame(columns=list(QUEUE_COLUMNS))))
+        return 0
+    queue = judging_queue(runs, qrels, baseline=settings.baseline, challengers=challengers, metric=metric,
+                          k=watch.cutoff or params.retrieval.top_n, queries=list(queries.index),
+                          no_relevant=params.evaluation.no_relevant)
+    corpus = snapshot.table("corpus").select(["doc_id", "title", "text"]).to_pandas()
+    write_text(paths.judging_queue, queue_tsv(with_assessor_text(queue, queries["text"].to_dict(), corpus)))
+    return len(queue)
+
+
+def add_power_statements(verdicts: dict[str, Any], per_query: pd.DataFrame, rule: ReleaseRule,
+                         confidence: float) -> None:
+    """Give every verdict of verdicts.json a ``power`` field: for an INCONCLUSIVE one, ``stats.power``'s statement on
+    its per-query primary deltas; None for a decided one."""
+    quality = per_query.pivot(index="query_id", columns="system", values=rule.primary_metric)
+    against = [(verdicts["baseline"], verdicts["verdicts"]), *verdicts.get("verdicts_by_baseline", {}).items()]
+    for baseline, decided in against:
+        for system, verdict in decided.items():
+            verdict["power"] = (power_statement((quality[system] - quality[baseline]).to_numpy(), rule.min_delta,
+                                                confidence) if verdict["decision"] == "INCONCLUSIVE" else None)

@@ -1,0 +1,60 @@
+"""The verdict table's view of release claims and several baselines: the (challenger, baseline) pairs verdicts.json
+decides, and the non-inferiority rule's statement and simulated error rates (read from verdicts.json, never
+computed here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+NONINFERIORITY_HEADER = ["challenger", "vs", "true Δ = -margin", "ACCEPT at -margin (error)", "ACCEPT at 0 (power)",
+                         "REJECT at 0"]
+
+
+def decided(verdicts: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """Every (challenger, baseline, verdict): against the first baseline, then against each other reference."""
+    pairs = [(system, verdicts["baseline"], verdict) for system, verdict in verdicts["verdicts"].items()]
+    for reference, by_system in verdicts.get("verdicts_by_baseline", {}).items():
+        pairs += [(system, reference, verdict) for system, verdict in by_system.items()]
+    return pairs
+
+
+def plain(verdicts: Mapping[str, Any]) -> bool:
+    """One baseline and only superiority claims: the table needs no baseline or claim column."""
+    return not verdicts.get("verdicts_by_baseline") and not any("claim" in v for v in verdicts["verdicts"].values())
+
+
+def claim_cell(verdict: Mapping[str, Any]) -> str:
+    claim = verdict.get("claim")
+    if claim is None:
+        return "superior"
+    saving = "" if claim["min_saving"] is None else f", saves ≥ {claim['min_saving']:.0%} of {claim['saving_on']}"
+    return f"noninferior (margin {claim['margin']:g}{saving})"
+
+
+def rule_text(verdicts: Mapping[str, Any], level: str) -> str | None:
+    """The non-inferiority rule in one sentence, when some challenger claims it."""
+    if not any("claim" in verdict for _, _, verdict in decided(verdicts)):
+        return None
+    one_sided = (1 - verdicts["rule"]["confidence"]) / 2
+    return (f"A `noninferior` claim ACCEPTs when the lower bound of its {level} of Δ lies above -margin (a one-sided "
+            f"test at {one_sided:.1%}), its saving holds on trusted measurements and no other check fails; it "
+            "REJECTs when the whole CI lies below -margin or a trusted measurement misses the saving; min_delta "
+            "does not apply to it.")
+
+
+def noninferiority_rows(verdicts: Mapping[str, Any]) -> list[list[str]]:
+    """Rows under ``NONINFERIORITY_HEADER``: the non-inferiority rule's simulated decision rates at a true Δ of
+    -margin (ACCEPT there is its error rate) and of 0 (ACCEPT there is its power)."""
+    rows = []
+    for system, reference, verdict in decided(verdicts):
+        if "claim" not in verdict:
+            continue
+        at_margin, at_zero = (verdict["operating_characteristics"][key] for key in ("at_minus_margin", "at_zero"))
+        rows.append([f"`{system}`", f"`{reference}`", f"{at_margin['effect']:+.4f}", _rate(at_margin["accept"]),
+                     _rate(at_zero["accept"]), _rate(at_zero["reject"])])
+    return rows
+
+
+def _rate(value: float) -> str:
+    return f"{value:.1%}"

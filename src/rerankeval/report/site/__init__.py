@@ -1,0 +1,40 @@
+"""The report as a static site (``reports/site/``): the decision page, one page per system and a per-query explorer.
+Offline (no CDN: styles, script and data inline; plots are the report's PNGs, linked relative) and byte-identical
+across reruns (sorted keys, no timestamps)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.io import write_text
+from .data import SiteInputs, decision_rows, explorer_data, system_page
+from .render import explorer_html, index_html, page_name, system_html
+
+__all__ = ["SiteInputs", "build_site"]
+
+
+def _link(target: Path, site_dir: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), site_dir.resolve())).as_posix()
+
+
+def build_site(inputs: SiteInputs, header: Mapping[str, Any], site_dir: Path, plots_dir: Path,
+               report_path: Path) -> list[Path]:
+    """Writes the site into ``site_dir`` (emptied first, so a removed system leaves no page behind); ``header``:
+    dataset, split and queries. Returns the pages written."""
+    if site_dir.exists():
+        shutil.rmtree(site_dir)
+    site_dir.mkdir(parents=True)
+    plots_link, report_link = _link(plots_dir, site_dir), _link(report_path, site_dir)
+    plots = sorted(path.name for path in plots_dir.glob("*.png")) if plots_dir.exists() else []
+    pages = {"index.html": index_html(header, inputs.verdicts, decision_rows(inputs), inputs.systems, plots_link,
+                                      plots, report_link),
+             "explorer.html": explorer_html(explorer_data(inputs), header, report_link)}
+    for system in inputs.systems:
+        pages[page_name(system)] = system_html(system_page(inputs, system), header, report_link)
+    for name, text in pages.items():
+        write_text(site_dir / name, text)
+    return [site_dir / name for name in pages]
