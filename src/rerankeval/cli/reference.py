@@ -177,7 +177,9 @@ def config_reference() -> str:
             lines += _model_section(title, model)
     lines += ["## systems", "", "`systems.<name>` is one system; its `kind` picks the settings class below.", ""]
     for kind in SYSTEM_KINDS:
-        lines += _model_section(f"kind: {kind}", SYSTEM_KINDS.get(kind).config, 3)
+        entry = SYSTEM_KINDS.get(kind)
+        if entry.build.__module__.startswith("rerankeval."):  # this package's kinds, not a plugin's or a test's
+            lines += _model_section(f"kind: {kind}", entry.config, 3)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -18,7 +18,7 @@ from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
 from .judging import add_power_statements, write_judging_queue
 from .params import Params
-from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from .runs import load_latencies, load_runs, load_traits
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
@@ -59,9 +59,10 @@ def run(params: Params, paths: PipelinePaths) -> None:
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
         identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
-        cost_seconds={system: mean_cold_seconds(frame, params.evaluation.warmup_queries)
+        cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats)
-    result, verdicts = compare(per_query, slices, settings, rule, facts)
+    result, verdicts = compare(per_query, slices, settings, rule, facts,
+                               read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
     result["first_stage"] = first_stage
     result["generator_sanity"], result["language_check"] = generator, language
@@ -90,10 +91,11 @@ def run(params: Params, paths: PipelinePaths) -> None:
             print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
 
 
-def mean_cold_seconds(latency: pd.DataFrame, warmup: int) -> float | None:
-    """A system's cold seconds per query over its timed queries (cost per query at any machine price), if timed."""
-    seconds = cold_seconds(timed_queries(latency, warmup))
-    return float(seconds.mean()) if len(seconds) else None
+def timed_cold_seconds(latency: pd.DataFrame, warmup: int) -> pd.Series:
+    """A system's cold seconds of each timed query (cost per query at any machine price), by query id: a claim's
+    cost saving pairs two systems on them (``stats.saving``)."""
+    timed = timed_queries(latency, warmup)
+    return cold_seconds(timed).set_axis(timed["query_id"].to_numpy())
 
 
 def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[str, pd.DataFrame],

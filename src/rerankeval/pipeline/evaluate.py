@@ -1,4 +1,8 @@
-"""Stage `evaluate`: per-query metrics of every system, oracle headroom, depth curves and first-stage recall."""
+"""Stage `evaluate`: per-query metrics of every system, oracle headroom, depth curves and first-stage recall.
+
+A system built on a seed set is measured once per training seed (per_query_seeds.parquet); its per_query rows, so
+metrics.json and every Δ downstream, are the mean over seeds per query (``eval.seeds``). Its answer measures and depth
+curve are its run file's, the first seed's (the one select and generate read)."""
 
 from __future__ import annotations
 
@@ -9,13 +13,15 @@ from ..core.io import read_table, table_metadata, write_json, write_table
 from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
+from ..eval.seeds import per_seed_metrics, with_seed_means
 from ..rag.answers import ANSWERS_SCHEMA, answer_metrics, join_measures
 from ..rag.select import CONTEXT_SCHEMA
 from ..retrieval.candidates import FIRST_STAGE_SCHEMA, candidate_source, load_candidates
 from ..retrieval.freeze import RETRIEVERS
 from .params import Params
-from .paths import DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_runs
+from .paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER,
+                    PipelinePaths)
+from .runs import load_runs, load_seed_runs
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
@@ -30,6 +36,10 @@ def run(params: Params, paths: PipelinePaths) -> None:
     query_ids = snapshot.queries_of(split)["query_id"].tolist()
     runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), params.system_names, paths.candidates)
     per_query = per_query_metrics(runs, qrels, query_ids, measures, oracle_measures, no_relevant=no_relevant)
+    seed_runs = load_seed_runs(paths.seed_runs(SYSTEM_PLACEHOLDER), params.system_names, paths.candidates)
+    per_seed = per_seed_metrics(seed_runs, qrels, query_ids, measures, oracle_measures, no_relevant=no_relevant,
+                                like=per_query)
+    per_query = with_seed_means(per_query, per_seed)
     if params.rag.measures:
         per_query = with_answer_measures(per_query, params, paths, snapshot)
     curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
@@ -46,6 +56,9 @@ def run(params: Params, paths: PipelinePaths) -> None:
 
     write_table(paths.eval / PER_QUERY_FILE, pa.Table.from_pandas(per_query, preserve_index=False),
                 {"split": split, "no_relevant": no_relevant, "snapshot": snapshot.hashes})
+    write_table(paths.eval / PER_QUERY_SEEDS_FILE, pa.Table.from_pandas(per_seed, preserve_index=False),
+                {"split": split, "no_relevant": no_relevant, "seeds": {system: list(runs)
+                                                                      for system, runs in seed_runs.items()}})
     write_table(paths.eval / DEPTH_CURVE_FILE, pa.Table.from_pandas(curve, preserve_index=False), {"split": split})
     write_table(paths.eval / FIRST_STAGE_FILE, pa.Table.from_pandas(first_stage, preserve_index=False),
                 {"split": split})

@@ -45,10 +45,14 @@ def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str,
 def add_power_statements(verdicts: dict[str, Any], per_query: pd.DataFrame, rule: ReleaseRule,
                          confidence: float) -> None:
     """Give every verdict of verdicts.json a ``power`` field: for an INCONCLUSIVE one, ``stats.power``'s statement on
-    its per-query primary deltas; None for a decided one."""
+    its per-query primary deltas (a noninferiority claim's: at its margin); None for a decided one."""
     quality = per_query.pivot(index="query_id", columns="system", values=rule.primary_metric)
-    against = [(verdicts["baseline"], verdicts["verdicts"]), *verdicts.get("verdicts_by_baseline", {}).items()]
+    first = verdicts["baseline"]
+    against = [(first, verdicts["verdicts"]), *verdicts.get("verdicts_by_baseline", {}).items()]
     for baseline, decided in against:
         for system, verdict in decided.items():
+            claim = rule.claim_for(system, baseline, first)
+            margin = claim.margin if claim.claim == "noninferior" else None
             verdict["power"] = (power_statement((quality[system] - quality[baseline]).to_numpy(), rule.min_delta,
-                                                confidence) if verdict["decision"] == "INCONCLUSIVE" else None)
+                                                confidence, margin=margin)
+                                if verdict["decision"] == "INCONCLUSIVE" else None)

@@ -18,13 +18,13 @@ from ..systems.splits import eval_queries, heads, split_candidates
 from . import loadtest
 from .params import Params
 from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
-from .system_configs import system_configs
+from .system_configs import first_seed_configs
 
 MEASUREMENT_VERSION = "latency/v2"
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
-    settings, configs = params.serving.latency, system_configs(params)
+    settings, configs = params.serving.latency, first_seed_configs(params)  # a seed set: its first seed's model
     snapshot, candidates, queries = eval_queries(params, paths.snapshot, paths.candidates,
                                                  settings.queries + settings.warmup_queries)
     # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).

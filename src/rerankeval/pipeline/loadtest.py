@@ -22,7 +22,7 @@ from ..systems.http_rerank import api_key
 from ..systems.splits import eval_queries, heads
 from .params import Params
 from .runs import system_file
-from .system_configs import system_configs
+from .system_configs import first_seed_configs
 
 
 def request_tokens(run_path: str | Path | None) -> dict[str, int]:
@@ -45,7 +45,7 @@ def run(params: Params, snapshot_dir: str | Path, candidates_path: str | Path, o
     name = settings.system
     if name not in params.systems:
         raise ConfigError(f"serving.loadtest.system: no system {name!r} under `systems`.")
-    config = system_configs(params)[name]
+    config = first_seed_configs(params)[name]
     _, candidates, queries = eval_queries(params, snapshot_dir, candidates_path)
     tokens = request_tokens(system_file(run_pattern, name) if run_pattern else None)
     requests = [Request(head.query_text, head.passages, tokens.get(head.query_id))

@@ -15,7 +15,9 @@ SYSTEM_PLACEHOLDER = "{system}"
 """Given as the system, a per-system method of ``PipelinePaths`` gives the pattern of every system's file."""
 
 PER_QUERY_FILE, DEPTH_CURVE_FILE, FIRST_STAGE_FILE = "per_query.parquet", "depth_curve.parquet", "first_stage.parquet"
-"""The files of the evaluate stage's output folder (``paths.eval``)."""
+PER_QUERY_SEEDS_FILE = "per_query_seeds.parquet"
+"""The files of the evaluate stage's output folder (``paths.eval``); per_query_seeds holds each training seed's
+per-query measures of the systems built on a seed set (their rows in per_query are the mean over seeds)."""
 COMPARE_FILE = "compare.json"
 """The comparison in ``paths.reports`` (``rerankeval diff`` reads it from other revisions too)."""
 
@@ -68,6 +70,11 @@ class PipelinePaths:
     def run(self, system: str) -> Path:
         return self.runs / f"run_{system}.parquet"
 
+    def seed_runs(self, system: str) -> Path:
+        """Every training seed's ranking of a system built on a seed set (none for another: zero rows), the run file
+        being the first seed's (stage rerank)."""
+        return self.runs / f"seed_runs_{system}.parquet"
+
     def run_latency(self, system: str) -> Path:
         """The per-query timings of the system's quality run (stage rerank)."""
         return self.runs / f"latency_{system}.parquet"
@@ -116,6 +123,11 @@ class PipelinePaths:
         return self.reports / "report.md"
 
     @property
+    def details(self) -> Path:
+        """details.md: every table the decision page (report.md) leaves out."""
+        return self.reports / "details.md"
+
+    @property
     def record(self) -> Path:
         """evaluation.yaml: the report's numbers as data."""
         return self.reports / "evaluation.yaml"
@@ -137,7 +149,7 @@ class PipelinePaths:
             "snapshot": [self.snapshot],
             "freeze": [self.candidates, self.passages, self.first_stage],
             "train": [],
-            "rerank": [self.run(system), self.run_latency(system)],
+            "rerank": [self.run(system), self.run_latency(system), self.seed_runs(system)],
             "latency": [self.latency, self.loadtest],
             "select": [self.context(system)],
             "calibrate": [self.calibration],
@@ -145,5 +157,5 @@ class PipelinePaths:
             "evaluate": [self.eval, self.metrics],
             "compare": [self.compare, self.verdicts, self.judging_queue],
             "sweep": [self.sweeps],
-            "report": [self.report, self.record, self.plots, self.site],
+            "report": [self.report, self.details, self.record, self.plots, self.site],
         }[stage]

@@ -1,5 +1,5 @@
-"""Stage `report`: reports/report.md, evaluation.yaml, the PNG plots and the HTML site, from the evaluate and compare
-outputs (the site's explorer also reads the frozen candidates, contexts and answers)."""
+"""Stage `report`: reports/report.md (the decision page), details.md, evaluation.yaml, the PNG plots and the HTML site,
+from the evaluate and compare outputs (the site's explorer also reads the frozen candidates, contexts and answers)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..eval.judging import read_queue_tsv
 from ..report.answers import AnswerInputs
 from ..rag.answers import ANSWERS_SCHEMA
 from ..rag.select import CONTEXT_SCHEMA
-from ..report.build import ReportInputs, build_report, system_costs
+from ..report.build import ReportInputs, ReportLinks, build_report, system_costs
 from ..report.site import SiteInputs, build_site
 from ..retrieval.candidates import candidate_source, first_stage_filled, load_candidates, load_passages
 from ..systems.roles import KindTraits
@@ -51,14 +51,18 @@ def run(params: Params, paths: PipelinePaths) -> None:
         sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}),
         judging_queue=read_queue_tsv(paths.judging_queue.read_text(encoding="utf-8"), str(paths.judging_queue)),
         judging_queue_path=str(paths.judging_queue))
-    markdown, record = build_report(inputs, paths.plots, plots_link=paths.plots.relative_to(
-        paths.report.parent).as_posix())
-    write_text(paths.report, markdown)
-    write_text(paths.record, yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    folder = paths.report.parent  # report.md and details.md link from the same folder
+    report = build_report(inputs, paths.plots, ReportLinks(
+        plots=paths.plots.relative_to(folder).as_posix(), decision=paths.report.relative_to(folder).as_posix(),
+        details=paths.details.relative_to(folder).as_posix(),
+        explorer=(paths.site / "explorer.html").relative_to(folder).as_posix()))
+    write_text(paths.report, report.decision)
+    write_text(paths.details, report.details)
+    write_text(paths.record, yaml.safe_dump(report.record, sort_keys=False, allow_unicode=True))
     build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare["split"],
                                                    "queries": inputs.compare["queries"]},
                paths.site, paths.plots, paths.report)
-    print(f"report: {paths.report}, site: {paths.site / 'index.html'}")
+    print(f"report: {paths.report} (details: {paths.details}), site: {paths.site / 'index.html'}")
 
 
 def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> SiteInputs:

@@ -1,4 +1,8 @@
-"""Stage `rerank@<system>`: one system permutes the frozen candidates of the evaluation split's queries."""
+"""Stage `rerank@<system>`: one system permutes the frozen candidates of the evaluation split's queries.
+
+A system built on a seed set (``train.seeds``; itself or a system it is composed of) is built and run once per
+training seed: every seed's ranking goes to its seed-runs file (which the evaluate stage averages over), the first
+seed's is also its run file (what select and generate read, and what is timed)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system
 from ..systems.splits import split_candidates
 from .params import Params
 from .paths import PipelinePaths
-from .system_configs import check_first_stage_reads, system_configs
+from .runs import seed_runs_table
+from .system_configs import check_first_stage_reads, seeded_configs, system_configs
 
 
 def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
@@ -34,13 +39,23 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
 
     candidates_of = split_candidates(params, snapshot, paths.candidates)
     candidates, query_views, _, _ = candidates_of(split)
+    per_seed = seeded_configs(params, configs, system_name)
+    seeds = list(per_seed)
+    settings = RerankSettings(config.depth, config.deadline_s)
 
     started = time.perf_counter()
-    context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs, candidates_of=candidates_of,
-                           evaluated_split=split)
-    system = build_system(system_name, config, context)
+    qrels = snapshot.table("qrels").to_pandas()
+    context = BuildContext(qrels=qrels, systems=per_seed[seeds[0]] if seeds else configs,
+                           candidates_of=candidates_of, evaluated_split=split)
+    system = build_system(system_name, context.systems[system_name], context)
     load_s = time.perf_counter() - started
-    run_frame, latency = rerank(candidates, query_views, system, RerankSettings(config.depth, config.deadline_s))
+    run_frame, latency = rerank(candidates, query_views, system, settings)
+    seed_runs = {seeds[0]: run_frame} if seeds else {}
+    for seed in seeds[1:]:  # a fresh context: each seed builds its own components, reading that seed's model
+        seed_context = BuildContext(qrels=qrels, systems=per_seed[seed], candidates_of=candidates_of,
+                                    evaluated_split=split)
+        seed_runs[seed], _ = rerank(candidates, query_views,
+                                    build_system(system_name, per_seed[seed][system_name], seed_context), settings)
     described = system.describe()
     if isinstance(getattr(system, "scorer", None), LearnedModel):  # can its model read the collection's language?
         described["language_check"] = check = system.scorer.language_check(query_views, candidates, config.depth)
@@ -53,7 +68,11 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
                 "candidates_sha256": sha256_file(paths.candidates), "snapshot": snapshot.hashes,
                 "tie_break": TIE_BREAK, "describe": described,
                 "traits": SYSTEM_KINDS.get(config.kind).traits.to_metadata()}
+    if seeds:  # the run file is one ranking: downstream stages (select, generate) read the first seed's
+        metadata.update(seeds=seeds, answers_from_seed=seeds[0])
     write_table(paths.run(system_name), run_table(run_frame), metadata)
+    write_table(paths.seed_runs(system_name), seed_runs_table(seed_runs),
+                {"system": system_name, "seeds": seeds, "candidates_sha256": metadata["candidates_sha256"]})
     # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
     write_table(paths.run_latency(system_name), latency_table(latency), {
         "system": system_name, "load_s": round(load_s, 3), "composite_pairs": pair_counts(context).to_dict(),
@@ -61,5 +80,6 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     fallbacks = int((latency["mode"] == FUSION_FALLBACK).sum())
     # An external run's rows the candidates leave out are said here, not dropped silently.
     coverage = f", {coverage_text(described['run_coverage'])}" if "run_coverage" in described else ""
+    seeded = f", {len(seeds)} training seeds (timed: seed {seeds[0]})" if seeds else ""
     print(f"rerank[{system_name}]: {len(latency)} queries, depth {config.depth}, {fallbacks} fallbacks, "
-          f"{int(latency['cache_hits'].sum())} cache hits, {latency['wall_s'].sum():.1f}s{coverage}")
+          f"{int(latency['cache_hits'].sum())} cache hits, {latency['wall_s'].sum():.1f}s{coverage}{seeded}")

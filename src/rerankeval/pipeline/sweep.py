@@ -18,7 +18,7 @@ from ..systems.splits import split_candidates
 from .params import Params
 from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from .runs import load_runs
-from .system_configs import system_configs
+from .system_configs import first_seed_configs
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
@@ -31,7 +31,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     candidates, queries, _, _ = candidates_of(split)
     baseline_run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline_name], paths.candidates)[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
-    context = BuildContext(qrels=qrels, systems=system_configs(params), candidates_of=candidates_of,
+    context = BuildContext(qrels=qrels, systems=first_seed_configs(params), candidates_of=candidates_of,
                            evaluated_split=split)
     frames, pairs = [], {}
     for number, sweep in enumerate(policies.sweeps):

@@ -10,6 +10,7 @@ from ..core.errors import ConfigError
 from ..retrieval.candidates import candidate_source, first_stage_filled
 from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.registry import SYSTEM_KINDS, SystemConfig, parse_systems
+from ..training.seeds import seeded_systems
 from .params import Params
 
 FIRST_STAGE_READS = ("bm25_score", "bm25_rank", "dense_score", "dense_rank", "identifier_in_lexical_top1",
@@ -18,12 +19,47 @@ FIRST_STAGE_READS = ("bm25_score", "bm25_rank", "dense_score", "dense_rank", "id
 only the hybrid candidate source fills them."""
 
 
-def system_configs(params: Params) -> dict[str, SystemConfig]:
-    """Every system's typed settings by name; a bad setting is refused naming params.yaml and the key."""
+def system_configs(params: Params,
+                   systems: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, SystemConfig]:
+    """Every system's typed settings by name (``systems``: one training seed's copy of ``params.systems``); a bad
+    setting is refused naming params.yaml and the key."""
     try:
-        return parse_systems(params.systems)
+        return parse_systems(params.systems if systems is None else systems)
     except ConfigError as err:
         raise ConfigError(f"{params.source}: {err}") from None
+
+
+def first_seed_configs(params: Params) -> dict[str, SystemConfig]:
+    """``system_configs`` with every seed set's model replaced by its first seed's: what the stages that build one
+    model per system (latency, the load test, sweep) build, the same model as the run file's (stage rerank)."""
+    per_seed = seeded_systems(params.systems)
+    return system_configs(params, None if per_seed is None else next(iter(per_seed.values())))
+
+
+def seeded_configs(params: Params, configs: Mapping[str, SystemConfig],
+                   name: str) -> dict[int, dict[str, SystemConfig]]:
+    """Each training seed's typed systems (``training.seeds.seeded_systems``) when system ``name``, or a system it is
+    composed of, reads a seed set; {} when it reads none (it is built once, as before)."""
+    per_seed = seeded_systems(params.systems)
+    if per_seed is None:
+        return {}
+    first = next(iter(per_seed.values()))
+    reading = {system for system, config in first.items() if config != params.systems[system]}
+    if not reading & composed_of(name, configs):
+        return {}
+    return {seed: system_configs(params, systems) for seed, systems in per_seed.items()}
+
+
+def composed_of(name: str, configs: Mapping[str, SystemConfig]) -> set[str]:
+    """``name`` and every system under ``systems`` it is composed of, at any depth (score columns are none)."""
+    found, pending = set(), [name]
+    while pending:
+        current = pending.pop()
+        if current in found or current not in configs:
+            continue
+        found.add(current)
+        pending += getattr(configs[current], "component_names", list)()
+    return found
 
 
 def check_first_stage_reads(params: Params, configs: dict[str, SystemConfig], candidates: Mapping[str, Any]) -> None:

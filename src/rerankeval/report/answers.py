@@ -137,8 +137,9 @@ def end_to_end(latencies: Mapping[str, pd.DataFrame], timing: Mapping[str, pd.Da
 
 
 def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latencies: Mapping[str, pd.DataFrame],
-                    inputs: AnswerInputs, warmup: int, plots_dir, plots_link: str) -> str:
-    """The section, or "" when no answer measures were evaluated."""
+                    inputs: AnswerInputs, warmup: int, plots_dir, plots_link: str, skip: Sequence[str] = ()) -> str:
+    """The section, or "" when no answer measures were evaluated; ``skip``: the reference systems (first-stage
+    orders, oracle, random), left out of the plot."""
     if "AnswerF1" not in per_query.columns:
         return ""
     baseline = compare["baseline"]
@@ -173,7 +174,7 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
                   table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal",
                          "correct_refusal", "failed"], outcome_counts(per_query).values.tolist()), ""]
     deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
-    plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png")
+    plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png", skip)
     lines += [f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)", "",
               table(["challenger", f"{RANKING_MEASURE} up", "… answer up", "… answer down", f"{RANKING_MEASURE} down",
                      "… answer down", "ranking same, answer moved"], _reach_rows(deltas)), "",
@@ -198,22 +199,32 @@ def _describe_select(inputs: AnswerInputs) -> str:
     return ", ".join(f"{key} {value}" for key, value in inputs.select.items() if value is not None) or "see params"
 
 
-def plot_ranking_vs_answer(deltas: pd.DataFrame, ranking: str, answer: str, path) -> None:
-    """One point per (challenger, query): Δ ranking measure (x) against Δ answer measure (y)."""
-    from .plots import _figure, _save
+def plot_ranking_vs_answer(deltas: pd.DataFrame, ranking: str, answer: str, path, skip: Sequence[str] = ()) -> None:
+    """Per challenger (but those in ``skip``, the reference systems) a panel of its queries: Δ ranking measure (x)
+    against Δ answer measure (y), sharing both axes. Queries on the same spot (many deltas are exactly 0) are one
+    point sized by how many, so the cloud shows where the queries are instead of a blot."""
+    from .plots import COLUMNS, _nothing_to_show, _save, grid
 
-    plt = _figure()
-    fig, axis = plt.subplots(figsize=(6.5, 5))
-    for challenger, frame in deltas.groupby("challenger", sort=False):
-        # Deterministic jitter separates the many identical deltas (a hash of the query id, not a random draw).
-        jitter = frame["query_id"].map(lambda q: (sum(map(ord, q)) % 17 - 8) / 400).to_numpy()
-        axis.scatter(frame["ranking_delta"] + jitter, frame["answer_delta"] - jitter, s=14, alpha=0.6,
-                     label=challenger)
-    axis.axhline(0, color="grey", linewidth=0.8)
-    axis.axvline(0, color="grey", linewidth=0.8)
-    axis.set(xlabel=f"Δ {ranking} (challenger - baseline)", ylabel=f"Δ {answer}",
-             title="Did the ranking gain reach the answer?")
-    if len(deltas):
-        axis.legend(fontsize=8)
+    shown = deltas[~deltas["challenger"].isin(skip)]
+    if shown.empty:
+        _nothing_to_show(path, "No per-query deltas of a reranker under test.")
+        return
+    challengers = list(dict.fromkeys(shown["challenger"]))
+    fig, axes = grid(len(challengers), (3.4, 2.9))
+    for axis, challenger in zip(axes, challengers):
+        frame = shown[shown["challenger"] == challenger]
+        spots = frame.assign(x=frame["ranking_delta"].round(2), y=frame["answer_delta"].round(2)) \
+            .groupby(["x", "y"]).size().reset_index(name="queries")
+        axis.scatter(spots["x"], spots["y"], s=8 + 20 * spots["queries"] ** 0.5, alpha=0.55, color="#1f77b4",
+                     edgecolors="none")
+        axis.axhline(0, color="grey", linewidth=0.8)
+        axis.axvline(0, color="grey", linewidth=0.8)
+        axis.set_title(f"{challenger} ({len(frame)} queries)", fontsize=9)
+    for axis in axes[-COLUMNS:]:
+        axis.set_xlabel(f"Δ {ranking}", fontsize=8)
+    for axis in axes[::COLUMNS]:
+        axis.set_ylabel(f"Δ {answer}", fontsize=8)
+    fig.suptitle("Did the ranking gain reach the answer? (per query vs the baseline; point size: queries on it)",
+                 fontsize=9)
     fig.tight_layout()
     _save(fig, path)

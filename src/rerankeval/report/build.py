@@ -1,4 +1,5 @@
-"""The report from the evaluate and compare outputs: every table of report.md, its plots and evaluation.yaml."""
+"""The report from the evaluate and compare outputs: the decision page (report.md), the details page with every other
+table, their plots and evaluation.yaml."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
 from ..systems.roles import KindTraits
 from ..systems.run_coverage import coverage_cut, coverage_text
-from . import configurations, frontier, moved, precision, serving, weighted
+from . import configurations, decision, frontier, moved, precision, serving, weighted
 from . import markdown as md
 from . import plots
 from .answers import AnswerInputs, answers_section
 from .caveats import language_warnings
 from .judging import judging_section, power_section
 from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
+from .seeds import seeds_section
 from .training import training_section
 
 
@@ -111,8 +113,30 @@ def system_costs(params: Any, runs: Mapping[str, pd.DataFrame],
     return costs
 
 
-def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots") -> tuple[str, dict[str, Any]]:
-    """The Markdown report and the machine-readable evaluation record; writes the plots to ``plots_dir``."""
+@dataclass(frozen=True)
+class ReportLinks:
+    """Where the pages point, relative to the folder of report.md and details.md (the same folder)."""
+
+    plots: str = "plots"
+    decision: str = "report.md"
+    details: str = "details.md"
+    explorer: str = "site/explorer.html"
+
+
+@dataclass(frozen=True)
+class Report:
+    decision: str
+    """report.md: the decision page."""
+    details: str
+    """details.md: every other table, every reason, the capped per-query lists."""
+    record: dict[str, Any]
+    """evaluation.yaml."""
+
+
+def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = ReportLinks()) -> Report:
+    """The decision page, the details page and the machine-readable evaluation record; writes the plots to
+    ``plots_dir``."""
+    plots_link = links.plots
     params, compare = inputs.params, inputs.compare
     evaluation = params.evaluation
     primary = params.compare.release.primary_metric
@@ -120,18 +144,24 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     warmup = evaluation.warmup_queries
     systems = params.system_names
 
+    traits = {system: KindTraits.from_metadata(inputs.run_metadata[system].get("traits"), f"run of {system}")
+              for system in systems}
+    reference = [s for s in systems if traits[s].reference]  # first-stage orders and bounds: not under test
+    bounds = [s for s in systems if traits[s].bound]
     curve_means = inputs.depth_curve.groupby(["system", "depth", "measure"], as_index=False)["value"].mean() \
         .rename(columns={"value": "mean"})
     quality_measure = evaluation.depth_measures[0]
-    plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png")
+    plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png", bounds)
     per_query = inputs.per_query
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
     deltas = pd.concat([
         pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
         for system, frame in per_query.groupby("system") if system != compare["baseline"]]).dropna()
-    plots.delta_distribution(deltas, primary, plots_dir / "delta_distribution.png")
+    plots.delta_distribution(deltas[~deltas["challenger"].isin(reference)], primary,
+                             plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
-    plots.slice_deltas(slice_rows, primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
+    plots.slice_deltas(slice_rows[~slice_rows["challenger"].isin(reference)] if len(slice_rows) else slice_rows,
+                       primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
 
     hourly_price = evaluation.hourly_price_usd
     costs = system_costs(params, inputs.runs, inputs.latencies)
@@ -140,16 +170,16 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
     quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
     depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
                                    inputs.latencies, hourly_price, warmup)
-    plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna()], quality_measure, plots_dir / "depth_cost.png")
-    traits = {system: KindTraits.from_metadata(inputs.run_metadata[system].get("traits"), f"run of {system}")
-              for system in systems}
-    points = frontier.frontier_points(depth_costs, traits,
-                                      frontier.own_points(systems, per_query, quality_measure, costs), inputs.sweeps)
+    plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)], quality_measure,
+                     plots_dir / "depth_cost.png")
+    own = frontier.own_points(systems, per_query, quality_measure, costs)
+    points = frontier.frontier_points(depth_costs, traits, own, inputs.sweeps)
     points = serving.served_pareto_points(points, inputs.loadtest)
     points["frontier"] = pareto_front(points)
     serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
     latency_sources = inputs.verdicts.get("latency_source", {})
-    frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png")
+    frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png", {
+        f"{row.system} ({traits[row.system].role})": row.quality for row in own.itertuples() if row.system in bounds})
 
     environments = {}
     for system in systems:
@@ -169,14 +199,19 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                "snapshot": {name: entry["content_sha256"] for name, entry in tables.items()},
                "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"],
                "candidate_source": inputs.metrics.get("candidate_source", "hybrid")}
-    text = md.render([
-        md.header_section(context),
+    decision_inputs = decision.DecisionInputs(
+        verdicts=inputs.verdicts, compare=compare, traits=traits, costs=costs, hourly_price=hourly_price,
+        generator=str(inputs.answers.generator.get("kind", "n/a")),
+        swept=inputs.sweeps is not None and len(inputs.sweeps) > 0)
+    decision_text = md.render([decision.decision_page(md.decision_header(context), decision_inputs, plots_link,
+                                                      links.details)])
+    details = md.render([
+        md.header_section(context, f"details ([decision page]({links.decision}))"),
         training_section(inputs.model_card, params.train.out_dir, params.systems),
-        md.verdict_section(inputs.verdicts),
+        "## Release verdict: every reason\n\n" + "\n\n".join(md.verdict_reasons(inputs.verdicts, folded=False)),
         power_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
-                            compare["baseline"], systems,
-                            [s for s in systems if traits[s].reference])
+                            compare["baseline"], systems, reference, params.compare.worst_n, links.explorer)
         if inputs.qrels is not None else "",
         md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
                               inputs.metrics.get("fusion"), context["retrieval"]),
@@ -185,27 +220,30 @@ def build_report(inputs: ReportInputs, plots_dir: Path, plots_link: str = "plots
                             **language_warnings(inputs.run_metadata)},
                            _source_orders(context["candidate_source"], context["retrieval"], traits)),
         md.deltas_section(compare),
+        seeds_section(compare),
         weighted.weighted_section(compare.get("weighted"), primary),
         configurations.configurations_section(
             systems, params.systems, traits, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
             compare, inputs.queries, primary, warmup, hourly_price, variants.get("composites", {}),
             params.compare.worst_n),
-        md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link),
-        md.slices_section(compare, primary, plots_link),
-        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link),
+        md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link, on_decision_page=True),
+        md.slices_section(compare, primary, plots_link, on_decision_page=True),
+        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link,
+                        reference),
         md.unjudged_section(compare),
         judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare["baseline"],
                         inputs.judging_queue_path),
-        md.regressions_section(compare, primary),
+        md.regressions_section(compare, primary, bounds, links.explorer),
         md.cost_section(costs, hourly_price),
         serving.latency_section(inputs.latency_measurements, latency_sources),
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
-        frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link),
+        frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,
+                                  on_decision_page=True),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
         md.environment_section(environments),
         md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])
     record = md.evaluation_record(params, inputs.manifest, compare, inputs.metrics)
     record["efficiency"] = serving.efficiency_record(inputs.latency_measurements, latency_sources, inputs.loadtest)
-    return text, record
+    return Report(decision=decision_text, details=details, record=record)

@@ -17,7 +17,7 @@ import pandas as pd
 from ..systems.roles import KindTraits
 from . import plots
 from .cost import pareto_front
-from .markdown import fmt, table
+from .markdown import fmt, plot_link, table
 
 POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
@@ -50,33 +50,45 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
     return points
 
 
-def plot_frontier(points: pd.DataFrame, measure: str, path: Path) -> None:
-    """Every policy a curve (its settings in sweep order), the Pareto frontier joined in red."""
+def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mapping[str, float] | None = None) -> None:
+    """Every policy a curve (its settings in sweep order), the Pareto frontier joined in red; ``bounds``: the
+    reference systems' quality (``oracle (ceiling)``: 0.97), dashed lines apart from the configurations. Labels:
+    the frontier's points first, then each curve's ends, each where it overlaps no other (``plots.place_labels``)."""
     plt = plots._figure()
-    fig, axis = plt.subplots(figsize=(9, 5.5))
+    fig, axis = plt.subplots(figsize=(11, 5.4))
     floor = max(points["p95_ms"].min(), 1e-3)
     points = points.assign(x=points["p95_ms"].clip(lower=floor))
+    palette = plots.colours(points["policy"].unique())
+    labels, ends = [], []
     for policy, frame in points.groupby("policy", sort=True):
         frame = frame.sort_values("position")
-        line, = axis.plot(frame["x"], frame["quality"], marker="o", markersize=4, linewidth=1,
-                          linestyle="-" if len(frame) > 1 else "none", label=policy)
-        for row in frame.itertuples():
-            tag = row.label.rsplit("=", 1)[-1] if "=" in row.label else row.label.rsplit("@", 1)[-1]
-            axis.annotate(tag if len(frame) > 1 else row.label, (row.x, row.quality), fontsize=6, xytext=(3, 3),
-                          textcoords="offset points", color=line.get_color())
+        axis.plot(frame["x"], frame["quality"], marker="o", markersize=4, linewidth=1, color=palette[policy],
+                  linestyle="-" if len(frame) > 1 else "none", label=policy)
+        for row in (frame.iloc[[0, -1]] if len(frame) > 1 else frame).itertuples():
+            ends.append((row.x, row.quality, _tag(row.label) if len(frame) > 1 else row.label, palette[policy]))
     front = points[points["frontier"]].sort_values("x")
     axis.plot(front["x"], front["quality"], color="#d62728", linewidth=2.2, alpha=0.5, zorder=0,
               label="Pareto frontier")
     axis.scatter(front["x"], front["quality"], s=90, facecolors="none", edgecolors="#d62728", zorder=3)
+    labels += [(row.x, row.quality, row.label, palette[row.policy]) for row in front.itertuples()]
     axis.set(xscale="log", xlabel="p95 latency per query (ms, log; cold: cache hits cost their model time)",
-             ylabel=measure, title=f"Quality vs latency: {measure} (curves: policies; red: frontier)")
-    axis.legend(fontsize=6, loc="best", ncol=2)
+             ylabel=measure, title=f"Quality vs latency: {measure} (curves: policies; red: frontier; dashed: bounds)")
+    plots.bound_lines(axis, bounds or {}, float(points["quality"].min()), float(points["quality"].max()))
+    plots.legend_outside(axis, fontsize=7)
     fig.tight_layout()
+    axis.set_xlim(axis.get_xlim())
+    plots.place_labels(axis, labels + [end for end in ends if (end[0], end[1]) not in
+                                       {(x, y) for x, y, _, _ in labels}])
     plots._save(fig, path)
 
 
+def _tag(label: str) -> str:
+    """A curve point's setting: ``0.3`` of ``blend weight=0.3``, ``10`` of ``ce@10``."""
+    return label.rsplit("=", 1)[-1] if "=" in label else label.rsplit("@", 1)[-1]
+
+
 def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: Mapping[str, Mapping[str, int]],
-                     measure: str, plots_link: str) -> str:
+                     measure: str, plots_link: str, on_decision_page: bool = False) -> str:
     header = ["configuration", "policy", measure, "p95 ms", "cost / 1k queries"]
     ordered = points.sort_values(["p95_ms", "quality"], ascending=[True, False])
     rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5)]
@@ -85,7 +97,8 @@ def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: M
               "frontier" if r.frontier else ""] for r in ordered.itertuples()]
     text = (f"## Quality-cost frontier: {measure} vs p95 latency (systems x depth, configurations, policy sweeps)\n\n"
             f"The configurations no other beats on both axes ({len(rows)} of {len(points)} points):\n\n"
-            + table(header, rows) + f"\n\n![frontier]({plots_link}/pareto.png)\n\n<details><summary>Every point"
+            + table(header, rows) + "\n\n" + plot_link("frontier", f"{plots_link}/pareto.png", on_decision_page)
+            + "\n\n<details><summary>Every point"
             "</summary>\n\n" + table([*header, ""], every) + "\n\n</details>")
     return text + ("\n\n" + sweeps_section(sweeps, pairs, measure) if sweeps is not None and len(sweeps) else "")
 

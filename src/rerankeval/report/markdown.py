@@ -36,19 +36,31 @@ def p_value(value: float | None) -> str:
     return f"{value:.4f}" if value >= 1e-4 else "<1e-4"
 
 
-def header_section(context: Mapping[str, Any]) -> str:
-    snapshot = context["snapshot"]
-    retrieval = context["retrieval"]
-    return "\n".join([
-        f"# rerankeval report: {context['dataset']}",
-        "",
+def decision_header(context: Mapping[str, Any]) -> list[str]:
+    """The decision page's title and what was evaluated, in a few lines (the rest heads the details page)."""
+    return [f"# rerankeval report: {context['dataset']}", "", *_split_lines(context),
+            candidates_line(context["retrieval"], context.get("candidate_source", "hybrid"))]
+
+
+def _split_lines(context: Mapping[str, Any]) -> list[str]:
+    return [
         f"- Evaluated split: `{context['split']}`, {context['queries']} queries " + (
             f"({context['queries'] - context['ranked_queries']} without a relevant document, kept as abstention "
             f"cases: ranking measures average over the other {context['ranked_queries']})."
             if context.get("ranked_queries") not in (None, context["queries"])
             else f"(queries without a relevant document: {context['no_relevant']})."),
         *([f"- Query sample: {sample_text(context['sample'])} (`dataset.sample`; the ids are in the snapshot "
-           "manifest): a quick run, its intervals wider than the whole split's."] if context.get("sample") else []),
+           "manifest): a quick run, its intervals wider than the whole split's."] if context.get("sample") else [])]
+
+
+def header_section(context: Mapping[str, Any], subtitle: str | None = None) -> str:
+    """The details page's head: what was evaluated and how (``subtitle``: after the title, e.g. a link back)."""
+    snapshot = context["snapshot"]
+    retrieval = context["retrieval"]
+    return "\n".join([
+        f"# rerankeval report: {context['dataset']}" + (f", {subtitle}" if subtitle else ""),
+        "",
+        *_split_lines(context),
         f"- Snapshot content sha256: corpus `{snapshot['corpus'][:12]}`, queries `{snapshot['queries'][:12]}`, "
         f"qrels `{snapshot['qrels'][:12]}`.",
         candidates_line(retrieval, context.get("candidate_source", "hybrid")),
@@ -91,6 +103,17 @@ def first_stage_label(source: str, retrieval: Mapping[str, Any] | None = None) -
 def verdict_section(verdicts: Mapping[str, Any]) -> str:
     """The decision and the one reason that decided it per challenger, the rule's simulated error rates on this query
     set, and every reason in a details block."""
+    rows = [[f"`{system}`", *([] if claims.plain(verdicts) else [f"`{reference}`", claims.claim_cell(verdict)]),
+             f"**{verdict['decision']}**", delta_ci(verdict), _cell(verdict["decided_by"])]
+            for system, reference, verdict in claims.decided(verdicts)]
+    level = ci_label(verdicts["rule"]["confidence"])
+    header = ["challenger", *([] if claims.plain(verdicts) else ["vs", "claim"]), "decision",
+              f"Δ {verdicts['rule']['primary_metric']} [{level}]", "decided by"]
+    return "\n\n".join([*verdict_rule(verdicts), table(header, rows), *verdict_reasons(verdicts)])
+
+
+def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
+    """The verdict's heading, the baseline's flag and the rule in a sentence (and the non-inferiority rule's)."""
     rule, level = verdicts["rule"], ci_label(verdicts["rule"]["confidence"])
     metric = rule["primary_metric"]
     parts = [f"## Release verdict vs {', '.join(f'`{b}`' for b in verdicts.get('baselines', [verdicts['baseline']]))}"]
@@ -103,32 +126,39 @@ def verdict_section(verdicts: Mapping[str, Any]) -> str:
         slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
                   f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
     parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
-                 f"check failing{slices} (README, \"Release verdict\").")
+                 f"check failing{slices} (docs/verdict.md, \"The rule\").")
     if claims.rule_text(verdicts, level):
         parts.append(claims.rule_text(verdicts, level))
-    plain = claims.plain(verdicts)  # one baseline, no claims: the table as it always was
-    rows = [[f"`{system}`", *([] if plain else [f"`{reference}`", claims.claim_cell(verdict)]),
-             f"**{verdict['decision']}**",
-             f"{fmt(verdict['delta'], signed=True)} [{fmt(verdict['ci'][0], signed=True)}, "
-             f"{fmt(verdict['ci'][1], signed=True)}]", _cell(verdict["decided_by"])]
-            for system, reference, verdict in claims.decided(verdicts)]
-    parts.append(table(["challenger", *([] if plain else ["vs", "claim"]), "decision", f"Δ {metric} [{level}]",
-                        "decided by"], rows))
+    return parts
+
+
+def delta_ci(verdict: Mapping[str, Any]) -> str:
+    """A verdict's Δ of the primary metric with its CI: ``+0.0270 [-0.0100, +0.0624]``."""
+    return (f"{fmt(verdict['delta'], signed=True)} [{fmt(verdict['ci'][0], signed=True)}, "
+            f"{fmt(verdict['ci'][1], signed=True)}]")
+
+
+def verdict_reasons(verdicts: Mapping[str, Any], folded: bool = True) -> list[str]:
+    """What the verdict table leaves out: the latency each check read, the rule's simulated error rates and every
+    reason and note (``folded``: in a details block)."""
+    plain = claims.plain(verdicts)
+    parts = []
     if verdicts.get("latency_source"):  # the machine's load beside the decision it may have weighed on
         parts.append("Latency the check read, with the machine's load: " + "; ".join(
             f"`{system}` {source}" + (" (**not trusted to REJECT**)" if system in verdicts.get("latency_untrusted", {})
                                       else "") for system, source in verdicts["latency_source"].items()) + ".")
     parts.append(operating_characteristics_text(verdicts))
-    details = ["<details><summary>Every reason and note</summary>", ""]
+    details = ["<details><summary>Every reason and note</summary>", ""] if folded else ["### Every reason and note", ""]
     for system, reference, verdict in claims.decided(verdicts):
         details.append(f"**`{system}`{'' if plain else f' vs `{reference}`'}: {verdict['decision']}**")
         details.append("")
         details += [f"- {_cell(reason)}" for reason in verdict["reasons"]]
         details += [f"- note: {_cell(note)}" for note in verdict["notes"]]
         details.append("")
-    details.append("</details>")
-    parts.append("\n".join(details))
-    return "\n\n".join(parts)
+    if folded:
+        details.append("</details>")
+    parts.append("\n".join(details).rstrip())
+    return parts
 
 
 def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
@@ -268,13 +298,19 @@ def deltas_section(compare: Mapping[str, Any]) -> str:
     return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
 
 
-def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, float], plots: str) -> str:
+def plot_link(title: str, path: str, shown_elsewhere: bool) -> str:
+    """A plot embedded, or, when the decision page shows it (``shown_elsewhere``), a link to it (not shown twice)."""
+    return f"Plot: [{title}]({path}), on the decision page." if shown_elsewhere else f"![{title}]({path})"
+
+
+def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, float], plots: str,
+                  on_decision_page: bool = False) -> str:
     quality = curve_means[curve_means["measure"] == measure]
     rows = [[f"`{row.system}`", row.depth, fmt(recall.get(row.depth)), fmt(row.mean)]
             for row in quality.sort_values(["system", "depth"]).itertuples()]
     return ("## Depth curve (one scoring pass; top d reranked, the rest in fused order)\n\n"
             + table(["system", "depth d", "candidate recall@d", measure], rows)
-            + f"\n\n![depth curve]({plots}/depth_curve.png)")
+            + "\n\n" + plot_link("depth curve", f"{plots}/depth_curve.png", on_decision_page))
 
 
 def slice_size(comparisons: Sequence[Mapping[str, Any]]) -> str:
@@ -284,8 +320,9 @@ def slice_size(comparisons: Sequence[Mapping[str, Any]]) -> str:
     return " / ".join(sizes)
 
 
-def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None) -> str:
-    """Per-slice deltas with CIs; ``plots`` None leaves the plot links out."""
+def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None, on_decision_page: bool = False) -> str:
+    """Per-slice deltas with CIs; ``plots`` None leaves the plot links out; ``on_decision_page``: the slice plot is
+    there, so only linked here."""
     if not compare["slices"]:
         return "## Slices\n\nThe queries carry no slice labels."
     level = ci_label(compare["method"]["confidence"])
@@ -300,7 +337,8 @@ def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None) -
                             for c in challengers])
         parts.append(f"### {column}\n\n" + table([column, "queries"] + [f"`{c}`" for c in challengers], lines))
     if plots is not None:
-        parts.append(f"![slice deltas]({plots}/slice_deltas.png)\n\n![per-query deltas]({plots}/delta_distribution.png)")
+        parts.append(plot_link("slice deltas", f"{plots}/slice_deltas.png", on_decision_page)
+                     + f"\n\n![per-query deltas]({plots}/delta_distribution.png)")
     return "\n\n".join(parts)
 
 
@@ -319,15 +357,21 @@ def unjudged_section(compare: Mapping[str, Any]) -> str:
     return text
 
 
-def regressions_section(compare: Mapping[str, Any], metric: str) -> str:
+def query_link(query_id: str, explorer: str | None) -> str:
+    """A query id linked to its page in the site's explorer (``explorer``: its path from the page; None: plain)."""
+    return f"`{query_id}`" if explorer is None else f"[`{query_id}`]({explorer}#q={query_id})"
+
+
+def regressions_section(compare: Mapping[str, Any], metric: str, skip: Sequence[str] = (),
+                        explorer: str | None = None) -> str:
+    """Each challenger's worst regressions (compare's ``worst_n``), but for the systems in ``skip`` (the bounds,
+    whose regressions say nothing about a reranker), each query linked to the explorer."""
     parts = [f"## Worst regressions on {metric} (top 3 documents before → after, grade in brackets)"]
-    for system, items in compare["worst_regressions"].items():
-        if not items:
-            continue
-        rows = [[f"`{item['query_id']}`", item["query"].replace("|", "\\|")[:90], ", ".join(item["before"]),
-                 ", ".join(item["after"])] for item in items]
-        parts.append(f"### `{system}`\n\n" + table(["query", "text", "before", "after"], rows))
-    return "\n\n".join(parts)
+    rows = [[f"`{system}`", query_link(item["query_id"], explorer), item["query"].replace("|", "\\|")[:90],
+             ", ".join(item["before"]), ", ".join(item["after"])]
+            for system, items in compare["worst_regressions"].items() if system not in skip for item in items]
+    return "\n\n".join([*parts, table(["system", "query", "text", "before", "after"], rows) if rows else
+                        "No challenger regressed on any query."])
 
 
 def render(sections: Sequence[str]) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .markdown import fmt, table
+from .markdown import fmt, query_link, table
 
 QUERY_COLUMNS = ["system", "query_id", "top_fused_rank", "best_fused_rank", "best_rank", "relevant_moved",
                  "hard_negatives", "hard_negatives_pushed", "decoys", "decoys_pushed"]
@@ -72,8 +72,10 @@ def _share(pushed: int, total: int) -> str:
 
 def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: pd.DataFrame,
                   slice_columns: Sequence[str], baseline: str, systems: Sequence[str],
-                  reference: Sequence[str] = ()) -> str:
-    """``reference``: systems left out of the per-query table (first-stage orders, oracle, random)."""
+                  reference: Sequence[str] = (), worst_n: int = 5, explorer: str | None = None) -> str:
+    """``reference``: systems left out of the per-slice and per-query tables (first-stage orders, oracle, random);
+    the per-query table holds each reranker's ``worst_n`` queries whose best document fell furthest, each linked to
+    the explorer (``explorer``: its path from the page)."""
     shown = [system for system in systems if system != baseline]
     if not shown:
         return ""
@@ -93,7 +95,7 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
              "an outdated manual); both counted when the fused order put them above the best document, and pushed "
              "when the system ranks them below it. Relevant docs moved: mean of fused rank minus final rank "
              "(positive: up).", table(header, rows)]
-    by_slice = summary[summary["slice"] != "all"]
+    by_slice = summary[(summary["slice"] != "all") & ~summary["system"].isin(reference)]
     if len(by_slice):
         slice_rows = [[f"`{r.system}`", r.slice, r.queries, _share(r.hard_negatives_pushed, r.hard_negatives),
                        _share(r.decoys_pushed, r.decoys), f"{r.best_up:.0%} / {r.best_down:.0%}"]
@@ -101,13 +103,16 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
         parts.append("<details><summary>Per slice</summary>\n\n" + table(
             ["system", "slice", "queries", "hard negatives pushed", "decoys pushed", "best doc up / down"],
             slice_rows) + "\n\n</details>")
-    query_rows = [[f"`{r.system}`", r.query_id, r.top_fused_rank, f"{r.best_fused_rank} → {r.best_rank}",
-                   fmt(r.relevant_moved, 1, signed=True), _share(r.hard_negatives_pushed, r.hard_negatives),
-                   _share(r.decoys_pushed, r.decoys)] for r in moved.itertuples()
-                  if r.system not in reference and (r.hard_negatives or r.decoys or r.best_rank != r.best_fused_rank)]
+    fell = moved[~moved["system"].isin(reference) & (moved["best_rank"] > moved["best_fused_rank"])]
+    fell = fell.assign(drop=fell["best_rank"] - fell["best_fused_rank"])
+    query_rows = [[f"`{r.system}`", query_link(r.query_id, explorer), r.top_fused_rank,
+                   f"{r.best_fused_rank} → {r.best_rank}", fmt(r.relevant_moved, 1, signed=True),
+                   _share(r.hard_negatives_pushed, r.hard_negatives), _share(r.decoys_pushed, r.decoys)]
+                  for _, frame in fell.groupby("system", sort=False)
+                  for r in frame.sort_values(["drop", "query_id"], ascending=[False, True]).head(worst_n).itertuples()]
     if query_rows:
-        parts.append("<details><summary>Per query, rerankers only (queries where the best document moved or a "
-                     "decoy stood above it)</summary>\n\n" + table(
+        parts.append(f"Per query, rerankers only: the {worst_n} queries of each whose best document fell furthest "
+                     "(every query is in the explorer).\n\n" + table(
                          ["system", "query", "top doc's fused rank", "best doc fused → final", "relevant moved",
-                          "hard negatives pushed", "decoys pushed"], query_rows) + "\n\n</details>")
+                          "hard negatives pushed", "decoys pushed"], query_rows))
     return "\n\n".join(parts)

@@ -1,7 +1,13 @@
-"""PNG plots of the report (matplotlib, headless). Each function takes tidy data and writes one file atomically."""
+"""PNG plots of the report (matplotlib, headless). Each function takes tidy data and writes one file atomically.
+
+Read at a glance: every figure fits a page (at most ``MAX_WIDTH_PX`` wide, no flatter than ``MAX_ASPECT``), small
+multiples share their axes, legends sit outside the data, point labels are placed so that none overlaps another
+(``place_labels``), and the reference systems (oracle, random) are drawn as bounds apart from the challengers."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -9,6 +15,17 @@ import pandas as pd
 from ..core.io import atomic_write
 from ..eval.funnel import pool_measures
 from ..stats.verdict import ci_label
+
+DPI = 110
+MAX_WIDTH_PX = 1320
+MAX_ASPECT = 2.6
+"""Width over height: a figure flatter than this is a strip nobody reads (the old 9-panel rows were 10:1)."""
+COLUMNS = 3
+"""Small multiples per row."""
+BOUND_STYLE = {"color": "#555555", "linestyle": "--", "linewidth": 1.1}
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#e7ba52", "#bcbd22",
+           "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd")
+"""No grey: grey is the bounds' (``BOUND_STYLE``)."""
 
 
 def _figure():
@@ -21,28 +38,110 @@ def _figure():
 
 
 def _save(fig, path: Path) -> None:
-    # A fixed creation date in the metadata keeps the bytes identical across reruns.
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}))
+    # A fixed creation date in the metadata keeps the bytes identical across reruns. No tight bbox: the labels were
+    # placed for this layout, and cropping or re-laying it out would move points under them.
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None}))
     _figure().close(fig)
 
 
-def depth_curve(curve: pd.DataFrame, measure: str, path: Path) -> None:
-    """``curve``: system, depth, measure, mean. Left: ``measure`` vs depth per system; right: candidate recall."""
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """One colour per name, the same across plots for the same sorted names (no two curves share one)."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(names))}
+
+
+def grid(count: int, panel: tuple[float, float], sharex: bool = True, sharey: bool = True):
+    """``count`` small multiples in rows of ``COLUMNS`` with shared axes; unused cells hidden. Returns the figure and
+    the used axes in reading order."""
     plt = _figure()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    columns = min(COLUMNS, max(count, 1))
+    rows = math.ceil(max(count, 1) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(panel[0] * columns, panel[1] * rows), sharex=sharex,
+                             sharey=sharey, squeeze=False)
+    cells = [axis for row in axes for axis in row]
+    for axis in cells[count:]:
+        axis.set_visible(False)
+    for axis in cells[max(count - columns, 0):count]:  # the bottom of each column, above a hidden cell or not
+        axis.xaxis.set_tick_params(labelbottom=True)
+    return fig, cells[:count]
+
+
+def place_labels(axis, points: Sequence[tuple[float, float, str, str]], fontsize: float = 6.5) -> int:
+    """Label each (x, y, text, colour) in data coordinates, in the order given (put the important ones first): each
+    label takes the first offset around its point where it overlaps no label already placed and stays inside the
+    axes; a label with no free place is left out. Call after the axes' limits and the figure's layout are final.
+    Returns how many were left out."""
+    renderer = axis.figure.canvas.get_renderer()
+    frame = axis.get_window_extent(renderer)
+    placed, left_out = [text.get_window_extent(renderer) for text in axis.texts], 0  # e.g. the bounds' labels
+    offsets = [(dx * r, dy * r) for r in (1, 2.2, 3.6) for dx, dy in ((4, 3), (4, -9), (-4, 3), (-4, -9), (0, 8),
+                                                                       (0, -13), (9, -3), (-9, -3))]
+    for x, y, text, colour in points:
+        for dx, dy in offsets:
+            label = axis.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                                  color=colour, ha="left" if dx >= 0 else "right", va="bottom")
+            box = label.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            label.remove()
+        else:
+            left_out += 1
+    return left_out
+
+
+def legend_outside(axis, fontsize: float = 7.5) -> None:
+    """A legend to the right of the axes, never over the data (tight_layout makes room for it)."""
+    axis.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def bound_lines(axis, bounds: Mapping[str, float], data_low: float, data_high: float) -> None:
+    """Reference systems as dashed horizontal lines; one far outside the data range is written at the axes' edge
+    instead (stretching the axis to it would flatten every challenger)."""
+    span = max(data_high - data_low, 1e-6)
+    low, high = data_low - 0.08 * span, data_high + 0.08 * span
+    kept = {name: value for name, value in bounds.items() if data_low - span <= value <= data_high + span}
+    for value in kept.values():
+        low, high = min(low, value - 0.04 * span), max(high, value + 0.04 * span)
+    axis.set_ylim(low, high)
+    for name, value in bounds.items():
+        if name in kept:
+            axis.axhline(value, **BOUND_STYLE, zorder=0)
+            axis.annotate(f"{name} {value:.3f}", (0.005, value), xycoords=("axes fraction", "data"),
+                          xytext=(2, 2), textcoords="offset points", fontsize=7, color=BOUND_STYLE["color"])
+        else:
+            above = value > high
+            axis.annotate(f"{'↑' if above else '↓'} {name} {value:.3f} (off the axis)", (0.005, 0.99 if above
+                          else 0.01), xycoords="axes fraction", fontsize=7, color=BOUND_STYLE["color"],
+                          va="top" if above else "bottom")
+
+
+def depth_curve(curve: pd.DataFrame, measure: str, path: Path, bounds: Sequence[str] = ()) -> None:
+    """``curve``: system, depth, measure, mean. Left: ``measure`` vs depth per system (``bounds``, the oracle and
+    random, dashed and grey: what reranking these candidates can reach, not challengers); right: candidate recall
+    and coverage, the ceiling of every reranker."""
+    plt = _figure()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
     quality = curve[curve["measure"] == measure]
-    for system, frame in quality.groupby("system"):
-        left.plot(frame["depth"], frame["mean"], marker="o", label=system)
-    left.set(xlabel="rerank depth", ylabel=measure, title=f"{measure} by rerank depth", xscale="log")
-    left.legend(fontsize=8)
+    palette = colours([s for s in quality["system"].unique() if s not in bounds])
+    for system, frame in quality.sort_values("depth").groupby("system"):
+        if system in bounds:
+            left.plot(frame["depth"], frame["mean"], marker=".", label=f"{system} (bound)", **BOUND_STYLE)
+        else:
+            left.plot(frame["depth"], frame["mean"], marker="o", markersize=4, label=system, color=palette[system])
+    left.set(xlabel="rerank depth", ylabel=measure, title=f"{measure} by rerank depth (dashed: bounds)",
+             xscale="log")
+    legend_outside(left)
     recall_name, coverage_name = (curve["depth"].map(lambda depth, i=i: str(pool_measures(depth)[i])) for i in (0, 1))
     recall = curve[curve["measure"] == recall_name].drop_duplicates("depth").sort_values("depth")
     coverage = curve[curve["measure"] == coverage_name].drop_duplicates("depth").sort_values("depth")
-    right.plot(recall["depth"], recall["mean"], marker="o", label="candidate recall (any relevant in top d)")
-    right.plot(coverage["depth"], coverage["mean"], marker="s", label="coverage (share of relevant in top d)")
-    right.set(xlabel="rerank depth", ylabel="fraction of queries / relevant docs", title="Reranking pool ceiling",
-              xscale="log", ylim=(0, 1.02))
-    right.legend(fontsize=8)
+    right.plot(recall["depth"], recall["mean"], marker="o", color="#333333", label="candidate recall")
+    right.plot(coverage["depth"], coverage["mean"], marker="s", color="#999999", label="coverage")
+    right.set(xlabel="rerank depth", ylabel="share of queries / of relevant docs",
+              title="The pool's ceiling: any relevant (recall), share of relevant (coverage)", xscale="log",
+              ylim=(0, 1.05))
+    right.title.set_fontsize(9)
+    legend_outside(right)
     fig.tight_layout()
     _save(fig, path)
 
@@ -57,63 +156,80 @@ def _nothing_to_show(path: Path, message: str) -> None:
 
 
 def slice_deltas(rows: pd.DataFrame, metric: str, path: Path, confidence: float) -> None:
-    """``rows``: challenger, slice (``column=value``), delta, low, high, too_small (CIs at ``confidence``). One
-    panel per challenger."""
+    """``rows``: challenger, slice (``column=value``), delta, low, high, too_small (CIs at ``confidence``). Small
+    multiples, one per challenger, sharing both axes (the same slices in the same order, one Δ scale)."""
     if rows.empty:
-        _nothing_to_show(path, "The queries carry no slice labels: no per-slice deltas.")
+        _nothing_to_show(path, "No per-slice deltas of a reranker under test (no slice labels, or no reranker).")
         return
-    plt = _figure()
     challengers = sorted(rows["challenger"].unique())
-    height = 0.9 + 0.28 * rows["slice"].nunique()
-    fig, axes = plt.subplots(1, len(challengers), figsize=(3.6 * len(challengers), height), sharey=True, squeeze=False)
-    for axis, challenger in zip(axes[0], challengers):
-        frame = rows[rows["challenger"] == challenger].reset_index(drop=True)
-        for small, color in ((False, "#1f77b4"), (True, "#999999")):
+    slices = list(dict.fromkeys(rows["slice"]))
+    fig, axes = grid(len(challengers), (3.5, 0.9 + 0.19 * len(slices)))
+    position = {name: i for i, name in enumerate(slices)}
+    for axis, challenger in zip(axes, challengers):
+        frame = rows[rows["challenger"] == challenger]
+        for small, colour in ((False, "#1f77b4"), (True, "#aaaaaa")):
             part = frame[frame["too_small"] == small]
-            axis.errorbar(part["delta"], part.index, xerr=[part["delta"] - part["low"], part["high"] - part["delta"]],
-                          fmt="o", color=color, capsize=3)
+            axis.errorbar(part["delta"], part["slice"].map(position), xerr=[part["delta"] - part["low"],
+                          part["high"] - part["delta"]], fmt="o", markersize=3, color=colour, capsize=2,
+                          linewidth=1)
         axis.axvline(0, color="black", linewidth=0.8)
-        axis.set_yticks(list(frame.index), frame["slice"])
         axis.set_title(challenger, fontsize=9)
-        axis.set_xlabel(f"Δ {metric}")
-    axes[0][0].invert_yaxis()
-    fig.suptitle(f"Per-slice mean delta vs baseline with {ci_label(confidence)} (grey: fewer queries than the minimum)",
+        axis.grid(axis="x", linewidth=0.3)
+    axes[0].set_yticks(range(len(slices)), slices)
+    axes[0].invert_yaxis()
+    for axis in axes:
+        axis.tick_params(axis="y", labelsize=7)
+    for axis in axes[-COLUMNS:]:
+        axis.set_xlabel(f"Δ {metric}", fontsize=8)
+    fig.suptitle(f"Per-slice mean Δ vs baseline with {ci_label(confidence)} (grey: fewer queries than the minimum)",
                  fontsize=9)
     fig.tight_layout()
     _save(fig, path)
 
 
 def delta_distribution(deltas: pd.DataFrame, metric: str, path: Path) -> None:
-    """``deltas``: challenger, delta (one row per query). Histogram of per-query deltas per challenger."""
-    plt = _figure()
+    """``deltas``: challenger, delta (one row per query). A histogram of per-query deltas per challenger, small
+    multiples sharing both axes."""
+    if deltas.empty:
+        _nothing_to_show(path, "No per-query deltas of a reranker under test.")
+        return
     challengers = sorted(deltas["challenger"].unique())
-    fig, axes = plt.subplots(1, len(challengers), figsize=(3.4 * len(challengers), 3), sharey=True, squeeze=False)
-    for axis, challenger in zip(axes[0], challengers):
+    fig, axes = grid(len(challengers), (3.4, 2.1))
+    for axis, challenger in zip(axes, challengers):
         values = deltas.loc[deltas["challenger"] == challenger, "delta"]
         axis.hist(values, bins=21, range=(-1, 1), color="#1f77b4")
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_title(challenger, fontsize=9)
-        axis.set_xlabel(f"per-query Δ {metric}")
-    axes[0][0].set_ylabel("queries")
+    for axis in axes[-COLUMNS:]:
+        axis.set_xlabel(f"per-query Δ {metric}", fontsize=8)
+    for axis in axes[::COLUMNS]:
+        axis.set_ylabel("queries", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
 
 
 def depth_cost(rows: pd.DataFrame, measure: str, path: Path) -> None:
-    """``rows``: system, depth, quality, p95_ms, cost_per_1k_queries. Left: quality by depth; right: p95 latency by
-    depth, each point labelled with its cost per 1,000 queries, so one sees where deeper reranking stops paying."""
+    """``rows``: system, depth, quality, p95_ms, cost_per_1k_queries. p95 latency by depth per system (the quality by
+    depth is depth_curve.png's), each curve's deepest point labelled with its cost per 1,000 queries, so one sees
+    where deeper reranking stops paying. Systems whose latency does not move with depth share one flat line."""
     plt = _figure()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axis = plt.subplots(figsize=(9, 4.4))
     floor = max(rows["p95_ms"].min(), 1e-3)
+    rows = rows.assign(y=rows["p95_ms"].clip(lower=floor))
+    palette = colours(rows["system"].unique())
+    labels = []
     for system, frame in rows.sort_values("depth").groupby("system"):
-        left.plot(frame["depth"], frame["quality"], marker="o", label=system)
-        line, = right.plot(frame["depth"], frame["p95_ms"].clip(lower=floor), marker="o", label=system)
-        for row in frame.itertuples():
-            right.annotate(f"${row.cost_per_1k_queries:.4f}", (row.depth, max(row.p95_ms, floor)), fontsize=6,
-                           xytext=(2, 3), textcoords="offset points", color=line.get_color())
-    left.set(xlabel="rerank depth", ylabel=measure, title=f"{measure} by rerank depth", xscale="log")
-    right.set(xlabel="rerank depth", ylabel="p95 latency per query (ms, log)", xscale="log", yscale="log",
-              title="p95 latency by depth (labels: cost per 1k queries)")
-    left.legend(fontsize=8)
+        frame = frame.sort_values("depth")
+        axis.plot(frame["depth"], frame["y"], marker="o", markersize=4, label=system, color=palette[system])
+        last = frame.iloc[-1]
+        labels.append((last["depth"], last["y"], f"${last['cost_per_1k_queries']:.4f}", palette[system]))
+    axis.set(xlabel="rerank depth", ylabel="p95 latency per query (ms, log)", xscale="log", yscale="log",
+             title=f"p95 latency by depth (label: cost per 1k queries at the deepest; {measure} by depth: "
+                   "depth_curve.png)")
+    axis.title.set_fontsize(9)
+    legend_outside(axis)
     fig.tight_layout()
+    axis.set_xlim(axis.get_xlim())
+    axis.set_ylim(axis.get_ylim())
+    place_labels(axis, sorted(labels, key=lambda label: -label[1]))
     _save(fig, path)

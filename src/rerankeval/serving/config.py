@@ -36,7 +36,8 @@ class LoadTestConfig(RetrySettings):
     max_backoff_s) are ``core.http.RetrySettings``, the policy of every outbound call."""
 
     enabled: bool = False
-    """Off in the default demo: with its Ray Serve start it adds about 2-3 minutes (README, Serving)."""
+    """Off in the default demo: starting Ray Serve adds minutes (docs/serving.md, "Behind an API, served, and at
+    scale")."""
     system: str = "ce_minilm_ft"
     """A learned system (served with ``rerankeval serve`` for the test) or an ``http_rerank`` system (its endpoint)."""
     concurrency: list[int] = [1, 8, 32]

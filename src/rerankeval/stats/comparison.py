@@ -1,7 +1,9 @@
 """Turn per-query metrics into a decision: paired CIs, corrected p-values, per-query deltas, slices, verdicts.
 
 Every interval (system means, deltas, slices) comes from the same bootstrap resamples of the query set, so the
-numbers are consistent with each other. Pure: DataFrames in, a JSON-ready dict out.
+numbers are consistent with each other; the one exception is the primary metric's CI of a pair involving a system
+trained with several seeds, which also counts the between-seed variance (``stats.seed_comparison``). Pure:
+DataFrames in, a JSON-ready dict out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from . import domains
 from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
 from .resampling import Intervals
+from .saving import cost_saving
+from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, operating_characteristics
 from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, LatencyEvidence, SavingEvidence,
                       SliceEvidence, UnjudgedEvidence, decide)
@@ -32,8 +36,9 @@ class RunFacts:
     the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries).
     ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
     ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
-    checks do not apply (``sanity.positive_only_reason``). ``cost_seconds``: per system, mean cold seconds per query
-    (what a non-inferiority claim's ``saving_on: cost`` compares). ``identical_to_baseline`` and ``baseline_flag``
+    checks do not apply (``sanity.positive_only_reason``). ``cost_seconds``: per system, the cold seconds of each
+    timed query, indexed by query id (what a non-inferiority claim's ``saving_on: cost`` compares, paired by query:
+    ``stats.saving``). ``identical_to_baseline`` and ``baseline_flag``
     concern the first baseline. ``caveats``: per challenger, where its quality evidence cannot carry a decision
     (``stats.caveats``: the generator, the model's language)."""
 
@@ -43,7 +48,7 @@ class RunFacts:
     identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
     baseline_flag: str | None = None
     positive_only: str | None = None
-    cost_seconds: Mapping[str, float | None] = field(default_factory=dict)
+    cost_seconds: Mapping[str, pd.Series] = field(default_factory=dict)
     caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
 
 
@@ -76,7 +81,8 @@ def metric_arrays(per_query: pd.DataFrame, systems: Sequence[str], metrics: Sequ
 
 
 def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule,
-            facts: RunFacts = RunFacts()) -> tuple[dict[str, Any], dict[str, Any]]:
+            facts: RunFacts = RunFacts(),
+            per_query_seeds: pd.DataFrame | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The comparison (deterministic: the same inputs give the same bytes) and the verdicts (which also weigh the
     measured latency, so they carry timing). ``slices``: one row per query (index query_id), a column per label.
 
@@ -84,7 +90,11 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     metric, and each claim's ``against`` that is no baseline on the primary metric): one set of resamples, one
     multiplicity correction. compare.json's ``comparisons`` and
     ``slices`` and verdicts.json's ``verdicts`` are against the first baseline, as with one;
-    ``comparisons_by_baseline`` and ``verdicts_by_baseline`` hold the other references' pairs."""
+    ``comparisons_by_baseline`` and ``verdicts_by_baseline`` hold the other references' pairs.
+
+    ``per_query_seeds``: each training seed's per-query measures of the systems trained with several seeds (whose
+    ``per_query`` rows are the mean over seeds); a pair involving one gets the seed-aware primary CI
+    (``stats.seed_comparison``) and compare.json a ``seeds`` record."""
     systems = [settings.baseline] + sorted(set(per_query["system"]) - {settings.baseline})
     if settings.baseline not in set(per_query["system"]):
         raise ValueError(f"baseline {settings.baseline!r} is not among the systems {sorted(set(per_query['system']))}")
@@ -117,7 +127,11 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         paired = domains.PairedFamily(paired.comparisons + extra.comparisons, np.hstack([paired.base, extra.base]),
                                       np.hstack([paired.challenger, extra.challenger]))
     family = paired.comparisons
-    intervals = domains.family_intervals(paired, **boot)
+    intervals = queries_only = domains.family_intervals(paired, **boot)
+    # A pair involving a system trained with several seeds: its primary-metric CI also counts the between-seed
+    # variance; it replaces the bootstrap's here, so compare.json and the verdict (primary_intervals) read it.
+    on_seeds = seed_family(per_query_seeds, family, scores, query_ids, rule.primary_metric, settings.confidence)
+    intervals = with_seed_intervals(intervals, on_seeds)
     tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
                                         correction=settings.correction)
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
@@ -136,6 +150,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             "improved": summary.improved, "tied": summary.tied, "regressed": summary.regressed,
             "percentiles": {str(q): finite(v) for q, v in summary.percentiles.items()},
             "worst_regressions": [str(query_ids[i]) for i in summary.worst_regressions],
+            **({"ci_seeds": list(on_seeds[j].seeds)} if j in on_seeds else {}),
         })
 
     aligned = slices.reindex(query_ids)
@@ -179,13 +194,16 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         verdict = _verdict(rule, claim, item.challenger, item.baseline, evidence[j],
                            facts if item.baseline == settings.baseline else replace(
                                facts, identical_to_baseline={}, baseline_flag=None),
-                           unjudged["rate"], settings.confidence)
+                           unjudged["rate"], settings.confidence,
+                           saving_evidence(claim, item.challenger, item.baseline, facts, settings))
         effects = [0.0, rule.min_delta] if claim.claim == "superior" else [-claim.margin, 0.0]
         points = operating_characteristics(primary[:, j], labels, rule, list(dict.fromkeys(effects)), claim=claim,
                                            **simulation)
         verdict["operating_characteristics"] = (
             {"at_zero": points[0].to_dict(), "at_min_delta": points[-1].to_dict()} if claim.claim == "superior"
             else {"at_minus_margin": points[0].to_dict(), "at_zero": points[-1].to_dict()})
+        if on_primary[j] in on_seeds:  # its CI is the seed-aware one
+            verdict["ci_seeds"] = list(on_seeds[on_primary[j]].seeds)
         verdicts[item.baseline][item.challenger] = verdict
 
     family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
@@ -213,6 +231,9 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         "slices": slice_results,
         "unjudged": unjudged,
     }
+    if on_seeds:
+        result["seeds"] = seeds_record(on_seeds, queries_only, rule.primary_metric, settings.confidence,
+                                       settings.seed)
     rule_text = {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
                  "confidence": settings.confidence,
                  "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
@@ -246,19 +267,14 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
 
 def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference: str,
              evidence: tuple[DeltaEvidence, tuple[SliceEvidence, ...]], facts: RunFacts,
-             unjudged_rate: Mapping[str, float | None], confidence: float) -> dict[str, Any]:
-    """``challenger``'s decision against ``reference`` for ``claim``, as verdicts.json stores it (less its
-    simulated operating characteristics)."""
+             unjudged_rate: Mapping[str, float | None], confidence: float,
+             saving: SavingEvidence | None) -> dict[str, Any]:
+    """``challenger``'s decision against ``reference`` for ``claim`` (``saving``: what its claim saves, if it
+    claims non-inferiority), as verdicts.json stores it (less its simulated operating characteristics)."""
     delta, slice_evidence = evidence
     # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
     delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6), ci_high=round(delta.ci_high, 6))
     fallbacks = facts.fallbacks.get(challenger)
-    saving = None
-    if claim.claim == "noninferior":
-        figures = facts.latency_p95_ms if claim.saving_on == "latency_p95" else facts.cost_seconds
-        untrusted = facts.latency_untrusted if claim.saving_on == "latency_p95" else {}
-        saving = SavingEvidence(claim.saving_on, reference, figures.get(challenger), figures.get(reference),
-                                untrusted.get(challenger), untrusted.get(reference))
     verdict = decide(rule, Evidence(
         primary=delta, slices=slice_evidence,
         unjudged=UnjudgedEvidence(unjudged_rate[reference], unjudged_rate[challenger], facts.positive_only),
@@ -273,9 +289,35 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         "confidence": confidence, "reasons": list(verdict.reasons), "notes": list(verdict.notes)}
     if claim.claim == "noninferior":
         entry["claim"] = {**claim.to_dict(), "against": reference}
+    if saving is not None:
         entry["saving"] = {"measure": saving.measure, "challenger": _finite_or_none(saving.challenger),
                            "against": _finite_or_none(saving.reference)}
+        if saving.interval is not None:
+            found = saving.interval
+            entry["saving"].update(estimate=found.estimate, ci=[found.low, found.high], confidence=found.confidence,
+                                   queries=found.queries)
     return entry
+
+
+def saving_evidence(claim: ReleaseClaim, challenger: str, reference: str, facts: RunFacts,
+                    settings: CompareConfig) -> SavingEvidence | None:
+    """What a non-inferiority claim saves (None for any other claim): the two p95 latencies, or the cost saving with
+    its paired CI over the comparison's ``samples`` / ``seed`` / ``confidence`` (``stats.saving``)."""
+    if claim.claim != "noninferior":
+        return None
+    if claim.saving_on == "latency_p95":
+        figures, untrusted = facts.latency_p95_ms, facts.latency_untrusted
+        return SavingEvidence(claim.saving_on, reference, figures.get(challenger), figures.get(reference),
+                              untrusted.get(challenger), untrusted.get(reference))
+    seconds = (facts.cost_seconds.get(challenger), facts.cost_seconds.get(reference))
+    found = None if seconds[0] is None or seconds[1] is None else cost_saving(
+        *seconds, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+    if found is None:
+        return SavingEvidence(claim.saving_on, reference, None, None)
+    # Decided on the stored numbers (6 decimals), as the delta: the reasons' text and verdicts.json agree.
+    found = replace(found, **{name: round(getattr(found, name), 6)
+                              for name in ("estimate", "low", "high", "challenger_mean", "reference_mean")})
+    return SavingEvidence(claim.saving_on, reference, found.challenger_mean, found.reference_mean, interval=found)
 
 
 def _finite_or_none(value: float | None) -> float | None:

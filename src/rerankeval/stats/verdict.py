@@ -1,6 +1,6 @@
 """The release decision: turn a comparison's evidence into ACCEPT, REJECT or INCONCLUSIVE.
 
-The rule (``decide``; the README's "Release verdict" states it for users):
+The rule (``decide``; docs/verdict.md, "The rule", states it for users):
 
 Every failed check is listed as a reason whichever decided (a latency REJECT still lists the quality reasons);
 the first failed hard check decides a REJECT, else the first failed soft check an INCONCLUSIVE.
@@ -25,10 +25,14 @@ A challenger that claims ``noninferior`` (``ReleaseClaim``: margin δ, required 
 against) is decided by the same rule with its quality checks replaced: REJECT when the CI of the primary delta lies
 entirely below -δ; INCONCLUSIVE when its lower bound does not lie above -δ; min_delta and "CI above 0" do not
 apply. The CI is the comparison's two-sided one at ``confidence`` c, so its lower bound is a one-sided (1 + c) / 2
-bound: the claim is tested at a one-sided level of (1 - c) / 2 (2.5% for c = 0.95). The saving is a further check:
-the challenger's p95 latency (or cost per query) at most (1 - min_saving) x the compared system's, REJECT when it
-fails on trusted measurements; not measured, or failed (or passed against a reference) measured under load, it only
-blocks ACCEPT.
+bound: the claim is tested at a one-sided level of (1 - c) / 2 (2.5% for c = 0.95). The saving is a further check.
+On ``cost`` it is an estimate with a CI (``stats.saving``: 1 - the ratio of the two systems' summed cold seconds
+over the paired timed queries, its two-sided CI at c), tested by the same convention: it passes when the CI's lower
+bound reaches min_saving (established, one-sided at (1 - c) / 2), REJECTs when its upper bound lies below
+min_saving (established short of it), and otherwise only blocks ACCEPT (the data cannot settle it). On
+``latency_p95`` the challenger's p95 must be at most (1 - min_saving) x the compared system's, REJECT when it fails
+on trusted measurements; failed (or passed against a reference) measured under load, it only blocks ACCEPT. Not
+measured, either only blocks ACCEPT.
 
 A caveat (``Caveat``: the generator cannot tell rankings apart while the primary metric reads the answer; the
 model cannot read a language slice, ``stats.caveats``) is a failed soft check placed right after the identical-run
@@ -47,6 +51,7 @@ from enum import StrEnum
 
 from .config import SUPERIOR, CriticalSlice, ReleaseClaim, ReleaseRule
 from .resampling import Intervals, SliceIntervals
+from .saving import SavingInterval
 
 
 class Decision(StrEnum):
@@ -137,7 +142,8 @@ class FallbackEvidence:
 @dataclass(frozen=True)
 class SavingEvidence:
     """What a non-inferiority claim saves: ``measure`` (``latency_p95`` in ms, ``cost`` in cold seconds per query) of
-    the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's."""
+    the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's.
+    ``interval``: the cost saving with its CI over the paired queries (``cost`` only; None: not measured)."""
 
     measure: str
     against: str
@@ -145,6 +151,7 @@ class SavingEvidence:
     reference: float | None
     challenger_untrusted: str | None = None
     reference_untrusted: str | None = None
+    interval: SavingInterval | None = None
 
 
 @dataclass(frozen=True)
@@ -295,21 +302,23 @@ def _noninferiority(margin: float, primary: DeltaEvidence) -> list[Check]:
 
 
 def _saving_checks(claim: ReleaseClaim, saving: SavingEvidence | None) -> list[Check]:
-    """The claim's saving; an outcome the machine's load may have decided only blocks ACCEPT: a failure with a
-    loaded measurement, or a pass against a loaded reference (load only adds time, so a loaded challenger that
-    passes still passes)."""
+    """The claim's saving: on cost by its CI (``_cost_saving_check``); on p95 latency by the two figures, where an
+    outcome the machine's load may have decided only blocks ACCEPT: a failure with a loaded measurement, or a pass
+    against a loaded reference (load only adds time, so a loaded challenger that passes still passes)."""
     if claim.claim != "noninferior" or claim.min_saving is None:
         return []
-    what = "p95 latency" if claim.saving_on == "latency_p95" else "cost (cold s per query)"
+    if claim.saving_on == "cost":
+        if saving is None or saving.interval is None:
+            return [_saving_unmeasured(claim.min_saving, "cost (cold s per query)")]
+        return [_cost_saving_check(claim.min_saving, saving.against, saving.interval)]
+    what = "p95 latency"
     if saving is None or saving.challenger is None or saving.reference is None:
-        return [Check("saving_measured", False, False, f"saving of {claim.min_saving:.0%} on {what} cannot be "
-                                                       "checked: the challenger or the compared system was not timed")]
-    unit, digits = (" ms", 1) if claim.saving_on == "latency_p95" else (" s", 4)
+        return [_saving_unmeasured(claim.min_saving, what)]
     limit = saving.reference * (1 - claim.min_saving)
     passed = saving.challenger <= limit
-    message = (f"saving on {what}: challenger {saving.challenger:.{digits}f}{unit} "
-               f"{'within' if passed else 'exceeds'} {saving.against} {saving.reference:.{digits}f}{unit} x "
-               f"(1 - {claim.min_saving:g}) = {limit:.{digits}f}{unit}")
+    message = (f"saving on {what}: challenger {saving.challenger:.1f} ms "
+               f"{'within' if passed else 'exceeds'} {saving.against} {saving.reference:.1f} ms x "
+               f"(1 - {claim.min_saving:g}) = {limit:.1f} ms")
     untrusted = [f"{side} {why}" for side, why, matters in (
         ("challenger", saving.challenger_untrusted, not passed), (saving.against, saving.reference_untrusted, True))
         if why is not None and matters]
@@ -317,6 +326,26 @@ def _saving_checks(claim: ReleaseClaim, saving: SavingEvidence | None) -> list[C
         return [Check("saving", False, False, f"{message}, but not trusted: {'; '.join(untrusted)}; re-measure on "
                                               "an idle machine")]
     return [Check("saving", passed, True, message)]
+
+
+def _saving_unmeasured(min_saving: float, what: str) -> Check:
+    return Check("saving_measured", False, False, f"saving of {_share(min_saving)} on {what} cannot be checked: the "
+                                                  "challenger or the compared system was not timed")
+
+
+def _cost_saving_check(min_saving: float, against: str, interval: SavingInterval) -> Check:
+    """Established (the CI's lower bound reaches ``min_saving``) passes, established short of it (the upper bound
+    below) REJECTs, a CI that includes it only blocks ACCEPT: each bound is one-sided at (1 - c) / 2, as the claim's
+    Δ test."""
+    head = (f"saving on cost (cold s per query) vs {against}: {interval.estimate:.1%}, {ci_label(interval.confidence)} "
+            f"[{interval.low:.1%}, {interval.high:.1%}] over {interval.queries} paired queries "
+            f"({interval.challenger_mean:.4f} s vs {interval.reference_mean:.4f} s)")
+    required = _share(min_saving)
+    if interval.low >= min_saving:
+        return Check("saving", True, True, f"{head}: established at {required} (lower bound reaches it)")
+    if interval.high < min_saving:
+        return Check("saving", False, True, f"{head}: short of {required} (upper bound below it)")
+    return Check("saving", False, False, f"{head}: not established at {required} (CI includes it); blocks ACCEPT")
 
 
 def _primary_not_worse(primary: DeltaEvidence) -> Check:
@@ -442,6 +471,11 @@ def ci_label(confidence: float) -> str:
     """``95% CI``; levels that are not whole percents keep one decimal (``99.4% CI``)."""
     percent = confidence * 100
     return f"{percent:.0f}% CI" if abs(percent - round(percent)) < 1e-9 else f"{percent:.1f}% CI"
+
+
+def _share(value: float) -> str:
+    """``20%``, ``12.5%``: a configured share as written, not rounded to a whole percent."""
+    return f"{value * 100:g}%"
 
 
 def _ci_text(low: float, high: float, confidence: float) -> str:

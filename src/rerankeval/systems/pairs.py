@@ -15,6 +15,8 @@ which gives every pair scorer, with no code of its own:
 
 from __future__ import annotations
 
+import functools
+
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -151,6 +153,7 @@ def register_pair_scorer(kind: str, config: type[PairScorerConfig], *, learned: 
     """Decorator registering ``factory(config, context) -> PairScorer`` as the system kind ``kind``; ``learned``: it
     scores with a trained model (``roles.KindTraits``)."""
     def register(factory: Callable[[Any, BuildContext], PairScorer]):
+        @functools.wraps(factory)  # the kind's build names the module that registered it (the CLI reference's filter)
         def build(settings: PairScorerConfig, context: BuildContext) -> System:
             scorer = factory(settings, context)
             cache = ScoreCache(cache_dir(settings.cache_dir), scorer.fingerprint())

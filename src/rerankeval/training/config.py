@@ -54,8 +54,8 @@ class TrainConfig(StrictConfig):
     seeds: list[int] | None = None
     """Training seeds: one model per seed. One seed writes its model to ``out_dir`` itself (as ``seed`` does);
     several write ``out_dir``/seed-<seed>/, each with its model card, and ``out_dir``/seeds.json listing them
-    (``rerankeval.training.seeds``). The rerank stage does not evaluate per seed yet: a system names one seed's
-    folder, and one naming the set is refused (``models.resolve``)."""
+    (``rerankeval.training.seeds``). A system naming ``out_dir`` is then reranked and evaluated once per seed and
+    compared on the mean over seeds per query, with a CI that counts the between-seed variance (docs/verdict.md)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":

@@ -4,8 +4,9 @@
 A system whose ``model`` names such a folder stands for one model per seed. ``seeded_systems`` gives each seed's copy
 of the systems' configs, every ``model`` naming the set replaced by that seed's folder, so a composite built on a
 learned system (a blend, a cascade) reads the same seed's model. Nothing here knows a system kind: any config with a
-``model`` key gets it, so a new learned kind needs no code of its own. (The rerank stage does not call it yet: per-seed
-runs, their evaluation and ``stats.seeds.seed_ci`` in the comparison are still to be wired.)
+``model`` key gets it, so a new learned kind needs no code of its own. The rerank stage builds each seed's system
+(``pipeline.system_configs.seeded_configs``), the evaluate stage averages their measures over seeds per query
+(``eval.seeds``) and the comparison's CI counts the seeds (``stats.seed_comparison``).
 """
 
 from __future__ import annotations

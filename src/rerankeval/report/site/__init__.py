@@ -1,6 +1,6 @@
 """The report as a static site (``reports/site/``): the decision page, one page per system and a per-query explorer.
-Offline (no CDN: styles, script and data inline; plots are the report's PNGs, linked relative) and byte-identical
-across reruns (sorted keys, no timestamps)."""
+Offline (no CDN: one stylesheet beside the pages, the explorer's script and data inline; plots are the report's PNGs,
+linked relative) and byte-identical across reruns (sorted keys, no timestamps)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.io import write_text
+from .assets import CSS, STYLESHEET
 from .data import SiteInputs, decision_rows, explorer_data, system_page
 from .render import explorer_html, index_html, page_name, system_html
 
@@ -37,4 +38,5 @@ def build_site(inputs: SiteInputs, header: Mapping[str, Any], site_dir: Path, pl
         pages[page_name(system)] = system_html(system_page(inputs, system), header, report_link)
     for name, text in pages.items():
         write_text(site_dir / name, text)
+    write_text(site_dir / STYLESHEET, CSS.lstrip())
     return [site_dir / name for name in pages]

@@ -1,5 +1,7 @@
-"""The site's one stylesheet and the explorer's script, inlined into every page (the site works offline, from
-file://, with no CDN and no server)."""
+"""The site's one stylesheet (written once as ``site.css`` beside the pages, which link it relative) and the
+explorer's script (inlined into its page): the site works offline, from file://, with no CDN and no server."""
+
+STYLESHEET = "site.css"
 
 CSS = """
 :root { --fg: #1d232b; --muted: #5b6573; --line: #d7dce2; --bg-alt: #f4f6f8; --accept: #16794b; --reject: #b3261e;

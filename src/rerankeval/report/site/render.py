@@ -1,6 +1,6 @@
 """The site's HTML: the decision page, one page per system and the explorer, as strings from ``site.data``'s records.
-Every page carries its styles (and the explorer its script and data) inline; plots are the report's PNGs, linked
-relative to the site folder."""
+Every page links the one stylesheet beside it (``assets.STYLESHEET``) and the explorer carries its script and data
+inline; plots are the report's PNGs, linked relative to the site folder."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ...stats.verdict import ci_label
 from ..claims import plain
-from .assets import CSS, EXPLORER_JS
+from .assets import EXPLORER_JS, STYLESHEET
 
 DECISION_PLOTS = [("pareto.png", "Quality against p95 latency (the frontier)"),
                   ("slice_deltas.png", "Δ of the primary metric per slice"),
@@ -34,7 +34,8 @@ def _page(title: str, body: str, nav: Sequence[tuple[str, str]], script: str = "
     links = "".join(f'<a href="{escape(href)}">{escape(text)}</a>' for href, text in nav)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(title)}</title>"
-            f"<link rel=\"icon\" href=\"data:,\"><style>{CSS}</style></head>\n<body><header><h1>{escape(title)}</h1>"
+            f"<link rel=\"icon\" href=\"data:,\"><link rel=\"stylesheet\" href=\"{STYLESHEET}\"></head>\n<body>"
+            f"<header><h1>{escape(title)}</h1>"
             f"<nav>{links}</nav></header>\n<main>\n{body}\n</main>{script}</body></html>\n")
 
 
@@ -89,7 +90,8 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
                   "candidates: their rows show how far the challengers are from them.</p>",
                   _table(columns, _verdict_rows(references, several), numeric, "references")]
     parts.append("<p class=\"note\">p95: the quality run's cold per-query latency after warm-up; the dedicated "
-                 "latency measurement and every other number are in report.md and each system's page.</p>")
+                 "latency measurement and every other number are on the report's details page (details.md) and each "
+                 "system's page.</p>")
     parts.append("<h2>Systems</h2><p>" + " · ".join(f'<a href="{page_name(s)}">{escape(s)}</a>' for s in systems)
                  + "</p>")
     figures = [f'<figure><img src="{escape(plots_link)}/{name}" alt="{escape(caption)}">'

@@ -54,8 +54,8 @@ CARRIED = ("dense", "fusion")
 VERSION_PREFIX = "sha256:"
 CHUNK_LINES = 4096
 """Lines whose candidates are gathered as Python values before they become Arrow arrays (bounded memory)."""
-FIX = "each line is {\"query_id\", \"candidate_source\", \"corpus_version\", \"candidates\": [...]} (README: Your own " \
-      "first stage)"
+FIX = "each line is {\"query_id\", \"candidate_source\", \"corpus_version\", \"candidates\": [...]} " \
+      "(docs/data.md: \"Your own first stage\")"
 
 
 @register_source("replay")

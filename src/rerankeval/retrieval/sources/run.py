@@ -106,7 +106,7 @@ def _check_rows(path: Path, run: pa.Table, query_ids: pa.Array, doc_ids: pa.Chun
             f"snapshot's corpus ({pc.sum(missing).as_py()} rows, "
             f"{len(pc.unique(run.filter(missing).column('doc_id')))} documents). The run's texts come from the "
             "corpus. Fix: use the corpus the run was made on (dataset.path), or `retrieval=replay` with the "
-            "candidates' own texts (README: Your own first stage).")
+            "candidates' own texts (docs/data.md: \"Your own first stage\").")
 
 
 def _refuse_repeated(path: Path, run: pd.DataFrame) -> None:
