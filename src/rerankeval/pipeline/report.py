@@ -61,7 +61,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     write_text(paths.record, yaml.safe_dump(report.record, sort_keys=False, allow_unicode=True))
     build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare["split"],
                                                    "queries": inputs.compare["queries"]},
-               paths.site, paths.plots, paths.report)
+               paths.site, paths.plots, [paths.report, paths.details])
     print(f"report: {paths.report} (details: {paths.details}), site: {paths.site / 'index.html'}")
 
 

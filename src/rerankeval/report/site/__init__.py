@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +23,21 @@ def _link(target: Path, site_dir: Path) -> str:
 
 
 def build_site(inputs: SiteInputs, header: Mapping[str, Any], site_dir: Path, plots_dir: Path,
-               report_path: Path) -> list[Path]:
+               documents: Sequence[Path]) -> list[Path]:
     """Writes the site into ``site_dir`` (emptied first, so a removed system leaves no page behind); ``header``:
-    dataset, split and queries. Returns the pages written."""
+    dataset, split and queries; ``documents``: the report's Markdown files every page's header links to. Returns the
+    pages written."""
     if site_dir.exists():
         shutil.rmtree(site_dir)
     site_dir.mkdir(parents=True)
-    plots_link, report_link = _link(plots_dir, site_dir), _link(report_path, site_dir)
+    plots_link = _link(plots_dir, site_dir)
+    links = [(_link(path, site_dir), path.name) for path in documents]
     plots = sorted(path.name for path in plots_dir.glob("*.png")) if plots_dir.exists() else []
     pages = {"index.html": index_html(header, inputs.verdicts, decision_rows(inputs), inputs.systems, plots_link,
-                                      plots, report_link),
-             "explorer.html": explorer_html(explorer_data(inputs), header, report_link)}
+                                      plots, links),
+             "explorer.html": explorer_html(explorer_data(inputs), header, links)}
     for system in inputs.systems:
-        pages[page_name(system)] = system_html(system_page(inputs, system), header, report_link)
+        pages[page_name(system)] = system_html(system_page(inputs, system), header, links)
     for name, text in pages.items():
         write_text(site_dir / name, text)
     write_text(site_dir / STYLESHEET, CSS.lstrip())

@@ -48,8 +48,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequen
     return f'<table id="{id_}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _nav(report_link: str) -> list[tuple[str, str]]:
-    return [("index.html", "Decision"), ("explorer.html", "Query explorer"), (report_link, "report.md")]
+def _nav(documents: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pages' links, then the report's Markdown documents: (href, text) each."""
+    return [("index.html", "Decision"), ("explorer.html", "Query explorer"), *documents]
 
 
 def _cost(value: float | None) -> str:
@@ -67,7 +68,7 @@ def _verdict_rows(rows: Sequence[Mapping[str, Any]], several: bool) -> list[list
 
 
 def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-               systems: Sequence[str], plots_link: str, plots: Sequence[str], report_link: str) -> str:
+               systems: Sequence[str], plots_link: str, plots: Sequence[str], documents: Sequence[tuple[str, str]]) -> str:
     """The decision: the verdict table as report.md has it (challengers, then reference systems apart), with each
     system's p95 and cost, then the plots that carry the decision."""
     rule = verdicts["rule"]
@@ -99,10 +100,10 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
                for name, caption in DECISION_PLOTS if name in plots]
     if figures:
         parts.append("<h2>Plots</h2><div class=\"plots\">" + "".join(figures) + "</div>")
-    return _page(f"rerankeval: {header['dataset']}", "\n".join(parts), _nav(report_link))
+    return _page(f"rerankeval: {header['dataset']}", "\n".join(parts), _nav(documents))
 
 
-def system_html(page: Mapping[str, Any], header: Mapping[str, Any], report_link: str) -> str:
+def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: Sequence[tuple[str, str]]) -> str:
     """One system: its verdicts, metrics with CIs, paired comparisons against the baseline, latency and cost."""
     system, level = page["system"], ci_label(page["method"]["confidence"])
     parts = []
@@ -139,10 +140,10 @@ def system_html(page: Mapping[str, Any], header: Mapping[str, Any], report_link:
         if measured.get(key):
             latency_rows.append([escape(key.replace("_", " ")), escape(measured[key])])
     parts += ["<h2>Latency and cost</h2>", _table(["", "value"], latency_rows, [], "cost")]
-    return _page(f"{system} · rerankeval: {header['dataset']}", "\n".join(parts), _nav(report_link))
+    return _page(f"{system} · rerankeval: {header['dataset']}", "\n".join(parts), _nav(documents))
 
 
-def explorer_html(data: Mapping[str, Any], header: Mapping[str, Any], report_link: str) -> str:
+def explorer_html(data: Mapping[str, Any], header: Mapping[str, Any], documents: Sequence[tuple[str, str]]) -> str:
     """The explorer: filters and a query list on the left, the picked query on the right; its data inline as JSON."""
     payload = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     body = f"""<div class="layout">
@@ -163,4 +164,4 @@ def explorer_html(data: Mapping[str, Any], header: Mapping[str, Any], report_lin
 </div>"""
     script = (f'<script id="explorer-data" type="application/json">{payload}</script>'
               f"<script>{EXPLORER_JS}</script>")
-    return _page(f"Query explorer · rerankeval: {header['dataset']}", body, _nav(report_link), script)
+    return _page(f"Query explorer · rerankeval: {header['dataset']}", body, _nav(documents), script)

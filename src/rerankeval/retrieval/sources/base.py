@@ -75,7 +75,13 @@ def queries_without_candidates(query_ids: Sequence[str], with_candidates: set[st
     return [query_id for query_id in query_ids if query_id not in with_candidates]
 
 
-def without_candidates_line(missing: Sequence[str], total: int, where: str) -> str:
+def without_candidates_line(missing: Sequence[str], snapshot: Snapshot, where: str) -> str:
+    """The warning for queries without candidates, counted per split: an evaluated query scores 0 on every measure,
+    a training query gives the fine-tuning no example."""
+    queries = snapshot.table("queries").select(["query_id", "split"]).to_pandas()
+    splits = queries[queries["query_id"].isin(set(missing))]["split"].value_counts().sort_index()
+    per_split = ", ".join(f"{count} of split {split}" for split, count in splits.items())
     shown = ", ".join(missing[:SHOWN]) + (f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else "")
-    return (f"warning: {len(missing)} of {total} queries have no candidates in {where} ({shown}); they keep no "
-            "candidate and score 0 on every measure")
+    return (f"warning: {len(missing)} of {len(queries)} queries have no candidates in {where} ({per_split}: "
+            f"{shown}); a query of the evaluated split scores 0 on every measure, one of the training split gives "
+            "the fine-tuning no example")

@@ -88,7 +88,7 @@ def freeze_replay(snapshot: Snapshot, config: ReplayConfig) -> FrozenSet:
         log.append(f"corpus_version {reader.first['corpus_version']!r} is not this snapshot's corpus ({corpus}): the "
                    "texts are the replay file's, the judgments the snapshot's qrels")
     if missing:
-        log.append(without_candidates_line(missing, len(query_ids), str(path)))
+        log.append(without_candidates_line(missing, snapshot, str(path)))
     provenance = {**file_provenance(snapshot, config, path, record), **reader.first.get("provenance", {})}
     return FrozenSet(candidates, passages, first_stage, provenance, log)
 

@@ -84,7 +84,7 @@ def freeze_run(snapshot: Snapshot, config: RunConfig) -> FrozenSet:
         log.append(f"{tied} queries hold scores that differ only beyond 32-bit precision, which trec_eval ties (doc "
                    "id descending): their scores are stored as 32-bit floats, so the run's own order stays theirs")
     if missing:
-        log.append(without_candidates_line(missing, len(query_ids), str(path)))
+        log.append(without_candidates_line(missing, snapshot, str(path)))
     return FrozenSet(candidates, passages_table(digests.to_pylist(), texts), empty_first_stage(),
                      file_provenance(snapshot, config, path, record), log)
 

