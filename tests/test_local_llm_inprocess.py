@@ -13,7 +13,7 @@ import pytest
 
 from rerankeval.core.errors import ModelUnavailable
 from rerankeval.models.gguf import fetch_gguf
-from rerankeval.models.llama_inprocess import load_runtime
+from rerankeval.models.llama_inprocess import check_runtime
 from rerankeval.rag.claims import count_supported
 from rerankeval.rag.generators import build_generator
 from rerankeval.rag.generators.local_llm import LocalLLMConfig
@@ -25,7 +25,7 @@ CONFIG = LocalLLMConfig()
 @pytest.fixture(scope="module")
 def cache_root(tmp_path_factory):
     try:
-        load_runtime(CONFIG.runtime, "rag.generator.runtime")
+        check_runtime(CONFIG.runtime, "rag.generator.runtime")
         fetch_gguf(CONFIG.model, where="rag.generator.model")
     except ModelUnavailable as unavailable:
         if os.environ.get(REQUIRE) == "1":

@@ -101,10 +101,11 @@ def test_a_runtime_other_than_the_pinned_one_names_the_pip_fix():
 
 
 def test_an_in_process_runtime_other_than_the_pinned_one_names_the_pip_fix():
-    from rerankeval.models.llama_inprocess import load_runtime
+    from rerankeval.models.llama_inprocess import check_runtime
 
-    with pytest.raises(ModelUnavailable, match=r"^rag.generator.runtime: .*Fix: pip install 'ik-llama-cpp-python==0.0.1'"):
-        load_runtime("ik-llama-cpp-python==0.0.1", "rag.generator.runtime")
+    fix = r"Fix: pip install 'ik-llama-cpp-python==0.0.1'"
+    with pytest.raises(ModelUnavailable, match=r"^rag.generator.runtime: .*" + fix):
+        check_runtime("ik-llama-cpp-python==0.0.1", "rag.generator.runtime")
 
 STAND_IN_SERVER = '''
 import json, sys, time

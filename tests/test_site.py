@@ -94,7 +94,8 @@ def project(tmp_path, tiny_beir):
     report.write_text("# report\n")
     details = report.with_name("details.md")
     details.write_text("# details\n")
-    return {"inputs": inputs, "plots": plots, "report": report, "details": details, "site": tmp_path / "reports" / "site",
+    return {"inputs": inputs, "plots": plots, "report": report, "details": details,
+            "site": tmp_path / "reports" / "site",
             "candidates": candidates, "per_query": per_query, "queries": queries, "first": first,
             "context_query": head["query_id"].iloc[0]}
 

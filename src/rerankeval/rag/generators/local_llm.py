@@ -25,7 +25,7 @@ from pydantic import Field
 
 from ...core.errors import ScoringFailure
 from ...models.gguf import GGUFSource, fetch_gguf
-from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, load_runtime
+from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, check_runtime
 from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_binary
 from ..chat import ChatClient, Reply
 from . import register_generator
@@ -66,7 +66,6 @@ class LocalLLMConfig(GeneratorConfig):
             request_timeout_s=self.request_timeout_s, deadline_s=self.deadline_s, max_retries=self.max_retries,
             cache_dir=self.cache_dir)
 
-
     @property
     def in_process(self) -> bool:
         return self.runtime.partition("==")[0] == IN_PROCESS
@@ -104,7 +103,8 @@ class InProcessChatClient(ChatClient):
         seconds = time.perf_counter() - started
         if not completion.text.strip():
             return Reply(None, seconds=seconds, attempts=1, reason="bad_response: the model generated no text"), 0.0
-        return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1), seconds
+        reply = Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1)
+        return reply, seconds
 
 
 @register_generator("local_llm", LocalLLMConfig)
@@ -114,7 +114,7 @@ class LocalLLMGenerator(OpenAICompatibleGenerator):
         self.server: LlamaServer | None = None
         self.model: InProcessLlama | None = None
         self._port_holder = None
-        if config.in_process:
+        if config.in_process:  # no endpoint: the base URL only completes the shared config, nothing is sent to it
             self.chat = InProcessChatClient(config.chat_config("in-process"), self.load)
         else:
             self._port_holder = reserve_port()
@@ -128,8 +128,8 @@ class LocalLLMGenerator(OpenAICompatibleGenerator):
     def load(self) -> InProcessLlama:
         """The model loaded in this process (the runtime checked and the model fetched and verified on first use)."""
         if self.model is None:
-            runtime = load_runtime(self.config.runtime, f"{WHERE}.runtime")
-            self.model = InProcessLlama(runtime, self._model_file(), threads=self.config.server.threads,
+            check_runtime(self.config.runtime, f"{WHERE}.runtime")
+            self.model = InProcessLlama(self._model_file(), threads=self.config.server.threads,
                                         context_tokens=self.config.server.context_tokens)
         return self.model
 

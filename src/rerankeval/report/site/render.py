@@ -68,7 +68,8 @@ def _verdict_rows(rows: Sequence[Mapping[str, Any]], several: bool) -> list[list
 
 
 def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-               systems: Sequence[str], plots_link: str, plots: Sequence[str], documents: Sequence[tuple[str, str]]) -> str:
+               systems: Sequence[str], plots_link: str, plots: Sequence[str],
+               documents: Sequence[tuple[str, str]]) -> str:
     """The decision: the verdict table as report.md has it (challengers, then reference systems apart), with each
     system's p95 and cost, then the plots that carry the decision."""
     rule = verdicts["rule"]
