@@ -116,3 +116,23 @@ def test_two_sweeps_may_not_draw_the_same_curve():
     sweep = {"system": "blend", "parameter": "weight", "values": [0.5]}
     with pytest.raises(ConfigError, match="share the label"):
         PoliciesConfig.parse({"sweeps": [sweep, sweep]}, "policies")
+
+
+def test_a_sweep_over_a_dropped_system_is_inactive_not_an_error():
+    """Dropping a system (`-S '~system@systems.NAME'`, as the README's own-first-stage commands do) leaves its sweep
+    inactive, as a release claim is: the sweep stage says so and sweeps the rest."""
+    from rerankeval.pipeline.sweep import inactive_sweeps
+    from rerankeval.policies.config import PoliciesConfig
+
+    policies = PoliciesConfig.parse({"sweeps": [{"system": "blend", "parameter": "weight", "values": [0.5]},
+                                                {"system": "cascade", "parameter": "depth", "values": [2]}]},
+                                    "policies")
+    assert inactive_sweeps(policies, ["blend", "fusion"]) == [1]
+    assert inactive_sweeps(policies, ["blend", "cascade"]) == []
+    assert inactive_sweeps(policies, []) == [0, 1]
+
+
+def test_run_policy_still_refuses_a_system_it_is_asked_to_sweep_by_name(composed):
+    with pytest.raises(ConfigError, match="no system 'nope' under `systems`"):
+        run_policy(SweepConfig(system="nope", parameter="depth", values=[2]), candidates(), QUERIES,
+                   context(composed), "policies.sweeps[0]")

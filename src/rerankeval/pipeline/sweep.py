@@ -6,11 +6,14 @@ prints and records how many pairs it scored, read from the cache and reused.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pandas as pd
 import pyarrow as pa
 
 from ..core.io import write_table
 from ..data.snapshot import Snapshot
+from ..policies.config import PoliciesConfig
 from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
 from ..policies.sweep import run_policy
 from ..systems.registry import BuildContext
@@ -19,6 +22,13 @@ from .params import Params
 from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from .runs import load_runs
 from .system_configs import first_seed_configs
+
+
+def inactive_sweeps(policies: PoliciesConfig, systems: Collection[str]) -> list[int]:
+    """The positions of the sweeps over a system this run does not configure (one dropped with
+    ``-S '~system@systems.NAME'``, or a misspelt name): they sweep nothing and the stage says so, as compare does for
+    a release claim, so dropping a system does not need its sweep dropped too."""
+    return [number for number, sweep in enumerate(policies.sweeps) if sweep.system not in systems]
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
@@ -34,7 +44,14 @@ def run(params: Params, paths: PipelinePaths) -> None:
     context = BuildContext(qrels=qrels, systems=first_seed_configs(params), candidates_of=candidates_of,
                            evaluated_split=split)
     frames, pairs = [], {}
+    inactive = inactive_sweeps(policies, context.systems)
+    for number in inactive:
+        sweep = policies.sweeps[number]
+        print(f"sweep: note: policies.sweeps[{number}] ({sweep.label or sweep.system}) sweeps nothing: this run does "
+              f"not configure {sweep.system!r}")
     for number, sweep in enumerate(policies.sweeps):
+        if number in inactive:
+            continue
         policy = run_policy(sweep, candidates, queries, context, f"policies.sweeps[{number}]")
         pairs[policy.label] = policy.pairs.to_dict()
         frames.append(policy_points(policy, baseline, qrels, measure, no_relevant=evaluation.no_relevant,
