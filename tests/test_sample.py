@@ -96,3 +96,18 @@ def test_the_report_states_the_sample(tmp_path, collection):
     record = evaluation_record(load_params(REPO / "params.yaml"), manifest, compare, {"systems": {}})
     assert record["dataset"]["sample"] == {key: value for key, value in manifest["sample"].items()
                                            if key != "query_ids"}
+
+
+def test_the_snapshot_stage_reruns_when_any_dataset_setting_it_reads_changes():
+    """Each ``dataset.<field>`` the stage's code reads is one of its DVC params: a new sample, or another evaluated
+    split, in a workspace that already holds a snapshot must not reuse the old one."""
+    import re
+
+    import yaml
+
+    source = (REPO / "src" / "rerankeval" / "pipeline" / "snapshot.py").read_text(encoding="utf-8")
+    read = {f"dataset.{field}" for field in re.findall(r"\bdataset\.(\w+)", source)}
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["snapshot"]
+    assert {"dataset.sample", "dataset.eval_split"} <= read
+    missing = sorted(read - set(stage["params"]))
+    assert not missing, f"dvc.yaml's snapshot stage lacks the params {missing}"
