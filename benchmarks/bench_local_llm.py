@@ -118,8 +118,9 @@ def timing_table(runs: dict[str, dict]) -> dict | None:
 
     rows = []
     for label, run in runs.items():
-        files = sorted(run["answers"].glob("timing_*.parquet")) if run["answers"].is_dir() else []
-        if not files or not label.endswith("/llm"):
+        # Only this run's systems: a workspace keeps the outputs of systems an earlier run had.
+        files = [run["answers"] / f"timing_{name}.parquet" for name in run["metrics"]["systems"]]
+        if not label.endswith("/llm") or not all(path.exists() for path in files):
             continue
         frame = pd.concat([pd.read_parquet(path) for path in files])
         sent = frame[~frame["cache_hit"]]
@@ -149,6 +150,9 @@ def parse_run(text: str) -> tuple[str, Path]:
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true",
                         help="the tables of the committed demo reports as an extractive run: checks that it runs")
@@ -156,11 +160,7 @@ def main() -> None:
     step = steps.add_parser("record", help="the results YAML from the saved outputs")
     step.add_argument("--run", type=parse_run, action="append", required=True,
                       help="COLLECTION/GENERATOR=DIR, GENERATOR extractive or llm; DIR as described above")
-    step.add_argument("--commit", required=True)
-    step.add_argument("--command", required=True, help="the commands that made the outputs")
-    step.add_argument("--conditions", required=True, help="the machine and its load")
-    step.add_argument("--note", action="append", default=[], help="a note to keep (the settings chosen)")
-    step.add_argument("--out", type=Path, required=True)
+    add_provenance_arguments(step)
     args = parser.parse_args()
     if args.smoke:
         reports = {"compare": json.loads((ROOT / "reports" / "compare.json").read_text(encoding="utf-8")),
@@ -170,15 +170,9 @@ def main() -> None:
         return
     if args.step != "record":
         parser.error("choose a step: record")
-    import yaml
-
     runs = {label: load_run(folder) for label, folder in args.run}
-    results = {"benchmark": "the answer stage with the local LLM (rag=local_llm) against the extractive generator",
-               "provenance": {"how": "measured", "commit": args.commit, "command": args.command,
-                              "conditions": args.conditions},
-               "notes": args.note, "tables": record(runs)}
-    args.out.write_text(yaml.safe_dump(results, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
-    print(args.out.read_text(encoding="utf-8"))
+    print(write_benchmark(args, "the answer stage with the local LLM (rag=local_llm) against the extractive generator",
+                          [], record(runs)))
 
 
 if __name__ == "__main__":

@@ -142,6 +142,9 @@ def run_source(folder: Path, top_n: int) -> tuple[list[str], list[dict]]:
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a BM25 run of the bundled demo: checks that it runs")
     steps = parser.add_subparsers(dest="step")
@@ -153,11 +156,7 @@ def main() -> None:
     record.add_argument("--round-trip", nargs=2, type=Path, metavar=("HYBRID_DIR", "REPLAY_DIR"), required=True)
     record.add_argument("--run-source", type=Path, metavar="RUN_DIR", required=True)
     record.add_argument("--top-n", type=int, default=100)
-    record.add_argument("--commit", required=True)
-    record.add_argument("--command", required=True, help="the commands that made the outputs")
-    record.add_argument("--conditions", required=True, help="the machine and its load")
-    record.add_argument("--note", action="append", default=[], help="a note to keep (the settings chosen)")
-    record.add_argument("--out", type=Path, required=True)
+    add_provenance_arguments(record)
     args = parser.parse_args()
     if args.smoke:
         with tempfile.TemporaryDirectory() as tmp:
@@ -168,16 +167,10 @@ def main() -> None:
         print(json.dumps({"bm25_run_rows": bm25_run(args.folder, args.out, args.top_n), "out": str(args.out)}))
         return
     if args.step == "record":
-        import yaml
-
         trip_notes, trip = round_trip(*args.round_trip)
         run_notes, run_tables = run_source(args.run_source, args.top_n)
-        results = {"benchmark": "the team's own candidates: a replayed export, a BM25-only run as candidates",
-                   "provenance": {"how": "measured", "commit": args.commit, "command": args.command,
-                                  "conditions": args.conditions},
-                   "notes": [*args.note, *trip_notes, *run_notes], "tables": [trip, *run_tables]}
-        args.out.write_text(yaml.safe_dump(results, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
-        print(args.out.read_text(encoding="utf-8"))
+        print(write_benchmark(args, "the team's own candidates: a replayed export, a BM25-only run as candidates",
+                              [*trip_notes, *run_notes], [trip, *run_tables]))
         return
     parser.error("choose a step: bm25-run or record")
 

@@ -76,6 +76,25 @@ def dump(results: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(results), sort_keys=False, allow_unicode=True, width=120)
 
 
+def add_provenance_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a benchmark script's ``record`` step: where its figures came from, and where they go."""
+    parser.add_argument("--commit", required=True)
+    parser.add_argument("--command", required=True, help="the commands that made the outputs")
+    parser.add_argument("--conditions", required=True, help="the machine and its load")
+    parser.add_argument("--note", action="append", default=[], help="a note to keep (the settings chosen)")
+    parser.add_argument("--out", type=Path, required=True, help="results/benchmarks/<name>.yaml")
+
+
+def write_benchmark(args: argparse.Namespace, benchmark: str, notes: list[str], tables: list[Any]) -> str:
+    """A ``results/benchmarks/*.yaml`` from a ``record`` step's arguments; returns the text written."""
+    text = dump({"benchmark": benchmark,
+                 "provenance": {"how": "measured", "commit": args.commit, "command": args.command,
+                                "conditions": args.conditions},
+                 "notes": [*args.note, *notes], "tables": tables})
+    write_text(args.out, text)
+    return text
+
+
 def _read_yaml(path: Path, required: tuple[str, ...]) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
