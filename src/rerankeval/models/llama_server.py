@@ -63,9 +63,13 @@ def runtime_python(pinned: str, where: str, python: str | None = None) -> Path:
     if not interpreter.is_file():
         raise ModelUnavailable(f"{where}: the llama.cpp server runtime needs {interpreter}, which does not exist. "
                                f"{fix}")
-    probe = subprocess.run([str(interpreter), "-c", "import sys, importlib.metadata as m; import llama_cpp.server; "
-                            f"sys.stdout.write(m.version({RUNTIME_PACKAGE!r}))"],
-                           capture_output=True, text=True, timeout=60, env=_server_environment())
+    try:
+        probe = subprocess.run([str(interpreter), "-c", "import sys, importlib.metadata as m; import llama_cpp.server; "
+                                f"sys.stdout.write(m.version({RUNTIME_PACKAGE!r}))"],
+                               capture_output=True, text=True, timeout=60, env=_server_environment())
+    except (OSError, subprocess.TimeoutExpired) as err:  # not executable, or hung importing
+        raise ModelUnavailable(f"{where}: {interpreter} could not be asked for its {RUNTIME_PACKAGE} ({err}). {fix}") \
+            from None
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         raise ModelUnavailable(f"{where}: {interpreter} cannot import llama_cpp.server of {RUNTIME_PACKAGE} "
