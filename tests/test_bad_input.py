@@ -163,7 +163,6 @@ def test_a_legacy_pickled_checkpoint_is_read_and_a_malicious_one_refused_naming_
 def test_custom_code_not_trusted_is_said_in_the_metadata_and_the_log(tmp_path, capsys):  # case 14
     import pandas as pd
 
-    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
     from rerankeval.systems.registry import BuildContext, build_system
     from tests.test_models import save_tiny_bert
 

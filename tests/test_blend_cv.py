@@ -8,7 +8,6 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import Query, SplitCandidates
 from rerankeval.systems.composite.weight_cv import cross_validate, fold_of, select
 from rerankeval.systems.registry import build_system

@@ -10,7 +10,6 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import RERANKED, SKIPPED, Query, QueryCandidates, SplitCandidates
 from rerankeval.systems.registry import build_system
 from rerankeval.systems.composite.components import normalise, pair_counts

@@ -16,7 +16,6 @@ from rerankeval.core.http import AsyncHttpClient, HttpClient, HttpFailure, Retry
 from rerankeval.core.sqlite_cache import LOOKUP_CHUNK, SqliteCache
 from rerankeval.rag.chat import ChatClient, ChatConfig
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, RERANKED
 from rerankeval.systems.registry import build_system
 from rerankeval.systems.cache import PairScore, ScoreCache

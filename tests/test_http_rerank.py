@@ -13,7 +13,6 @@ import pytest
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, RERANKED, Query
 from rerankeval.systems.registry import BuildContext, build_system
 from tests.fake_openai import send_json

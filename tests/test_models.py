@@ -15,7 +15,6 @@ from rerankeval.core.hashing import sha256_text
 from rerankeval.models.heads import UntrainedHeadError
 from rerankeval.models.resolve import local_model_hash, resolve_model
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, RERANKED, Query, QueryCandidates
 from rerankeval.systems.registry import BuildContext, build_system
 from rerankeval.systems.learned.layout import best_window, kept_lengths

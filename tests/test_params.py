@@ -9,7 +9,6 @@ from omegaconf import OmegaConf
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.pipeline.params import load_params
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import parse_system_config
 
 REPO = Path(__file__).resolve().parents[1]

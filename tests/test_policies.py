@@ -9,7 +9,6 @@ from rerankeval.policies.points import per_query_quality, policy_points
 from rerankeval.policies.sweep import override, run_policy
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.report.frontier import sweeps_section
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import build_system
 from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401, F811  (fixture)
 

@@ -21,7 +21,6 @@ from rerankeval.rag.generators import GENERATORS, extractive  # noqa: F401  (reg
 from rerankeval.report.frontier import frontier_points
 from rerankeval.retrieval.dense import ENCODERS
 from rerankeval.stats.sanity import first_stage_sanity
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import SYSTEM_KINDS, SystemConfig, register_system
 from rerankeval.systems.roles import floor_system
 from rerankeval.systems.baselines import ColumnSystem
@@ -93,16 +92,17 @@ def test_a_kind_registered_elsewhere_is_the_floor_and_a_fused_baseline_for_sanit
     assert sanity["flag"] is not None and "fused" in sanity["flag"]  # its retriever is the fused ranking
 
 
-def test_a_built_in_kind_looked_up_before_the_built_ins_are_imported_names_the_module_to_import():
-    # A fresh process that imports the registry alone: "fusion" is missing, and the message says why.
-    code = ("from rerankeval.core.errors import ConfigError\n"
+def test_a_built_in_kind_is_found_by_its_entry_point_and_only_its_module_is_imported():
+    # A fresh process that imports the registry alone: "fusion" is declared in pyproject.toml's entry points, so the
+    # lookup imports its module (baselines) and no other kind's.
+    code = ("import sys\n"
             "from rerankeval.systems.registry import parse_system_config\n"
-            "try:\n    parse_system_config('s', {'kind': 'fusion', 'depth': 5})\n"
-            "except ConfigError as err:\n    print(err)\n")
-    message = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert message.startswith("systems.s.kind: unknown system kind 'fusion'; known: "), message
-    assert message.rstrip().endswith("The built-in system kinds are not registered in this process: import "
-                                     "rerankeval.systems.builtin before looking one up."), message
+            "print(type(parse_system_config('s', {'kind': 'fusion', 'depth': 5})).__name__)\n"
+            "print(sorted(name for name in sys.modules if name.startswith('rerankeval.systems.')))\n")
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert lines[0] == "SystemConfig"
+    assert "rerankeval.systems.baselines" in lines[1]
+    assert not any(kind in lines[1] for kind in ("composite.blend", "learned.kinds", "http_rerank")), lines[1]
 
 
 def _params_with(tmp_path: Path, system: str, settings: dict) -> Path:

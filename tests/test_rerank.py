@@ -9,7 +9,6 @@ import pytest
 from rerankeval.core.errors import InfrastructureError, ScoringFailure
 from rerankeval.rerank.assemble import PermutationError, check_permutation
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Query, Scores, System
 from rerankeval.systems.registry import BuildContext, build_system
 from rerankeval.systems.baselines import ColumnSystem

@@ -23,7 +23,6 @@ from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.retrieval.lexical import Bm25Retriever
 from rerankeval.retrieval.text import passage_text
 from rerankeval.serving.server import free_port
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import RERANKED, Query
 from rerankeval.systems.registry import BuildContext, build_system
 from tests.test_models import save_tiny_bert

@@ -8,7 +8,6 @@ import pytest
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import FUSION_FALLBACK, Query
 from rerankeval.systems.registry import BuildContext, build_system
 from tests.overlap_scorer import KIND

@@ -18,7 +18,6 @@ from rerankeval.report.training import training_section
 from rerankeval.retrieval.candidates import write_candidates
 from rerankeval.retrieval.config import HybridConfig
 from rerankeval.retrieval.freeze import freeze
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.registry import BuildContext, build_system
 from rerankeval.training.seeds import seed_models, seeded_systems, write_seed_set
 from tests.stage_fixtures import tiny_paths

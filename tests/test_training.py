@@ -14,7 +14,6 @@ from rerankeval.data.snapshot import write_snapshot
 from rerankeval.models.resolve import local_model_hash, resolve_model
 from rerankeval.pipeline import train as train_stage
 from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, load_candidates, passages_table, write_candidates
-from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
 from rerankeval.systems.base import Query, QueryCandidates
 from rerankeval.systems.registry import BuildContext, build_system
 from rerankeval.training.config import MODEL_CARD, TrainConfig

@@ -157,23 +157,23 @@ def _model_section(title: str, model: type[BaseModel], level: int = 2, heading: 
 
 
 def config_reference() -> str:
-    from ..pipeline.params import Params
+    from ..pipeline.params import BLOCKS, block_class
     from ..retrieval.config import SOURCES
-    from ..systems import builtin  # noqa: F401  (registers the built-in system kinds)
     from ..systems.registry import SYSTEM_KINDS
 
-    lines = [HEADER.format(what="the typed settings classes (`rerankeval.pipeline.params.Params` and each system "
+    lines = [HEADER.format(what="the typed settings classes (`rerankeval.pipeline.params.BLOCKS` and each system "
                                 "kind's config)"), "", "# Configuration reference", "",
              "Every block of `params.yaml` (composed from `conf/` by `.venv/bin/dvc exp run`; see "
              "[configurations.md](configurations.md)) is a typed class: an unknown key or a wrong type is refused "
              "with the key's full path. A key without a default must be set in `conf/`.", ""]
-    for name, field in Params.model_fields.items():
+    for name in BLOCKS:
+        annotation = block_class(name)
         if name == "retrieval":  # typed by its `source`'s class, not by the annotated base
             lines += [line for source, model in SOURCES.items()
                       for line in _model_section("retrieval", model, heading=f"retrieval (source: {source})")]
             continue
-        for model in _models_in(field.annotation):
-            title = name if len(_models_in(field.annotation)) == 1 else f"{name} ({model.__name__})"
+        for model in _models_in(annotation):
+            title = name if len(_models_in(annotation)) == 1 else f"{name} ({model.__name__})"
             lines += _model_section(title, model)
     lines += ["## systems", "", "`systems.<name>` is one system; its `kind` picks the settings class below.", ""]
     for kind in SYSTEM_KINDS:

@@ -1,8 +1,10 @@
 """Open registries: a name maps to a thing (a system kind, a measure family, an executor, a generator...).
 
-A new kind is one new file that registers itself; third-party packages register through the entry-point group
-given to the registry (``[project.entry-points."rerankeval.systems"]``), loaded the first time a name is missing or
-the registry is listed. Every registry refuses an unknown name the same way: one ``ConfigError``, one message.
+A new kind is one new file that registers itself, declared under the registry's entry-point group
+(``[project.entry-points."rerankeval.systems"]``: the kind's name = the module that registers it), in this package's
+pyproject.toml for the built-in kinds and in a third-party package's for its own. A lookup loads only the module its
+name's entry point names (so a process, and a DVC stage's code deps, hold only the kinds it uses); listing the registry
+loads them all. Every registry refuses an unknown name the same way: one ``ConfigError``, one message.
 """
 
 from __future__ import annotations
@@ -43,13 +45,17 @@ class Registry(Generic[T]):
 
     def get(self, name: str, where: str = "") -> T:
         if self._key(name) not in self._lookup:
+            self._load_declared(name)
+        if self._key(name) not in self._lookup:
             self._load_plugins()
         if self._key(name) not in self._lookup:
             prefix = f"{where}: " if where else ""
             plugins = (f", or install a package that registers it under the {self._entry_point_group!r} entry-point "
                        "group" if self._entry_point_group else "")
+            stale = (f" (a built-in {self.what} missing here means the installed metadata is older than pyproject.toml's "
+                     "entry points: run `make install`)" if self._entry_point_group else "")
             raise ConfigError(f"{prefix}unknown {self.what} {name!r}; known: {self.known()}. "
-                              f"Fix: use a known {self.what}{plugins}.")
+                              f"Fix: use a known {self.what}{plugins}{stale}.")
         return self._entries[self._lookup[self._key(name)]]
 
     def known(self) -> str:
@@ -57,6 +63,13 @@ class Registry(Generic[T]):
         self._load_plugins()
         return ", ".join(f"{name} (alias {', '.join(self._aliases[name])})" if self._aliases[name] else name
                          for name in self)
+
+    def _load_declared(self, name: str) -> None:
+        """Import the module(s) an entry point of this registry's group declares for ``name``."""
+        if self._entry_point_group:
+            for entry_point in entry_points(group=self._entry_point_group):
+                if self._key(entry_point.name) == self._key(name):
+                    entry_point.load()
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:
@@ -67,6 +80,8 @@ class Registry(Generic[T]):
                 entry_point.load()  # the module registers its entries on import
 
     def __contains__(self, name: str) -> bool:
+        if self._key(name) not in self._lookup:
+            self._load_declared(name)
         if self._key(name) not in self._lookup:
             self._load_plugins()
         return self._key(name) in self._lookup

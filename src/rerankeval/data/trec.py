@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import atomic_write_text
-from ..eval.engine import assign_ranks
+from ..eval.ranks import assign_ranks
 from .beir import INTEGER, QRELS_HEADER, open_binary, read_qrels_tsv, utf8_lines
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .matrix import GradeMatrix, JudgedRun, grade_matrix
+from .ranks import assign_ranks, positions  # noqa: F401  (assign_ranks: this module's API too)
 from .measures import Measure, as_measure, build_input
 
 
@@ -62,13 +63,6 @@ def evaluate_matrix(matrix: GradeMatrix, measures: Iterable[Measure | str]) -> p
     return pd.DataFrame(columns, index=matrix.query_ids, dtype=np.float64)
 
 
-def assign_ranks(run: pd.DataFrame) -> pd.DataFrame:
-    """The run with its ``rank`` column (1 = top), derived by TIE_BREAK_RULE when it has none."""
-    rows = JudgedRun(run, _NO_QRELS)
-    order = rows.order("rank" if "rank" in run.columns else "score")
-    return run.assign(rank=_positions(rows, order) + 1)
-
-
 def oracle_run(candidates: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
     """The best reranking of each query's candidates, as a run with a ``rank`` column.
 
@@ -83,7 +77,7 @@ def oracle_run(candidates: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
     else:
         original = rows.order("rank" if "rank" in candidates.columns else "score")
     grade = rows.grades(missing=0, dtype=np.int64)
-    order = np.lexsort((_positions(rows, original), -grade, rows.layout.codes))
+    order = np.lexsort((positions(rows, original), -grade, rows.layout.codes))
     rank = np.empty(len(candidates), dtype=np.int64)
     rank[order] = np.arange(len(candidates)) - rows.layout.starts[rows.layout.codes[order]] + 1
     oracle = candidates.drop(columns=[c for c in ("rank", "score") if c in candidates.columns])
@@ -102,12 +96,3 @@ def oracle_values(
     return evaluate(oracle_run(candidates, qrels), qrels, measures, queries=queries, no_relevant=no_relevant)
 
 
-_NO_QRELS = pd.DataFrame({"query_id": pd.Series([], dtype="str"), "doc_id": pd.Series([], dtype="str"),
-                          "relevance": pd.Series([], dtype=np.int64)})
-
-
-def _positions(rows: JudgedRun, order: np.ndarray) -> np.ndarray:
-    """Each run row's 0-based place in its query's order (a row-wise argsort's inverse)."""
-    place = np.empty_like(order)
-    np.put_along_axis(place, order, np.arange(order.shape[1]), axis=1)
-    return place.ravel()[rows.layout.flat]

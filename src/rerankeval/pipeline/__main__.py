@@ -1,9 +1,10 @@
 """Every DVC stage's one entry point: ``sh stages/python -m rerankeval.pipeline <stage> [<system>]``.
 
-The artefact paths come from dvc.yaml's ``vars: paths`` (``PipelinePaths``), the settings from params.yaml; the stage
-is ``run(params, paths[, system])`` of its module. ``STAGES`` names each module as a string, imported only when its
-stage runs: a stage's import closure, which ``pipeline.deps`` lists as its DVC code deps, is this module and its own
-module's, never another stage's. Bad input is a message and exit code 2, never a traceback.
+The stages are the stage table's (``pipeline.table``); the artefact paths come from dvc.yaml's ``vars: paths``
+(``PipelinePaths``), the settings from params.yaml, only those the stage declares (``pipeline.params``); the stage is
+``run(params, paths[, system])`` of its module, imported by name when its stage runs: a stage's import closure, which
+``pipeline.render`` lists as its DVC code deps, is this module's and its own module's, never another stage's. Bad input
+is a message and exit code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from importlib import import_module
 from ..core.errors import ConfigError, RerankevalError
 from .params import load_params
 from .paths import PipelinePaths
+from .table import STAGES as TABLE
 
-STAGES = {"snapshot": "snapshot", "freeze": "freeze", "train": "train", "rerank": "rerank", "latency": "latency",
-          "select": "select", "calibrate": "calibrate", "generate": "generate", "evaluate": "evaluate",
-          "compare": "compare", "sweep": "sweep", "report": "report"}
-"""Stage name -> its module in this package (read by ``pipeline.deps`` without importing anything)."""
-PER_SYSTEM = ("rerank", "select", "generate")
+STAGES = {stage.name: stage for stage in TABLE}
+PER_SYSTEM = tuple(stage.name for stage in TABLE if stage.per_system)
 """The stages DVC runs once per system (``foreach: ${systems}``): their second argument is the system."""
 USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAGES)} "
          f"({', '.join(PER_SYSTEM)} take a system under `systems` in params.yaml)")
@@ -50,11 +49,11 @@ def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
 
 
 def run(stage: str, system: list[str]) -> None:
-    params = load_params()
+    params = load_params(stage=stage)
     if system and system[0] not in params.systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
                           f"{', '.join(params.systems)}). Usage: {USAGE}.")
-    import_module(f".{STAGES[stage]}", __package__).run(params, PipelinePaths.load(), *system)
+    import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from ..core.hashing import canonical_json, sha256_file, sha256_text
 from ..core.io import read_json, write_json
 from ..serving.measure import measure_latency
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.registry import BuildContext, build_system
 from ..systems.splits import eval_queries, heads, split_candidates
 from . import loadtest

@@ -1,60 +1,136 @@
-"""params.yaml, typed: every block refuses unknown keys and wrong types, naming the key and the fix.
+"""params.yaml, typed, as each stage may see it: only the settings its entry in the stage table declares.
 
-Each block's class lives in its package's ``config`` module, which imports nothing but pydantic and other config
-modules: loading params.yaml loads no stage's code, so a stage's import closure (its DVC code deps) holds only what
-it runs.
+Each block is typed by its class in its package's ``config`` module (``BLOCKS``), imported only when a stage reads the
+block: a stage's import closure, and so its DVC code deps, holds the settings code of what it reads and nothing else.
+Every block refuses unknown keys and wrong types, naming the key and the fix. Reading a setting the stage does not
+declare is a programming error (``UndeclaredSetting``): the stage would re-run too rarely, since its DVC ``params`` are
+its declared reads.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import PrivateAttr, model_validator
+from pydantic import create_model
 
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
-from ..data.config import DatasetConfig
-from ..eval.config import EvaluationConfig
-from ..policies.config import PoliciesConfig
-from ..rag.config import RagConfig
-from ..retrieval.config import RetrievalConfig
-from ..serving.config import ServingConfig
-from ..stats.config import CompareConfig
-from ..training.config import TrainConfig
+from .table import BY_NAME
 
 PARAMS = Path("params.yaml")
+BLOCKS = {
+    "dataset": "rerankeval.data.config:DatasetConfig",
+    "retrieval": "rerankeval.retrieval.config:RetrievalConfig",
+    "train": "rerankeval.training.config:TrainConfig",
+    "evaluation": "rerankeval.eval.config:EvaluationConfig",
+    "compare": "rerankeval.stats.config:CompareConfig",
+    "policies": "rerankeval.policies.config:PoliciesConfig",
+    "serving": "rerankeval.serving.config:ServingConfig",
+    "rag": "rerankeval.rag.config:RagConfig",
+}
+"""Each typed block of params.yaml and its class; ``systems`` (typed per kind where systems are built,
+``pipeline.system_configs``) and ``system_names`` stay as params.yaml holds them."""
+OPTIONAL = ("policies", "serving", "rag")
+"""Blocks with defaults: absent from params.yaml, they take their class's."""
+UNTYPED = ("systems", "system_names")
 
 
-class Params(StrictConfig):
-    """The blocks of params.yaml.
+class UndeclaredSetting(AssertionError):
+    """A stage read a setting its entry in the stage table (``pipeline.table``) does not declare."""
 
-    ``systems`` stays the mapping params.yaml holds (runs and latency records keep it verbatim). Typing an entry
-    takes its kind's module, so entries are typed by their kind's config class only where systems are built, once
-    per stage: ``pipeline.system_configs`` in the stages rerank, latency (with its load test) and sweep, and in
-    ``rerankeval loadtest``. A stage that builds no system never imports a system kind.
-    """
 
-    dataset: DatasetConfig
-    retrieval: RetrievalConfig
-    train: TrainConfig
-    evaluation: EvaluationConfig
-    compare: CompareConfig
-    policies: PoliciesConfig = PoliciesConfig()
-    serving: ServingConfig = ServingConfig()
-    systems: dict[str, dict[str, Any]]
-    system_names: list[str]
-    rag: RagConfig = RagConfig()
-    _source: Path = PrivateAttr(PARAMS)
+def block_module(key: str) -> str | None:
+    """The config module that types the block of a dotted key (None for the untyped ``systems``)."""
+    target = BLOCKS.get(key.split(".")[0])
+    return target.partition(":")[0] if target else None
 
-    @model_validator(mode="after")
-    def _systems_listed_once(self) -> "Params":
-        if list(self.systems) != self.system_names:
-            raise ValueError(f"system_names {self.system_names} must list the systems {list(self.systems)} in order; "
-                             "conf/config.yaml derives it (regenerate params.yaml)")
-        self.compare.refuse_unknown(self.systems)
-        return self
+
+def block_class(block: str) -> Any:
+    module, _, name = BLOCKS[block].partition(":")
+    return getattr(import_module(module), name)
+
+
+class _Restricted:
+    """A typed block of which only some fields were declared: reading another raises ``UndeclaredSetting``."""
+
+    def __init__(self, value: Any, block: str, allowed: set[str], stage: str):
+        self._value, self._block, self._allowed, self._stage = value, block, allowed, stage
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._allowed:
+            raise UndeclaredSetting(f"stage {self._stage} reads {self._block}.{name}, which its entry in "
+                                    "rerankeval/pipeline/table.py does not declare (add it to `reads`)")
+        return getattr(self._value, name)
+
+
+class Params:
+    """The settings one stage declared, read from params.yaml: ``params.<block>`` for a declared block (a typed config,
+    or a restricted view of one when only some of its keys are declared)."""
+
+    def __init__(self, data: dict[str, Any], reads: tuple[str, ...], stage: str, source: Path = PARAMS):
+        self._source, self._stage = source, stage
+        self._values: dict[str, Any] = {}
+        wanted: dict[str, set[str] | None] = {}
+        for key in reads:
+            block, _, rest = key.partition(".")
+            field = rest.split(".")[0]
+            if block == "systems" or not field:
+                wanted[block] = None
+            elif wanted.get(block, set()) is not None:
+                wanted.setdefault(block, set()).add(field)
+        problems = []
+        for block, fields in wanted.items():
+            try:
+                self._values[block] = self._typed(data, block, fields)
+            except ConfigError as err:
+                problems.append(str(err).removeprefix("invalid configuration:\n"))
+        if problems:  # every block's problems at once, as one message
+            raise ConfigError("invalid configuration:\n" + "\n".join(problems))
+        if {"systems", "system_names"} <= set(wanted) and list(data["systems"]) != data["system_names"]:
+            raise ConfigError(f"system_names {data['system_names']} must list the systems {list(data['systems'])} in "
+                              "order; conf/config.yaml derives it (regenerate params.yaml)")
+        if "compare" in wanted and "systems" in wanted:
+            self._values["compare"].refuse_unknown(data["systems"])
+
+    def _typed(self, data: dict[str, Any], block: str, fields: set[str] | None) -> Any:
+        if block not in BLOCKS and block not in UNTYPED:
+            raise UndeclaredSetting(f"stage {self._stage} declares {block!r}, not a block of params.yaml")
+        if block not in data and block not in OPTIONAL:
+            raise ConfigError(f"{block}: required. Fix: compose params.yaml from conf/ (`dvc exp run`).")
+        if block in UNTYPED:
+            value = data[block]
+            if block == "systems" and not isinstance(value, dict):
+                raise ConfigError("systems: expected a mapping of system name -> settings")
+            return value
+        # A one-field model, so that a block typed by a union (retrieval's sources) is read and reported as the rest.
+        annotation = block_class(block)
+        holder = create_model(f"{block}_block", __base__=StrictConfig, **{block: (annotation, ...)})
+        value = getattr(holder.parse({block: data.get(block) or {}}, ""), block) if block in data else annotation()
+        return value if fields is None else _Restricted(value, block, fields, self._stage)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._values:
+            raise UndeclaredSetting(f"stage {self._stage} reads {name}, which its entry in "
+                                    "rerankeval/pipeline/table.py does not declare (add it to `reads`)")
+        return self._values[name]
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], where: str = "") -> Params:
+        """Every block of an already-read params mapping, typed."""
+        return cls(data, (*BLOCKS, *UNTYPED), where or "(all settings)")
+
+    def model_copy(self, update: dict[str, Any]) -> Params:
+        """These settings with some blocks replaced (declared ones only)."""
+        for name in update:
+            getattr(self, name)
+        copy = object.__new__(Params)
+        copy.__dict__.update(self.__dict__, _values={**self._values, **update})
+        return copy
 
     @property
     def source(self) -> Path:
@@ -62,7 +138,9 @@ class Params(StrictConfig):
         return self._source
 
 
-def load_params(path: str | Path = PARAMS) -> Params:
+def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Params:
+    """The settings ``stage`` declares in the stage table, typed; every block (unknown ones refused) without a stage:
+    for what reads the whole configuration (the CLI, tests)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
@@ -71,9 +149,15 @@ def load_params(path: str | Path = PARAMS) -> Params:
         raise ConfigError(f"{path}: not found. Fix: run from the project root, or compose it with `dvc exp run`.")
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML ({err}).") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of blocks ({', '.join([*BLOCKS, *UNTYPED])}).")
+    if stage is None:
+        unknown = sorted(set(data) - set(BLOCKS) - set(UNTYPED))
+        if unknown:
+            raise ConfigError(f"{path}: unknown block(s) {', '.join(unknown)}; known: "
+                              f"{', '.join([*BLOCKS, *UNTYPED])}.")
+    reads = (*BLOCKS, *UNTYPED) if stage is None else BY_NAME[stage].reads
     try:
-        params = Params.parse(data, "")
+        return Params(data, reads, stage or "(all settings)", path)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
-    params._source = path
-    return params

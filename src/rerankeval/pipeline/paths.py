@@ -39,6 +39,7 @@ class PipelinePaths:
     candidates: Path
     passages: Path
     first_stage: Path
+    code: Path
     runs: Path
     contexts: Path
     answers: Path
@@ -146,6 +147,7 @@ class PipelinePaths:
         metrics in dvc.yaml, but for the train stage's model folder, which params.yaml's ``train.out_dir`` names."""
         system = system or SYSTEM_PLACEHOLDER
         return {
+            "code": [self.code],
             "snapshot": [self.snapshot],
             "freeze": [self.candidates, self.passages, self.first_stage],
             "train": [],

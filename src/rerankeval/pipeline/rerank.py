@@ -15,11 +15,9 @@ from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import latency_table
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import FUSION_FALLBACK
 from ..systems.run_coverage import coverage_text
 from ..systems.composite.components import pair_counts
-from ..systems.learned.kinds import LearnedModel
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system
 from ..systems.splits import split_candidates
 from .params import Params
@@ -57,7 +55,7 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
         seed_runs[seed], _ = rerank(candidates, query_views,
                                     build_system(system_name, per_seed[seed][system_name], seed_context), settings)
     described = system.describe()
-    if isinstance(getattr(system, "scorer", None), LearnedModel):  # can its model read the collection's language?
+    if hasattr(getattr(system, "scorer", None), "language_check"):  # a learned model: can it read the language?
         described["language_check"] = check = system.scorer.language_check(query_views, candidates, config.depth)
         for value in check.get("unreadable", []):
             where = f"{check['column']}={value}" if check["column"] else "this collection"

@@ -1,5 +1,5 @@
 """The ``systems`` of params.yaml typed by each kind's config class: for the stages that build systems only, since
-typing imports every system kind (``rerankeval.systems.builtin``)."""
+typing imports the kinds they name."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..retrieval.candidates import candidate_source, first_stage_filled
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.registry import SYSTEM_KINDS, SystemConfig, parse_systems
 from ..training.seeds import seeded_systems
 from .params import Params

@@ -21,7 +21,6 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..rerank.driver import RerankSettings, rerank
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.base import Query
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system, parse_system_config
 from ..systems.composite.components import PairCounts, component, pair_counts

@@ -21,7 +21,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.pair_scoring import ScorerRecipe
 from ..systems.pairs import NORMALIZE, PAIR_SCORERS
 from ..systems.registry import BuildContext, parse_system_config

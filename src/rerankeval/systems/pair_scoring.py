@@ -22,7 +22,6 @@ import numpy as np
 from ..core.errors import DeadlineExceeded, ScoringFailure
 from ..core.registry import Registry
 from .base import Scores, guarded
-from .registry import BuiltinsRegistry
 
 
 @dataclass
@@ -147,7 +146,7 @@ class ThreadExecutor:
                 yield result
 
 
-EXECUTORS: Registry[Callable[[ScorerRecipe], Any]] = BuiltinsRegistry("executor", "rerankeval.executors")
+EXECUTORS: Registry[Callable[[ScorerRecipe], Any]] = Registry("executor", "rerankeval.executors")
 """Executor factories by name; a factory gets the recipe of the scorer it runs (``ray`` rebuilds it in workers)."""
 EXECUTORS.add("local", lambda recipe: LocalExecutor())
 EXECUTORS.add("threads", lambda recipe: ThreadExecutor(getattr(recipe.settings, "max_concurrency", 1)))

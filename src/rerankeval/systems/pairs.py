@@ -31,7 +31,7 @@ from ..core.registry import Registry
 from .base import PAIR_STATS, Outcome, QueryCandidates, Scores, System, check_deadline
 from .cache import PairScore, ScoreCache, cache_dir
 from .pair_scoring import EXECUTORS, PairBatch, PairScorer, ScorerRecipe, WorkItem, WorkResult, build_executor
-from .registry import BuildContext, BuiltinsRegistry, SystemConfig, register_system
+from .registry import BuildContext, SystemConfig, register_system
 
 NORMALIZE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": lambda scores: scores,
@@ -144,7 +144,7 @@ def _pair_score(batch: PairBatch, position: int, index: int) -> PairScore:
                      stats.get("truncated"), float(batch.compute_s[position]))
 
 
-PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = BuiltinsRegistry("pair-scorer kind",
+PAIR_SCORERS: Registry[Callable[[Any, BuildContext], PairScorer]] = Registry("pair-scorer kind",
                                                                                   "rerankeval.systems")
 """Pair-scorer factories by kind: what builds the bare scorer again (in a Ray actor, behind ``rerankeval serve``)."""
 

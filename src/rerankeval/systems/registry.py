@@ -5,17 +5,16 @@ A new kind is one file: a config class (a ``SystemConfig`` subclass) and a facto
 ``@register_system("kind", Config)``; third-party packages register through the ``rerankeval.systems`` entry-point
 group. Systems that score (query, passage) pairs independently register with
 ``rerankeval.systems.pairs.register_pair_scorer`` instead and get the pair-score cache, latency replay and
-pluggable executors for free. The built-in kinds register when ``rerankeval.systems.builtin`` is imported: the code
-that types, builds or reads the role of a system imports it, so a stage that does none of that runs no kind's code
-(its DVC deps hold none).
+pluggable executors for free. Every kind, built-in or not, is declared under the ``rerankeval.systems`` entry-point
+group (this package's pyproject.toml) and imported when its name is first looked up: a stage runs, and its DVC code
+deps hold, the code of the kinds its systems name and no other (``pipeline.code``).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 from pydantic import Field
@@ -25,23 +24,6 @@ from ..core.errors import ConfigError
 from ..core.registry import Registry
 from .base import SplitCandidates, System
 from .roles import KindTraits
-
-BUILTIN_MODULE = "rerankeval.systems.builtin"
-T = TypeVar("T")
-
-
-class BuiltinsRegistry(Registry[T]):
-    """A registry that ``rerankeval.systems.builtin`` fills: a name missing while that module is not imported is
-    refused saying so, since a built-in name is then as unknown as a misspelt one."""
-
-    def get(self, name: str, where: str = "") -> T:
-        try:
-            return super().get(name, where)
-        except ConfigError as err:
-            if BUILTIN_MODULE in sys.modules:
-                raise
-            raise ConfigError(f"{err} The built-in {self.what}s are not registered in this process: import "
-                              f"{BUILTIN_MODULE} before looking one up.") from None
 
 
 class SystemConfig(StrictConfig):
@@ -97,7 +79,7 @@ class SystemKind:
     traits: KindTraits = KindTraits()
 
 
-SYSTEM_KINDS: Registry[SystemKind] = BuiltinsRegistry("system kind", entry_point_group="rerankeval.systems")
+SYSTEM_KINDS: Registry[SystemKind] = Registry("system kind", entry_point_group="rerankeval.systems")
 
 
 def register_system(kind: str, config: type[SystemConfig], *, role: str = "reranker", retriever: str | None = None,

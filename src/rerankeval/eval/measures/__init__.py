@@ -1,11 +1,11 @@
 """Measure values, their parsing, and the registry of measure families.
 
-Importing this package registers the built-in families: ``ranking`` (trec_eval's families,
-DCG and Judged), ``candidates`` (CandidateRecall, Coverage) and ``answers`` (the selected context
-and the generated answer: AnswerF1, CitationPrecision, EvidenceCoverage, ...).
+Importing this package declares the built-in families (``families``); their kernels live in ``ranking``
+(trec_eval's families, DCG and Judged), ``candidates`` (CandidateRecall, Coverage) and ``answers`` (the selected
+context and the generated answer: AnswerF1, CitationPrecision, EvidenceCoverage, ...), imported at the first value.
 """
 
-from . import answers, candidates, ranking  # noqa: F401  (registers the built-in families)
+from . import families  # noqa: F401  (declares the built-in families)
 from .base import (
     GAINS,
     IDCGS,

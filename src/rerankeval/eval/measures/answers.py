@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .base import Measure, register_input, register_measure
+from .base import Measure
 
 RAG_COLUMNS = (
     "answerable", "gold_answers", "answer", "abstained", "failed", "citation_grades", "context_grades",
@@ -132,7 +132,6 @@ class RagInput:
         return out
 
 
-@register_input("rag")
 def rag_input(matrix) -> RagInput:
     sources = getattr(matrix, "sources", None) or {}
     if "rag" not in sources:
@@ -176,55 +175,38 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else np.nan
 
 
-_GOLD = dict(parameters=(), needs="rag", cutoff=False, defines_no_relevant=True)
-_GRADED = dict(parameters=("rel",), needs="rag", cutoff=False, defines_no_relevant=True)
-
-
-@register_measure("AnswerEM", **_GOLD, summary="exact match with any gold answer (SQuAD 1.1 / KorQuAD 1.0 rule; "
-                  "unanswerable: 1 when abstained)")
 def answer_em(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_gold_score(exact_match))
 
 
-@register_measure("AnswerF1", **_GOLD, summary="best F1 over the gold answers (word F1, character F1 for Korean; "
-                  "unanswerable: 1 when abstained)")
 def answer_f1(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_gold_score(token_f1))
 
 
-@register_measure("Abstained", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="the generator said it cannot answer")
 def abstained(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(row.abstained))
 
 
-@register_measure("CorrectRefusal", **_GOLD, summary="abstained on an unanswerable query (share of gold queries)")
 def correct_refusal(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_outcome_is("correct_refusal"))
 
 
-@register_measure("IncorrectAnswer", **_GOLD, summary="answered wrongly, or answered an unanswerable query")
 def incorrect_answer(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_outcome_is("incorrect_answer"))
 
 
-@register_measure("BoundaryPartial", **_GOLD, summary="answered with the gold's content but not its exact span")
 def boundary_partial_measure(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_outcome_is("boundary_partial"))
 
 
-@register_measure("FalseRefusal", **_GOLD, summary="abstained on an answerable query")
 def false_refusal(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(_outcome_is("false_refusal"))
 
 
-@register_measure("AbstentionPrecision", **_GOLD, summary="unanswerable share of the queries the system abstained on "
-                  "(domain: its abstentions)")
 def abstention_precision(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(not row.answerable) if _has_gold(row) and row.abstained else np.nan)
 
 
-@register_measure("AbstentionRecall", **_GOLD, summary="abstained, over the unanswerable queries")
 def abstention_recall(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(row.abstained) if _has_gold(row) and not row.answerable else np.nan)
 
@@ -233,34 +215,24 @@ def _relevant(grades, rel: int) -> int:
     return sum(1 for grade in grades if grade >= rel)
 
 
-@register_measure("CitationPrecision", **_GRADED, summary="cited passages judged relevant / cited passages "
-                  "(domain: answers with a citation)")
 def citation_precision(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(_relevant(row.citation_grades, m.rel), len(row.citation_grades))
                       if _answered(row) else np.nan)
 
 
-@register_measure("CitationRecall", **_GRADED, summary="relevant context passages cited / relevant context passages "
-                  "(domain: answers whose context holds a relevant passage)")
 def citation_recall(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(_relevant(row.citation_grades, m.rel), _relevant(row.context_grades, m.rel))
                       if _answered(row) else np.nan)
 
 
-@register_measure("ClaimSupport", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="answer sentences supported by a cited passage / answer sentences (domain: answers)")
 def claim_support(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(row.supported_claims, row.claims) if _answered(row) else np.nan)
 
 
-@register_measure("UnsupportedAnswer", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="the answer has a sentence no cited passage supports (0 when abstained)")
 def unsupported_answer(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(_answered(row) and row.supported_claims < row.claims))
 
 
-@register_measure("EvidenceCoverage", **_GRADED, summary="relevant passages in the context / relevant passages "
-                  "(domain: queries with one)")
 def evidence_coverage(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(_relevant(row.context_grades, m.rel), _relevant(row.judged_grades, m.rel)))
 
@@ -269,8 +241,6 @@ def _relevant_parents(grades, parents, rel: int) -> set:
     return {parent for grade, parent in zip(grades, parents) if grade >= rel}
 
 
-@register_measure("ParentCoverage", **_GRADED, summary="parents of relevant passages found in the context / parents "
-                  "of relevant passages (domain: queries with one)")
 def parent_coverage(m: Measure, rag: RagInput) -> np.ndarray:
     def kernel(row) -> float:
         wanted = _relevant_parents(row.judged_grades, row.judged_parents, m.rel)
@@ -278,38 +248,26 @@ def parent_coverage(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(kernel)
 
 
-@register_measure("ContextPrecision", **_GRADED, summary="relevant passages in the context / context passages "
-                  "(domain: queries with a relevant passage)")
 def context_precision(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(_relevant(row.context_grades, m.rel), len(row.context_grades))
                       if _relevant(row.judged_grades, m.rel) else np.nan)
 
 
-@register_measure("Redundancy", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="context passages whose parent was already selected / context passages")
 def redundancy(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(sum(row.context_redundant), len(row.context_redundant)))
 
 
-@register_measure("NearDuplicates", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="context passages near-duplicating an earlier one (token Jaccard) / context passages")
 def near_duplicates(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: _ratio(sum(row.context_near_duplicate), len(row.context_near_duplicate)))
 
 
-@register_measure("ContextTokens", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="tokens in the selected context (words and punctuation marks)")
 def context_tokens(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(row.context_tokens))
 
 
-@register_measure("AnswerTokens", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="prompt + completion tokens the generator reported (0 for the extractive one)")
 def answer_tokens(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(row.prompt_tokens + row.completion_tokens))
 
 
-@register_measure("AnswerCost", parameters=(), needs="rag", cutoff=False, defines_no_relevant=True,
-                  summary="generation cost in USD from the configured token prices")
 def answer_cost(m: Measure, rag: RagInput) -> np.ndarray:
     return rag.values(lambda row: float(row.cost_usd))

@@ -19,10 +19,11 @@ Parameters:
 - ``judged_only``: remove unjudged documents before scoring (trec_eval -J, "condensed lists");
   as in trec_eval, a negative grade counts as unjudged there.
 
-A family is declared once, on its kernel, with ``register_measure``. The kernel receives the
-Measure and the per-query input its family ``needs``, built once per evaluation by the builder
-registered for that input kind with ``register_input``, and returns one float64 per query.
-Third-party packages register families through the ``rerankeval.measures`` entry-point group.
+A built-in family is declared once, as data, in ``families`` (``declare``): its signature and where its kernel
+lives, imported the first time a value is computed, so reading a measure name never loads a kernel. The kernel receives
+the Measure and the per-query input its family ``needs``, built once per evaluation by the builder declared for that
+input kind (``declare_input``), and returns one float64 per query. Third-party packages register families through the
+``rerankeval.measures`` entry-point group, with ``register_measure`` on the kernel itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from importlib import import_module
 
 import numpy as np
 
@@ -61,14 +63,47 @@ class Family:
     trec_eval: str | None
     trec_eval_uncut: str | None
     needs: str
-    kernel: Kernel
+    kernel_at: Kernel | str
+    """The kernel, or where it lives: ``module:function`` of this package, imported at the first value."""
     defines_no_relevant: bool = False
+
+    @property
+    def kernel(self) -> Kernel:
+        return _resolved(self.kernel_at)
 
 
 FAMILIES: Registry[Family] = Registry("measure", "rerankeval.measures", ignore_case=True)
 """Measure families by name and alias, any letter case; plugins register through the ``rerankeval.measures``
 entry-point group."""
-INPUTS: Registry[Callable] = Registry("measure input kind")
+INPUTS: Registry[Callable | str] = Registry("measure input kind")
+
+
+def _resolved(target: Callable | str) -> Callable:
+    """A kernel or input builder, importing its module (``module:function`` in this package) when given by name."""
+    if not isinstance(target, str):
+        return target
+    module, _, function = target.partition(":")
+    return getattr(import_module(f"{__package__}.{module}"), function)
+
+
+def declare(name: str, *, cutoff: bool, parameters: tuple[str, ...] = (), summary: str, kernel: str,
+            aliases: tuple[str, ...] = (), trec_eval: str | None = None, trec_eval_uncut: str | None = None,
+            needs: str = "ranking", defines_no_relevant: bool = False) -> None:
+    """Declare a built-in family whose kernel is ``kernel`` (``module:function`` in this package)."""
+    _check_parameters(name, parameters)
+    FAMILIES.add(name, Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval, trec_eval_uncut,
+                              needs, kernel, defines_no_relevant), aliases)
+
+
+def declare_input(kind: str, builder: str) -> None:
+    """Declare that the input kind ``kind`` is built by ``builder`` (``module:function`` in this package)."""
+    INPUTS.add(kind, builder)
+
+
+def _check_parameters(name: str, parameters: tuple[str, ...]) -> None:
+    unknown = [p for p in parameters if p not in PARAMETERS]
+    if unknown:
+        raise ValueError(f"measure {name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
 
 
 def register_measure(
@@ -83,10 +118,9 @@ def register_measure(
     needs: str = "ranking",
     defines_no_relevant: bool = False,
 ) -> Callable[[Kernel], Kernel]:
-    """Decorator declaring a measure family on its kernel ``kernel(measure, input) -> per-query values``."""
-    unknown = [p for p in parameters if p not in PARAMETERS]
-    if unknown:
-        raise ValueError(f"measure {name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
+    """Decorator declaring a measure family on its kernel ``kernel(measure, input) -> per-query values`` (a plugin's
+    way; the built-in families are declared in ``families``)."""
+    _check_parameters(name, parameters)
 
     def register(kernel: Kernel) -> Kernel:
         FAMILIES.add(name, Family(name, tuple(aliases), cutoff, tuple(parameters), summary, trec_eval,
@@ -115,7 +149,7 @@ def families() -> tuple[Family, ...]:
 
 
 def build_input(kind: str, matrix) -> object:
-    return INPUTS.get(kind)(matrix)
+    return _resolved(INPUTS.get(kind))(matrix)
 
 
 def measure_names() -> str:

@@ -8,25 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Measure, register_input, register_measure
+from .base import Measure
 from .ranking import RankedLists, ratio, top
 
 
-@register_input("candidate_order")
 def candidate_input(matrix) -> RankedLists:
     if matrix.candidate_grades is None:
         raise ValueError("this GradeMatrix was built without candidate_order; CandidateRecall and Coverage need it")
     return RankedLists(matrix.candidate_grades, matrix)
 
 
-@register_measure("CandidateRecall", cutoff=True, parameters=("rel",), needs="candidate_order",
-                  summary="Success@k over the candidates in their original (fused_rank) order")
 def candidate_recall(m: Measure, candidates: RankedLists) -> np.ndarray:
     return (top(candidates.grades, m.cutoff) >= m.rel).any(axis=1).astype(np.float64)
 
 
-@register_measure("Coverage", cutoff=True, parameters=("rel",), needs="candidate_order",
-                  summary="relevant documents in the candidates' top k (fused_rank order) / relevant ones")
 def coverage(m: Measure, candidates: RankedLists) -> np.ndarray:
     found = np.count_nonzero(top(candidates.grades, m.cutoff) >= m.rel, axis=1)
     return ratio(found, candidates.n_judged(m.rel))

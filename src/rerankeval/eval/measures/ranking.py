@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Measure, register_input, register_measure
+from .base import Measure
 
 # 2 ** 1024 overflows float64.
 _MAX_EXP_GRADE = 1023
@@ -126,7 +126,6 @@ class RankedLists:
         return np.bincount(self.matrix.judged_rows[within], weights=weights, minlength=self.n)
 
 
-@register_input("ranking")
 def ranking_input(matrix) -> RankedLists:
     return RankedLists(matrix.grades, matrix)
 
@@ -135,27 +134,19 @@ def _found(m: Measure, lists: RankedLists) -> np.ndarray:
     return np.count_nonzero(top(lists.relevant(m.rel, m.judged_only), m.cutoff), axis=1)
 
 
-@register_measure("Success", aliases=("Hit",), cutoff=True, parameters=("rel", "judged_only"),
-                  trec_eval="success", summary="1 if a relevant document is in the top k, else 0")
 def success(m: Measure, lists: RankedLists) -> np.ndarray:
     return top(lists.relevant(m.rel, m.judged_only), m.cutoff).any(axis=1).astype(np.float64)
 
 
-@register_measure("P", cutoff=True, parameters=("rel", "judged_only"), trec_eval="P", trec_eval_uncut="set_P",
-                  summary="relevant documents in the top k / k")
 def precision(m: Measure, lists: RankedLists) -> np.ndarray:
     # trec_eval divides by k even when the list is shorter; without cutoff P is set precision.
     return ratio(_found(m, lists), m.cutoff if m.cutoff is not None else lists.lengths(m.judged_only))
 
 
-@register_measure("R", cutoff=True, parameters=("rel", "judged_only"), trec_eval="recall",
-                  trec_eval_uncut="set_recall", summary="relevant documents in the top k / relevant documents")
 def recall(m: Measure, lists: RankedLists) -> np.ndarray:
     return ratio(_found(m, lists), lists.n_judged(m.rel))
 
 
-@register_measure("Rprec", cutoff=False, parameters=("rel", "judged_only"), trec_eval="Rprec",
-                  summary="precision at rank R, R = number of relevant documents")
 def r_precision(m: Measure, lists: RankedLists) -> np.ndarray:
     relevant = lists.relevant(m.rel, m.judged_only)
     n_relevant = lists.n_judged(m.rel)
@@ -163,8 +154,6 @@ def r_precision(m: Measure, lists: RankedLists) -> np.ndarray:
     return ratio(np.count_nonzero(relevant & within_r, axis=1), n_relevant)
 
 
-@register_measure("RR", aliases=("MRR",), cutoff=True, parameters=("rel", "judged_only"),
-                  trec_eval_uncut="recip_rank", summary="1 / rank of the first relevant document in the top k")
 def reciprocal_rank(m: Measure, lists: RankedLists) -> np.ndarray:
     head = top(lists.relevant(m.rel, m.judged_only), m.cutoff)
     first = head.argmax(axis=1)
@@ -172,8 +161,6 @@ def reciprocal_rank(m: Measure, lists: RankedLists) -> np.ndarray:
     return np.where(found, 1.0 / (first + 1), 0.0)
 
 
-@register_measure("AP", aliases=("MAP",), cutoff=True, parameters=("rel", "judged_only"), trec_eval="map_cut",
-                  trec_eval_uncut="map", summary="sum of precision at each relevant rank <= k / relevant documents")
 def average_precision(m: Measure, lists: RankedLists) -> np.ndarray:
     head = top(lists.relevant(m.rel, m.judged_only), m.cutoff)
     found_so_far = np.cumsum(head, axis=1, dtype=np.int32)
@@ -182,20 +169,14 @@ def average_precision(m: Measure, lists: RankedLists) -> np.ndarray:
     return ratio(precision_sum, lists.n_judged(m.rel))
 
 
-@register_measure("DCG", cutoff=True, parameters=("gain", "judged_only"),
-                  summary="sum of gain / log2(rank + 1) over the top k")
 def dcg(m: Measure, lists: RankedLists) -> np.ndarray:
     return lists.dcg(lists.lists(m.judged_only), m.cutoff, m.gain)
 
 
-@register_measure("nDCG", cutoff=True, parameters=("gain", "idcg", "judged_only"), trec_eval="ndcg_cut",
-                  trec_eval_uncut="ndcg", summary="DCG@k / ideal DCG@k")
 def ndcg(m: Measure, lists: RankedLists) -> np.ndarray:
     return ratio(dcg(m, lists), lists.ideal_dcg(m.cutoff, m.gain, m.idcg))
 
 
-@register_measure("Bpref", cutoff=False, parameters=("rel",), trec_eval="bpref",
-                  summary="trec_eval bpref: sum over relevant of 1 - min(nonrel above, R) / min(N, R), / R")
 def bpref(m: Measure, lists: RankedLists) -> np.ndarray:
     grades = lists.grades
     relevant = lists.relevant(m.rel, False)
@@ -212,8 +193,6 @@ def bpref(m: Measure, lists: RankedLists) -> np.ndarray:
     return ratio(np.sum(np.where(relevant, 1.0 - penalty, 0.0), axis=1), n_relevant)
 
 
-@register_measure("Judged", cutoff=True,
-                  summary="judged documents in the top k / documents in the top k (1 - unjudged rate)")
 def judged(m: Measure, lists: RankedLists) -> np.ndarray:
     unjudged = lists.matrix.unjudged
     found = np.count_nonzero(top(lists.grades, m.cutoff) > unjudged, axis=1)

@@ -1,5 +1,6 @@
 """Generator kinds: one file per kind, registered with ``register_generator`` (plugins: the
-``rerankeval.generators`` entry-point group).
+``rerankeval.generators`` entry-point group, where pyproject.toml declares the built-in ones: a kind is imported when
+its name is looked up).
 
     @register_generator("my_kind", MyConfig)
     class MyGenerator(Generator): ...
@@ -25,12 +26,7 @@ def register_generator(kind: str, config_class: type[GeneratorConfig]) -> Callab
     return register
 
 
-def _load_builtin() -> None:
-    from . import extractive, local_llm, openai_compatible  # noqa: F401  (register the built-in kinds)
-
-
 def parse_generator_config(mapping: Mapping[str, Any], where: str = "rag.generator") -> GeneratorConfig:
-    _load_builtin()
     kind = mapping.get("kind") if isinstance(mapping, Mapping) else None
     if not isinstance(kind, str):
         raise ConfigError(f"{where}.kind: required; one of {', '.join(GENERATORS)}.")

@@ -22,7 +22,7 @@ from ...core.hashing import sha256_text
 from ...data.beir import utf8_lines
 from ...data.snapshot import Snapshot
 from ...data.trec import read_trec_run
-from ...eval.engine import assign_ranks
+from ...eval.ranks import assign_ranks
 from ..candidates import passages_table
 from ..config import RunConfig
 from ..text import passage_text

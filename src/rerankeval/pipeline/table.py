@@ -1,0 +1,162 @@
+"""The pipeline's shape as data: every DVC stage, what it reads and what it writes, in one typed table.
+
+``python -m rerankeval.pipeline.render`` writes the whole of dvc.yaml from this table (a test fails when the committed
+file differs); the entry point (``python -m rerankeval.pipeline <stage> [<system>]``) runs a stage's module with the
+settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A stage's
+code deps are the import closure of its own module and of the config modules of the settings it reads
+(``pipeline.render``); the code of the kinds its settings name (system kinds, the generator) is fingerprinted by the
+``code`` stage into one file per consumer (``pipeline.code``), since DVC cannot list a different set of files for each
+system of a ``foreach``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PATHS = {
+    "snapshot": "data/snapshot",
+    "candidates": "data/candidates.parquet",
+    "passages": "data/passages.parquet",
+    "first_stage": "data/first_stage.parquet",
+    "code": "data/code",
+    "runs": "data/runs",
+    "contexts": "data/contexts",
+    "answers": "data/answers",
+    "calibration": "data/calibration.json",
+    "eval": "data/eval",
+    "sweeps": "data/sweeps",
+    "latency": "data/latency",
+    "reports": "reports",
+}
+"""Every artefact folder and file, rendered as dvc.yaml's ``vars: paths`` (``PipelinePaths`` reads them there, in any
+revision's dvc.yaml)."""
+
+SYSTEM = "{system}"
+"""In a per-system stage's ``reads`` and files: the system the stage instance runs (``${key}`` in dvc.yaml)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output as dvc.yaml declares it: ``cache: false`` for what git tracks (reports, small timing records),
+    ``persist`` for what a stage updates in place, ``metric`` for what ``dvc metrics`` reads."""
+
+    path: str
+    cache: bool = True
+    persist: bool = False
+    metric: bool = False
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One DVC stage: ``module`` (in this package) runs it as ``run(settings, paths[, system])``."""
+
+    name: str
+    about: str
+    """Rendered as the comment above the stage in dvc.yaml."""
+    reads: tuple[str, ...]
+    """The settings it reads, as dotted params.yaml keys: its DVC ``params`` and its settings view."""
+    inputs: tuple[str, ...]
+    """Data it reads, spelt as dvc.yaml spells deps (``${paths.snapshot}``, ``${dataset.path}``)."""
+    outputs: tuple[Output, ...]
+    per_system: bool = False
+    kinds: str | None = None
+    """The kinds it builds, named by its settings: ``system`` (a per-system stage's system, its components at any
+    depth), ``systems`` (every system's) or ``generator`` (rag.generator's). It depends on their code's fingerprint,
+    which the ``code`` stage writes to ``${paths.code}/`` (``kinds_file``)."""
+
+    @property
+    def module(self) -> str:
+        return f"rerankeval.pipeline.{self.name}"
+
+
+def _paths(*names: str) -> tuple[str, ...]:
+    return tuple(f"${{paths.{name}}}" for name in names)
+
+
+FROZEN = _paths("snapshot", "candidates", "passages")
+FIT_SPLIT = ("dataset.name", "dataset.path", "retrieval", "train.fallback_path")
+"""What reading a fitting split reads (``systems.splits``): the split's candidates, or train.fallback_path's frozen
+with the retrieval settings when the dataset has none."""
+
+STAGES: tuple[Stage, ...] = (
+    Stage("code", "The code of the kinds each stage builds (its systems' kinds and their components', the generator), "
+          "fingerprinted per consumer: a kind's edit re-runs the stages that build it and no other.",
+          reads=("systems", "rag.generator"), inputs=("src/rerankeval", "pyproject.toml"),
+          outputs=(Output("${paths.code}"),)),
+    Stage("snapshot", "The collection as content-hashed tables (rerankeval.data.snapshot).",
+          reads=("dataset.name", "dataset.path", "dataset.splits", "dataset.eval_split", "dataset.sample"),
+          inputs=("${dataset.path}",), outputs=(Output("${paths.snapshot}"),)),
+    Stage("freeze", "The candidates every system reranks, with their exact text bytes (rerankeval.retrieval).",
+          reads=("retrieval",),
+          inputs=("${paths.snapshot}/corpus.parquet", "${paths.snapshot}/queries.parquet", "${retrieval.depends_on}"),
+          outputs=(Output("${paths.candidates}"), Output("${paths.passages}"), Output("${paths.first_stage}"))),
+    Stage("train", "Fine-tunes our cross-encoder (systems.ce_minilm_ft) on the train split only, or on "
+          "train.fallback_path's when the dataset has none (rerankeval.training).",
+          reads=("train", "dataset.eval_split", *FIT_SPLIT),
+          inputs=(*FROZEN, "${train.fallback_path}"), outputs=(Output("${train.out_dir}"),)),
+    Stage("rerank", "One stage per system. `depends_on` (conf/system/*.yaml) is the model directory or run file DVC "
+          "watches for it; the code of its kind and its components' is in its code fingerprint.",
+          reads=(f"systems.{SYSTEM}", "dataset.eval_split", *FIT_SPLIT),
+          inputs=(*FROZEN, "${item.depends_on}"),
+          outputs=(Output(f"${{paths.runs}}/run_{SYSTEM}.parquet"), Output(f"${{paths.runs}}/latency_{SYSTEM}.parquet"),
+                   Output(f"${{paths.runs}}/seed_runs_{SYSTEM}.parquet")),
+          per_system=True, kinds="system"),
+    Stage("latency", "The latency the verdict reads, measured on its own for every system: warmed up, repeated "
+          "rounds, nothing cached, noise stated (rerankeval.serving.measure). With serving.loadtest.enabled (off in "
+          "the demo) also the served model under load.",
+          reads=("serving", "systems", "system_names", "dataset.eval_split", *FIT_SPLIT),
+          inputs=(*FROZEN, "${paths.runs}"),
+          outputs=(Output("${paths.latency}", cache=False, persist=True),
+                   Output("${paths.reports}/loadtest.json", cache=False, metric=True)),
+          kinds="systems"),
+    Stage("select", "Stage 3 of the funnel: the context each system's ranking gives the generator "
+          "(rerankeval.rag.select).",
+          reads=("rag.select", "retrieval", "dataset.eval_split"),
+          inputs=(*FROZEN, f"${{paths.runs}}/run_{SYSTEM}.parquet"),
+          outputs=(Output(f"${{paths.contexts}}/context_{SYSTEM}.parquet"),), per_system=True),
+    Stage("calibrate", "The generator's calibrated settings (the extractive abstention threshold), fitted once on the "
+          "train split.",
+          reads=("rag.select", "rag.generator", "rag.calibration_split"),
+          inputs=FROZEN, outputs=(Output("${paths.calibration}"),), kinds="generator"),
+    Stage("generate", "Stage 4: one generator, prompt and budget for every system (rerankeval.rag.generators).",
+          reads=("rag.generator", "rag.claims", "dataset.eval_split"),
+          inputs=(*FROZEN, f"${{paths.contexts}}/context_{SYSTEM}.parquet", "${paths.calibration}"),
+          outputs=(Output(f"${{paths.answers}}/answers_{SYSTEM}.parquet"),
+                   Output(f"${{paths.answers}}/timing_{SYSTEM}.parquet")),
+          per_system=True, kinds="generator"),
+    Stage("evaluate", "Per-query measures under their declared conventions (rerankeval.eval).",
+          reads=("rag.measures", "evaluation.measures", "evaluation.oracle_measures", "evaluation.depths",
+                 "evaluation.depth_measures", "evaluation.no_relevant", "dataset.eval_split", "retrieval.top_n",
+                 "system_names"),
+          inputs=_paths("snapshot", "candidates", "first_stage", "runs", "contexts", "answers"),
+          outputs=(Output("${paths.eval}"), Output("${paths.reports}/metrics.json", cache=False, metric=True))),
+    Stage("compare", "The typed analysis: paired CIs, verdicts, claims, power, the judging queue (rerankeval.stats).",
+          reads=("compare", "dataset.eval_split", "dataset.critical_slices", "evaluation.warmup_queries", "systems",
+                 "system_names"),
+          inputs=(*_paths("snapshot", "eval", "runs", "latency"), "${paths.reports}/loadtest.json"),
+          outputs=(Output("${paths.reports}/compare.json", cache=False, metric=True),
+                   Output("${paths.reports}/verdicts.json", cache=False, metric=True),
+                   Output("${paths.reports}/judging_queue.tsv", cache=False))),
+    Stage("sweep", "Policy sweeps (params `policies`) over stored scores, after every rerank stage so their pairs are "
+          "in the cache.",
+          reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT),
+          inputs=_paths("snapshot", "candidates", "runs"), outputs=(Output("${paths.sweeps}"),), kinds="systems"),
+    Stage("report", "The decision page, details, plots and the offline site, rendered from the analysis.",
+          reads=("evaluation", "compare", "retrieval", "dataset.name", "dataset.eval_split", "systems", "rag",
+                 "train.out_dir"),
+          inputs=(*_paths("snapshot", "candidates", "passages", "eval", "runs", "latency"),
+                  "${paths.reports}/loadtest.json", *_paths("contexts", "answers", "calibration", "sweeps"),
+                  *(f"${{paths.reports}}/{name}" for name in ("metrics.json", "compare.json", "verdicts.json",
+                                                             "judging_queue.tsv")),
+                  "${train.out_dir}"),
+          outputs=tuple(Output(f"${{paths.reports}}/{name}", cache=False)
+                        for name in ("report.md", "details.md", "evaluation.yaml", "plots", "site"))),
+)
+
+BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+def kinds_file(stage: Stage, system: str = SYSTEM) -> str:
+    """The name (in ``paths.code``) of the fingerprint of the kinds ``stage`` builds (for ``system``)."""
+    return {"system": f"{stage.name}_{system}.json", "systems": f"{stage.name}.json",
+            "generator": "generator.json"}[stage.kinds]

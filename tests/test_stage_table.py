@@ -1,0 +1,126 @@
+"""The pipeline's shape is the stage table: dvc.yaml is its rendering, each stage's DVC params are the settings it may
+read, and a stage's code deps (its static import closure, plus the ``code`` stage's fingerprint of the kinds it
+builds) hold the code it runs and not the code it does not: an edit re-runs what it touches."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rerankeval.pipeline import code as code_stage
+from rerankeval.pipeline.params import UndeclaredSetting, load_params
+from rerankeval.pipeline.paths import PipelinePaths
+from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
+from rerankeval.pipeline.table import BY_NAME, STAGES, SYSTEM
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def static_closure(stage: str) -> set[str]:
+    return {str(path) for path in import_closure(stage_modules(BY_NAME[stage]), REPO)}
+
+
+def rerun_by_static_deps(edited: str) -> set[str]:
+    """The stages whose listed code deps hold ``edited`` (a file, or inside a listed folder)."""
+    return {stage.name for stage in STAGES
+            if any(edited == dep or edited.startswith(dep.rstrip("/") + "/") for dep in code_deps(stage, REPO))
+            or any(edited.startswith(path + "/") for path in stage.inputs)}
+
+
+def test_the_committed_dvc_yaml_is_the_rendering_of_the_stage_table():
+    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == render(REPO), \
+        "dvc.yaml differs from the stage table. Fix: python -m rerankeval.pipeline.render --write"
+
+
+def test_each_stage_declares_the_outputs_pipeline_paths_says_it_writes():
+    paths = PipelinePaths.load(REPO / "dvc.yaml")
+    values = {f"${{paths.{name}}}": str(getattr(paths, name)) for name in paths.__dataclass_fields__}
+    for stage in STAGES:
+        declared = []
+        for output in stage.outputs:
+            if output.path.startswith("${train."):
+                continue
+            path = output.path
+            for key, value in values.items():
+                path = path.replace(key, value)
+            declared.append(str(Path(path)))
+        assert sorted(declared) == sorted(str(path) for path in paths.outputs(stage.name)), stage.name
+
+
+def test_a_stage_reading_a_setting_it_does_not_declare_fails_loudly():
+    params = load_params(REPO / "params.yaml", stage="snapshot")
+    assert params.dataset.eval_split
+    with pytest.raises(UndeclaredSetting, match=r"stage snapshot reads dataset.critical_slices.*table.py"):
+        params.dataset.critical_slices
+    with pytest.raises(UndeclaredSetting, match=r"stage snapshot reads compare"):
+        params.compare
+
+
+def test_each_stage_s_dvc_params_are_its_declared_reads():
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for stage in STAGES:
+        rendered = stages[stage.name].get("do", stages[stage.name])["params"]
+        assert rendered == [key.replace(SYSTEM, "${key}") for key in stage.reads]
+
+
+def test_a_measure_kernel_edit_does_not_rerun_snapshot_select_calibrate_or_the_code_fingerprints():
+    rerun = rerun_by_static_deps("src/rerankeval/eval/measures/ranking.py")
+    assert {"evaluate", "compare", "sweep", "report"} <= rerun
+    assert not rerun & {"snapshot", "select", "calibrate"}, rerun
+
+
+def test_the_serving_config_re_runs_latency_and_what_reads_its_outputs_only():
+    rerun = rerun_by_static_deps("src/rerankeval/serving/config.py") - {"code"}
+    assert rerun == {"latency", "compare", "report"}
+
+
+def test_no_static_closure_holds_a_kind_or_a_generator():
+    # baselines.py (fusion, bm25, dense, the column systems composites read) is the composites' shared code, not here.
+    kinds = ("src/rerankeval/systems/composite/blend.py",
+             "src/rerankeval/systems/composite/routed.py", "src/rerankeval/systems/composite/cascade.py",
+             "src/rerankeval/systems/learned/kinds.py", "src/rerankeval/rag/generators/local_llm.py",
+             "src/rerankeval/rag/generators/extractive.py")
+    for stage in STAGES:
+        if stage.name != "code":
+            assert not static_closure(stage.name) & set(kinds), stage.name
+
+
+def test_the_snapshot_stage_runs_no_candidates_systems_kernels_or_report_code():
+    code = static_closure("snapshot")
+    assert not {path for path in code if path.startswith(("src/rerankeval/systems/", "src/rerankeval/report/"))
+                or path.endswith(("engine.py", "matrix.py", "ranking.py", ".c"))}
+
+
+@pytest.fixture
+def fingerprints(tmp_path, monkeypatch):
+    """The code stage's fingerprints of the committed params, before and after an edit of a copy of src/."""
+    shutil.copytree(REPO / "src", tmp_path / "src", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    params = load_params(REPO / "params.yaml", stage="code")
+
+    def after(edited: str | None = None) -> dict[str, dict]:
+        if edited:
+            with open(tmp_path / edited, "a", encoding="utf-8") as handle:
+                handle.write("# an edit\n")
+        return code_stage.fingerprints(params)
+
+    return after
+
+
+def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(fingerprints):
+    before = fingerprints()
+    after = fingerprints("src/rerankeval/systems/composite/blend.py")
+    changed = {name for name in before if before[name] != after[name]}
+    systems = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["systems"]
+    built_on_blend = {f"rerank_{name}.json" for name, fingerprint in before.items() for name in [name[7:-5]]
+                      if name in systems and "blend" in fingerprint.get("kinds", {}).values()}
+    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json"}
+    assert "rerank_oracle.json" not in changed and "rerank_random.json" not in changed
+
+
+def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
+    before = fingerprints()
+    assert json.loads(json.dumps(before["generator.json"]))["kinds"] == {"generator": "extractive"}
+    assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
