@@ -285,3 +285,38 @@ def test_the_projects_default_remote_is_a_folder_in_the_users_cache(tmp_path):
     run(repo, "env", f"HOME={home}", sys.executable, "-m", "dvc", "push", "--quiet")
     assert [path.name for path in (home / ".cache" / "rerankeval" / "dvc-remote").rglob("*") if path.is_file()]
 
+
+@pytest.fixture
+def s3_endpoint(monkeypatch):
+    """An S3-compatible server (moto) on a free port of 127.0.0.1 with an empty bucket `outputs`; stopped after."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="outputs")
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def test_an_s3_remote_takes_the_push_gives_the_pull_and_serves_the_diff(two_revisions, s3_endpoint, tmp_path):
+    for where in ("--local", "--project"):
+        dvc(two_revisions, "remote", "add", where, "--default", "s3", "s3://outputs/rerankeval")
+        dvc(two_revisions, "remote", "modify", where, "s3", "endpointurl", s3_endpoint)
+    run(two_revisions, "git", "commit", "--quiet", "-am", "the s3 remote")
+    dvc(two_revisions, "push", "--quiet", "--all-commits")
+
+    clone = tmp_path / "clone"
+    run(tmp_path, "git", "clone", "--quiet", str(two_revisions), str(clone))
+    dvc(clone, "pull", "--quiet")
+    assert (clone / "data/eval/per_query.parquet").read_bytes() == \
+        (two_revisions / "data/eval/per_query.parquet").read_bytes()
+    assert diff("before", "--repo", str(clone), "--output", str(tmp_path / "diff.md")) == 0
+    assert "- `systems.reranker.boost`: `0.0` → `0.15`" in (tmp_path / "diff.md").read_text()
