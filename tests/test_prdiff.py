@@ -16,6 +16,7 @@ import yaml
 
 from rerankeval.stats.config import CompareConfig
 from rerankeval.cli.main import _diff as run_diff
+from rerankeval.cli.main import main as cli
 from rerankeval.report.prdiff import COMMENT_MARKER, add_diff_arguments, load_revision, markdown_comment
 from rerankeval.stats.revisions import Revision, diff_revisions, params_changes
 
@@ -218,8 +219,104 @@ def test_diff_of_two_dvc_revisions(two_revisions, tmp_path):
                 "--fail-on-regression") == 1
 
     shutil.rmtree(two_revisions / ".dvc" / "cache")
-    with pytest.raises(ValueError, match=r"revision before \(\w+\): cannot read .*git checkout before && dvc repro"
-                                         r".*dvc pull"):
+    with pytest.raises(ValueError, match=r"revision before \(\w+\): data/eval/per_query.parquet is not in the local "
+                                         r"DVC cache, and no DVC remote is configured .*; then, on a checkout of "
+                                         r"before .*run `dvc push`"):
         diff("before", "--repo", repo)
     with pytest.raises(ValueError, match="unknown git revision 'nope'"):
         diff("nope", "--repo", repo)
+
+
+# --------------------------------------------------------------------------- a fresh clone, its outputs on a remote
+
+
+def dvc(repo, *args):
+    run(repo, sys.executable, "-m", "dvc", *args)
+
+
+@pytest.fixture
+def pushed(two_revisions, tmp_path):
+    """The repo with every commit's outputs pushed to a local-directory remote, which .dvc/config names only after
+    both tags (as for history older than the setting): the push takes it from .dvc/config.local, which applies to
+    every revision, and the clone from the committed .dvc/config."""
+    for where in ("--local", "--project"):
+        dvc(two_revisions, "remote", "add", where, "--default", "shared", str(tmp_path / "remote"))
+    run(two_revisions, "git", "commit", "--quiet", "-am", "the shared remote")
+    dvc(two_revisions, "push", "--quiet", "--all-commits")
+    return two_revisions
+
+
+def test_a_fresh_clone_diffs_revisions_from_the_remote(pushed, tmp_path):
+    clone = tmp_path / "clone"
+    run(tmp_path, "git", "clone", "--quiet", str(pushed), str(clone))
+    assert not (clone / ".dvc" / "cache").exists()
+
+    assert diff("before", "after", "--repo", str(clone), "--json", "--output", str(tmp_path / "diff.json")) == 0
+    ndcg = next(c for c in json.loads((tmp_path / "diff.json").read_text())["comparisons"] if c["metric"] == "nDCG@10")
+    assert ndcg["delta"] == pytest.approx(0.05)
+
+
+def test_a_remote_without_the_revision_says_what_to_push_and_exits_2(pushed, tmp_path, capsys):
+    clone = tmp_path / "clone"
+    run(tmp_path, "git", "clone", "--quiet", str(pushed), str(clone))
+    (tmp_path / "empty").mkdir()
+    dvc(clone, "remote", "modify", "--local", "shared", "url", str(tmp_path / "empty"))
+
+    assert cli(["diff", "before", "after", "--repo", str(clone)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("rerankeval diff: error: revision before (") and "Traceback" not in error
+    assert (f"the DVC remote 'shared' ({tmp_path / 'empty'}) lacks data/eval/per_query.parquet of that revision"
+            in error)
+    assert ("To fix: on a checkout of before whose DVC outputs are in its cache (where `dvc repro` made them), run "
+            f"`dvc push -r shared` (that revision's .dvc/config predates the remote: first `dvc remote add --local "
+            f"shared {tmp_path / 'empty'}` there)." in error)
+
+
+def test_the_projects_default_remote_is_a_folder_in_the_users_cache(tmp_path):
+    """`dvc push` with the project's .dvc/config works out of the box: into ~/.cache/rerankeval/dvc-remote."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run(repo, "git", "init", "--quiet")
+    dvc(repo, "init", "--quiet")
+    shutil.copy(Path(__file__).parents[1] / ".dvc" / "config", repo / ".dvc" / "config")
+    (repo / "numbers.txt").write_text("0.5\n")
+    dvc(repo, "add", "--quiet", "numbers.txt")
+    home = tmp_path / "home"
+    run(repo, "env", f"HOME={home}", sys.executable, "-m", "dvc", "push", "--quiet")
+    assert [path.name for path in (home / ".cache" / "rerankeval" / "dvc-remote").rglob("*") if path.is_file()]
+
+
+@pytest.fixture
+def s3_endpoint(monkeypatch):
+    """An S3-compatible server (moto) on a free port of 127.0.0.1 with an empty bucket `outputs`; stopped after."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="outputs")
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def test_an_s3_remote_takes_the_push_gives_the_pull_and_serves_the_diff(two_revisions, s3_endpoint, tmp_path):
+    for where in ("--local", "--project"):
+        dvc(two_revisions, "remote", "add", where, "--default", "s3", "s3://outputs/rerankeval")
+        dvc(two_revisions, "remote", "modify", where, "s3", "endpointurl", s3_endpoint)
+    run(two_revisions, "git", "commit", "--quiet", "-am", "the s3 remote")
+    dvc(two_revisions, "push", "--quiet", "--all-commits")
+
+    clone = tmp_path / "clone"
+    run(tmp_path, "git", "clone", "--quiet", str(two_revisions), str(clone))
+    dvc(clone, "pull", "--quiet")
+    assert (clone / "data/eval/per_query.parquet").read_bytes() == \
+        (two_revisions / "data/eval/per_query.parquet").read_bytes()
+    assert diff("before", "--repo", str(clone), "--output", str(tmp_path / "diff.md")) == 0
+    assert "- `systems.reranker.boost`: `0.0` → `0.15`" in (tmp_path / "diff.md").read_text()

@@ -12,6 +12,7 @@ import io
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,8 @@ COMMENT_MARKER = "<!-- rerankeval-diff -->"
 
 
 def load_revision(repo: str | Path, rev: str | None) -> Revision:
-    """A git revision's evaluate outputs from the DVC cache (or a remote); the working tree's files when rev is None."""
+    """A git revision's evaluate outputs from the DVC cache, else streamed from the checkout's default DVC remote;
+    the working tree's files when rev is None."""
     import pyarrow.parquet as pq
     import yaml
     from dvc.api import DVCFileSystem
@@ -43,47 +45,109 @@ def load_revision(repo: str | Path, rev: str | None) -> Revision:
     from ..data.snapshot import MANIFEST
     from ..stats.revisions import Revision
 
-
     repo = Path(repo)
     if rev is None:
-        label, fs = WORKING_TREE, None
+        label, fs, remote = WORKING_TREE, None, None
     else:
         label = f"{rev} ({_short_commit(repo, rev)})"
-        fs = DVCFileSystem(str(repo), rev=rev)
+        remote = checkout_remote(repo)
+        # The checkout's remote, not the revision's .dvc/config: a base revision may predate the remote's setting.
+        fs = DVCFileSystem(str(repo), rev=rev, **({"remote": remote.name, "remote_config": remote.settings}
+                                                   if remote else {}))
 
     def read(path: Path) -> bytes:
         if fs is None:
             return (repo / path).read_bytes()
-        with fs.open(path.as_posix(), "rb") as handle:
+        # cache=True: a file streamed from a cloud remote is kept in the local cache, as `dvc fetch` would (a
+        # local-directory remote is read in place).
+        with fs.open(path.as_posix(), "rb", cache=True) as handle:
             return handle.read()
+
+    def read_output(path: Path) -> bytes:
+        try:
+            return read(path)
+        # DVC reports a missing cache as any of these, depending on what is missing (directory listing or a file).
+        except (DvcException, DataIndexError, OSError) as error:
+            raise ValueError(_missing_output_message(repo, label, rev, path, remote, error)) from None
 
     dvc_yaml = (repo / DVC_YAML).read_text() if rev is None else _git(repo, "show", f"{rev}:{DVC_YAML}")
     paths = pipeline_paths(dvc_yaml, f"{label}:{DVC_YAML}")
-    per_query_path = Path(paths["eval"]) / PER_QUERY_FILE
     snapshot_dir = Path(paths["snapshot"])
     try:
-        per_query = pq.read_table(io.BytesIO(read(per_query_path)))
-        queries = pq.read_table(io.BytesIO(read(snapshot_dir / "queries.parquet"))).to_pandas().set_index("query_id")
-        manifest = json.loads(read(snapshot_dir / MANIFEST))
-    # DVC reports a missing cache as any of these, depending on what is missing (directory listing or a file).
-    except (DvcException, DataIndexError, OSError) as error:
-        if rev is None:
-            raise ValueError(f"the working tree has no {per_query_path} or {snapshot_dir} ({error}); run `dvc repro` "
-                             "(or `dvc pull`) first.") from None
-        raise ValueError(f"revision {label}: cannot read {per_query_path} and {snapshot_dir} ({error}). They must be "
-                         "named by the revision's committed dvc.lock and be in the DVC cache: get them with "
-                         f"`git checkout {rev} && dvc repro`, or `dvc pull` from a remote that has them.") from None
-    # A system new in head is shown with head's own comparison; a revision without compare.json still diffs.
-    try:
-        compare = json.loads(read(Path(paths["reports"]) / COMPARE_FILE)) if "reports" in paths else None
-    except (DvcException, DataIndexError, OSError):
-        compare = None
+        per_query = pq.read_table(io.BytesIO(read_output(Path(paths["eval"]) / PER_QUERY_FILE)))
+        queries = pq.read_table(io.BytesIO(read_output(snapshot_dir / "queries.parquet")))
+        manifest = json.loads(read_output(snapshot_dir / MANIFEST))
+        # A system new in head is shown with head's own comparison; a revision without compare.json still diffs.
+        try:
+            compare = json.loads(read(Path(paths["reports"]) / COMPARE_FILE)) if "reports" in paths else None
+        except (DvcException, DataIndexError, OSError):
+            compare = None
     finally:
         if fs is not None:
             fs.close()
     params = yaml.safe_load((repo / PARAMS).read_text() if rev is None else _git(repo, "show", f"{rev}:{PARAMS}"))
-    return Revision(label, per_query.to_pandas(), queries[manifest["slice_columns"]],
-                    table_metadata(per_query).get("snapshot", {}), params, compare)
+    slices = queries.to_pandas().set_index("query_id")[manifest["slice_columns"]]
+    return Revision(label, per_query.to_pandas(), slices, table_metadata(per_query).get("snapshot", {}), params,
+                    compare)
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A DVC remote of the checkout's config (.dvc/config, .dvc/config.local, the user's and the system's)."""
+
+    name: str
+    settings: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return str(self.settings["url"])
+
+
+def checkout_remote(repo: Path) -> Remote | None:
+    """The checkout's default DVC remote (``core.remote``), None when it names none."""
+    from dvc.config import Config, ConfigError
+
+    try:
+        config = Config(dvc_dir=str(repo / ".dvc"))
+    except ConfigError as error:
+        raise ValueError(f"{repo / '.dvc' / 'config'}: {error}") from None
+    name = config["core"].get("remote")
+    if not name:
+        return None
+    if name not in config["remote"]:
+        raise ValueError(f"{repo / '.dvc' / 'config'}: core.remote names '{name}', which no [remote \"{name}\"] "
+                         f"section defines; add it (`dvc remote add {name} URL`) or fix core.remote.")
+    return Remote(name, dict(config["remote"][name]))
+
+
+def _missing_output_message(repo: Path, label: str, rev: str | None, path: Path, remote: Remote | None,
+                            error: Exception) -> str:
+    if rev is None:
+        return f"the working tree has no {path} ({error}); run `dvc repro` (or `dvc pull`) first."
+    # `git checkout REV && dvc repro` is no fix: on another CPU it cannot restore REV's hashes (timings, the
+    # trained model's bytes, the int8 run), so the outputs must come from the machine that made them.
+    checkout = f"on a checkout of {rev} whose DVC outputs are in its cache (where `dvc repro` made them)"
+    if remote is None:
+        return (f"revision {label}: {path} is not in the local DVC cache, and no DVC remote is configured to pull "
+                f"it from (core.remote in .dvc/config or .dvc/config.local). Add one (`dvc remote add -d NAME URL`, "
+                f"see README.md, \"Sharing outputs\"); then, {checkout}, run `dvc push` to it.")
+    fix = f"{checkout}, run `dvc push -r {remote.name}`"
+    if not _defines_remote(repo, rev, remote.name):
+        fix += (f" (that revision's .dvc/config predates the remote: first `dvc remote add --local {remote.name} "
+                f"{remote.url}` there)")
+    return (f"revision {label}: the DVC remote '{remote.name}' ({remote.url}) lacks {path} of that revision, and "
+            f"the local DVC cache has no copy ({error}). To fix: {fix}.")
+
+
+def _defines_remote(repo: Path, rev: str, name: str) -> bool:
+    """Whether the revision's committed .dvc/config defines the remote ``name``."""
+    from configobj import ConfigObj
+
+    try:
+        committed = _git(repo, "show", f"{rev}:.dvc/config")
+    except ValueError:  # a revision without .dvc/config
+        return False
+    return f'remote "{name}"' in ConfigObj(committed.splitlines())
 
 
 def _short_commit(repo: Path, rev: str) -> str:
