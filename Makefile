@@ -21,6 +21,8 @@ export TRANSFORMERS_VERBOSITY := error
 $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# A stale src/rerankeval.egg-info shadows the entry points (the kinds) on the stages' PYTHONPATH=src: rebuild it.
+	rm -rf src/rerankeval.egg-info
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
 	touch $@
 
