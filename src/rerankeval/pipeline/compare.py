@@ -108,7 +108,7 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     systems = {system: params.systems[system] for system in params.system_names}
     quality = per_query.pivot(index="query_id", columns="system", values=metric)
     precision = []
-    for variant, twin in twins(systems, traits):
+    for variant, twin in twins(systems, {name for name, found in traits.items() if found.learned}):
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
         precision.append(precision_variant(variant, twin, quality, seconds, boot))
