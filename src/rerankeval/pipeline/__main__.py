@@ -13,8 +13,8 @@ from collections.abc import Callable
 from importlib import import_module
 
 from ..core.errors import ConfigError, RerankevalError
+from ..workspace.paths import PipelinePaths
 from .params import load_params
-from .paths import PipelinePaths
 
 STAGES = {"snapshot": "snapshot", "freeze": "freeze", "train": "train", "rerank": "rerank", "latency": "latency",
           "select": "select", "calibrate": "calibrate", "generate": "generate", "evaluate": "evaluate",

@@ -16,10 +16,10 @@ from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
+from ..workspace.paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_latencies, load_runs, load_traits
 from .judging import add_power_statements, write_judging_queue
 from .params import Params
-from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_latencies, load_runs, load_traits
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
 FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from ..core.errors import ConfigError
-from .paths import DVC_YAML, SYSTEM_PLACEHOLDER, PipelinePaths, pipeline_paths
+from ..workspace.paths import DVC_YAML, SYSTEM_PLACEHOLDER, PipelinePaths, pipeline_paths
 
 PACKAGE = "rerankeval"
 SOURCE_ROOT = Path("src")
@@ -212,7 +212,7 @@ def main(argv: list[str]) -> int:
     for name in spelt:
         if writes[name] != spelt[name]:
             print(f"{name}: dvc.yaml's outs and metrics are {spelt[name]}, the stage writes {writes[name]}. Fix: make "
-                  "dvc.yaml spell what PipelinePaths.outputs (rerankeval/pipeline/paths.py) says.")
+                  "dvc.yaml spell what PipelinePaths.outputs (rerankeval/workspace/paths.py) says.")
     if "--write" in argv:
         DVC_YAML.write_text(rewritten(DVC_YAML.read_text(encoding="utf-8"), derived), encoding="utf-8")
         return 0 if writes == spelt else 1

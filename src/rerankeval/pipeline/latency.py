@@ -15,9 +15,9 @@ from ..serving.measure import measure_latency
 from ..systems import builtin  # noqa: F401  (registers the built-in kinds)
 from ..systems.registry import BuildContext, build_system
 from ..systems.splits import eval_queries, heads, split_candidates
+from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from . import loadtest
 from .params import Params
-from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from .system_configs import first_seed_configs
 
 MEASUREMENT_VERSION = "latency/v2"
