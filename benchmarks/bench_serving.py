@@ -33,7 +33,7 @@ def main() -> int:
         vars(args).update(requests=2, warmup=1, concurrency=[1])
     from rerankeval.pipeline.loadtest import run
     from rerankeval.pipeline.params import load_params
-    from rerankeval.pipeline.paths import SYSTEM_PLACEHOLDER, PipelinePaths
+    from rerankeval.workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
     from rerankeval.report.serving import loadtest_section
 
     overrides = {key: value for key, value in (("system", args.system), ("requests", args.requests),

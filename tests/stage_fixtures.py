@@ -8,7 +8,7 @@ from pathlib import Path
 from rerankeval.core.io import write_table
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
-from rerankeval.pipeline.paths import PipelinePaths
+from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.retrieval.candidates import write_candidates
 from rerankeval.retrieval.config import HybridConfig
 from rerankeval.retrieval.freeze import freeze

@@ -1,7 +1,8 @@
-"""The house shows its architecture: no import cycles, small modules, one stage entry point, heavy libraries imported
-late."""
+"""The house shows its architecture: imports run down the floors, no import cycles, small modules, one stage entry
+point, heavy libraries imported late."""
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -9,6 +10,26 @@ PACKAGE = REPO / "src" / "rerankeval"
 HEAVY = {"torch", "transformers", "sentence_transformers", "FlagEmbedding", "ray", "openai", "huggingface_hub",
          "bm25s", "matplotlib", "dvc", "safetensors"}
 MAX_MODULE_LINES = 600
+FLOORS = {
+    0: {"core"},
+    1: {"eval"},
+    2: {"stats"},
+    3: {"data", "models"},
+    4: {"retrieval", "training"},
+    5: {"systems"},
+    6: {"rerank", "rag", "serving"},
+    7: {"policies", "workspace"},
+    8: {"report"},
+    9: {"pipeline"},
+    10: {"cli"},
+}
+"""The layers of rerankeval (docs/architecture.md states them from here): a package imports itself and packages on
+lower floors only, never one beside it or above it."""
+PIPELINE_FOR_THE_CLI = {
+    "rerankeval.pipeline.params",  # the typed params.yaml, which `serve` and `loadtest` read and `reference` documents
+    "rerankeval.pipeline.loadtest",  # the latency stage's load test, which `rerankeval loadtest` runs on its own
+}
+"""The stage glue the ``rerankeval`` command may import; nothing else outside pipeline/ imports pipeline."""
 
 
 def module_name(path: Path) -> str:
@@ -37,6 +58,51 @@ def imported_modules(path: Path) -> list[tuple[str, bool]]:
 
 def modules() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def package_of(module: str) -> str:
+    """The subpackage of a rerankeval module (or of a name imported from one): rerankeval.<package>...."""
+    return module.split(".")[1]
+
+
+def package_imports() -> list[tuple[Path, str, str, str]]:
+    """(file, imported module, importing package, imported package) for every import of another rerankeval package,
+    at module level or inside a function alike: a late import still makes the importer depend on the imported."""
+    known = modules()
+    return sorted({(path, target, package_of(name), package_of(target))
+                   for name, path in known.items() if name != "rerankeval"
+                   for target, _ in imported_modules(path)
+                   if target in known and target != "rerankeval" and package_of(target) != package_of(name)})
+
+
+def test_every_package_stands_on_one_floor():
+    placed = [package for packages in FLOORS.values() for package in packages]
+    assert len(placed) == len(set(placed)), f"a package on two floors: {sorted(placed)}"
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(placed), (f"packages on no floor: {sorted(packages - set(placed))}; floors naming no "
+                                     f"package: {sorted(set(placed) - packages)}")
+
+
+def test_the_architecture_page_states_the_floors_of_this_test():
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| ([a-z, ]+) \|$", page, flags=re.MULTILINE)
+    assert {int(floor): set(packages.split(", ")) for floor, packages in rows} == FLOORS
+
+
+def test_imports_run_down_the_floors():
+    floor = {package: number for number, packages in FLOORS.items() for package in packages}
+    leaks = sorted({f"{path.relative_to(REPO)} imports {target}: floor {floor[importer]} ({importer}) -> floor "
+                    f"{floor[imported]} ({imported})"
+                    for path, target, importer, imported in package_imports() if floor[imported] >= floor[importer]})
+    assert not leaks, "imports up or across the floors:\n" + "\n".join(leaks)
+
+
+def test_the_stage_glue_is_imported_only_by_the_command():
+    # pipeline/ is run as stages (python -m rerankeval.pipeline); a library others import belongs on a lower floor.
+    outside = sorted({f"{path.relative_to(REPO)} imports {target}" for path, target, importer, imported
+                      in package_imports() if imported == "pipeline"
+                      and (importer != "cli" or target not in PIPELINE_FOR_THE_CLI)})
+    assert not outside, "stage glue imported from outside pipeline/:\n" + "\n".join(outside)
 
 
 def test_no_import_cycles_anywhere_in_the_package():

@@ -13,7 +13,7 @@ from rerankeval.cli.main import main
 from rerankeval.core.errors import ContractError
 from rerankeval.core.io import DIGEST_KEY, METADATA_KEY, column_sha256, read_table, table_metadata, write_table
 from rerankeval.data.beir import load_beir
-from rerankeval.pipeline.runs import load_runs
+from rerankeval.workspace.runs import load_runs
 from rerankeval.rerank.assemble import RUN_SCHEMA
 from rerankeval.retrieval.config import HybridConfig
 from rerankeval.retrieval.freeze import CANDIDATES_SCHEMA, freeze

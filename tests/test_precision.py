@@ -8,7 +8,6 @@ import pytest
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.report.precision import precision_rows
 from rerankeval.stats.variants import precision_variant, twins
-from rerankeval.systems.roles import KindTraits
 from tests.test_models import PASSAGES, build, candidates, config, query, tiny_ce  # noqa: F401  (fixture)
 
 
@@ -49,8 +48,8 @@ def test_each_variant_is_paired_with_its_float32_twin_and_timed_against_it():
                "ce_short_int8": {"kind": "cross_encoder", "model": "m", "max_length": 64, "depth": 30,
                                  "dtype": "int8"},
                "fusion": {"kind": "fusion", "depth": 100}}
-    traits = {name: KindTraits(learned=config["kind"] == "cross_encoder") for name, config in systems.items()}
-    assert twins(systems, traits) == [("ce_int8", "ce")]  # batch size does not matter; max_length does
+    learned = {name for name, config in systems.items() if config["kind"] == "cross_encoder"}
+    assert twins(systems, learned) == [("ce_int8", "ce")]  # batch size does not matter; max_length does
     per_query = pd.DataFrame({"system": ["ce"] * 4 + ["ce_int8"] * 4, "query_id": list("abcd") * 2,
                               "nDCG@10": [0.5, 0.6, 0.7, 0.8, 0.5, 0.6, 0.6, 0.8]})
     latency = {name: pd.DataFrame({"query_id": list("abcd"), "position": range(4), "compute_s": seconds,

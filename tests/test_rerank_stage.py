@@ -14,8 +14,8 @@ from rerankeval.core.errors import ContractError
 from rerankeval.core.io import write_table
 from rerankeval.pipeline import evaluate, rerank
 from rerankeval.pipeline.params import load_params
-from rerankeval.pipeline.paths import SYSTEM_PLACEHOLDER
-from rerankeval.pipeline.runs import load_latencies, load_runs
+from rerankeval.workspace.paths import SYSTEM_PLACEHOLDER
+from rerankeval.workspace.runs import load_latencies, load_runs
 from rerankeval.rag.config import RagConfig
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section

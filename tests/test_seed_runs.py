@@ -17,8 +17,8 @@ from rerankeval.eval.funnel import per_query_metrics
 from rerankeval.eval.measures import parse_measure
 from rerankeval.pipeline import evaluate, rerank
 from rerankeval.pipeline.params import load_params
-from rerankeval.pipeline.paths import PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER
-from rerankeval.pipeline.runs import SEED_RUNS_SCHEMA, load_runs, load_seed_runs
+from rerankeval.workspace.paths import PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER
+from rerankeval.workspace.runs import SEED_RUNS_SCHEMA, load_runs, load_seed_runs
 from rerankeval.pipeline.system_configs import first_seed_configs, seeded_configs, system_configs
 from rerankeval.rag.config import RagConfig
 from rerankeval.report.seeds import seeds_section

@@ -11,7 +11,7 @@ import yaml
 
 from rerankeval.pipeline import code as code_stage
 from rerankeval.pipeline.params import UndeclaredSetting, load_params
-from rerankeval.pipeline.paths import PipelinePaths
+from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
 from rerankeval.pipeline.table import BY_NAME, STAGES, SYSTEM
 

@@ -20,7 +20,7 @@ from .registry import argument, subcommand
     ],
 )
 def run_export_candidates(args: argparse.Namespace) -> int:
-    from ..pipeline.paths import PipelinePaths
+    from ..workspace.paths import PipelinePaths
     from ..retrieval.sources.replay import export_replay
 
     paths = PipelinePaths.load() if args.candidates is None or args.first_stage is None else None

@@ -26,7 +26,7 @@ from .registry import argument, subcommand
 def _export_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..pipeline.paths import PipelinePaths
+    from ..workspace.paths import PipelinePaths
 
     paths = PipelinePaths.load()
     summary = export_run(replace(paths, runs=Path(args.runs)) if args.runs else paths, args.system, args.out)
@@ -41,8 +41,8 @@ def export_run(paths, system: str, out: str | Path) -> dict:
     written."""
     from ..core.errors import ContractError
     from ..data.trec import write_trec_run
-    from ..pipeline.paths import SYSTEM_PLACEHOLDER
-    from ..pipeline.runs import load_runs
+    from ..workspace.paths import SYSTEM_PLACEHOLDER
+    from ..workspace.runs import load_runs
     from ..systems.base import RERANKED
 
     path = paths.run(system)

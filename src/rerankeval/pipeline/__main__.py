@@ -14,8 +14,8 @@ from collections.abc import Callable
 from importlib import import_module
 
 from ..core.errors import ConfigError, RerankevalError
+from ..workspace.paths import PipelinePaths
 from .params import load_params
-from .paths import PipelinePaths
 from .table import STAGES as TABLE
 
 STAGES = {stage.name: stage for stage in TABLE}

@@ -9,8 +9,8 @@ from ..rag.generators import GENERATORS, BuildContext, Example, build_generator,
 from ..rag.passages import corpus_texts, load_passages
 from ..rag.select import context_lists, context_table
 from ..retrieval.candidates import load_candidates
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

@@ -20,9 +20,10 @@ from typing import Any
 from ..core.hashing import sha256_file
 from ..core.io import write_text
 from .params import Params
-from .paths import PipelinePaths
+from ..workspace.paths import PipelinePaths
 from .render import PACKAGE, import_closure
-from .system_configs import composed_of, system_configs
+from ..systems.registry import composed_of
+from .system_configs import system_configs
 from .table import STAGES, kinds_file
 
 GROUPS = {"system": "rerankeval.systems", "executor": "rerankeval.executors", "generator": "rerankeval.generators"}

@@ -16,10 +16,10 @@ from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
+from ..workspace.paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_latencies, load_runs, load_traits
 from .judging import add_power_statements, write_judging_queue
 from .params import Params
-from .paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_latencies, load_runs, load_traits
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
 FIRST_STAGE_FALLBACK_METRIC = "nDCG@10"
@@ -108,7 +108,7 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     systems = {system: params.systems[system] for system in params.system_names}
     quality = per_query.pivot(index="query_id", columns="system", values=metric)
     precision = []
-    for variant, twin in twins(systems, traits):
+    for variant, twin in twins(systems, {name for name, found in traits.items() if found.learned}):
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
         precision.append(precision_variant(variant, twin, quality, seconds, boot))

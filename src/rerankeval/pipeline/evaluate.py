@@ -18,10 +18,10 @@ from ..rag.answers import ANSWERS_SCHEMA, answer_metrics, join_measures
 from ..rag.select import CONTEXT_SCHEMA
 from ..retrieval.candidates import FIRST_STAGE_SCHEMA, candidate_source, load_candidates
 from ..retrieval.freeze import RETRIEVERS
+from ..workspace.paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE,
+                               SYSTEM_PLACEHOLDER, PipelinePaths)
+from ..workspace.runs import load_runs, load_seed_runs
 from .params import Params
-from .paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER,
-                    PipelinePaths)
-from .runs import load_runs, load_seed_runs
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

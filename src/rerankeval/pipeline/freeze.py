@@ -8,8 +8,8 @@ from ..core.io import write_table
 from ..data.snapshot import Snapshot
 from ..retrieval.candidates import candidate_source, write_candidates
 from ..retrieval.sources import freeze_candidates
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

@@ -18,8 +18,8 @@ from ..rag.claims import count_supported, sentences
 from ..rag.generators import BuildContext, build_generator
 from ..rag.passages import Passages, corpus_texts, load_passages
 from ..rag.select import CONTEXT_SCHEMA, context_lists
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 
 def run(params: Params, paths: PipelinePaths, system: str) -> None:

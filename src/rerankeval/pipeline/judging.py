@@ -15,8 +15,8 @@ from ..eval.measures import parse_measure
 from ..stats.config import ReleaseRule
 from ..stats.power import power_statement
 from ..systems.roles import KindTraits
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 
 def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str, pd.DataFrame],

@@ -14,9 +14,9 @@ from ..core.io import read_json, write_json
 from ..serving.measure import measure_latency
 from ..systems.registry import BuildContext, build_system
 from ..systems.splits import eval_queries, heads, split_candidates
+from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from . import loadtest
 from .params import Params
-from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from .system_configs import first_seed_configs
 
 MEASUREMENT_VERSION = "latency/v2"

@@ -20,8 +20,8 @@ from ..serving.server import free_port, served, serving_recipe, wait_healthy
 from ..systems.base import RERANKED
 from ..systems.http_rerank import api_key
 from ..systems.splits import eval_queries, heads
+from ..workspace.runs import system_file
 from .params import Params
-from .runs import system_file
 from .system_configs import first_seed_configs
 
 

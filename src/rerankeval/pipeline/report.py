@@ -18,9 +18,9 @@ from ..report.site import SiteInputs, build_site
 from ..retrieval.candidates import candidate_source, first_stage_filled, load_candidates, load_passages
 from ..systems.roles import KindTraits
 from ..training.config import MODEL_CARD
+from ..workspace.paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_latencies, load_runs
 from .params import Params
-from .paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_latencies, load_runs
 
 
 def answer_inputs(params: Params, paths: PipelinePaths) -> AnswerInputs:

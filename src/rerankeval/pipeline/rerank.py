@@ -20,9 +20,9 @@ from ..systems.run_coverage import coverage_text
 from ..systems.composite.components import pair_counts
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system
 from ..systems.splits import split_candidates
+from ..workspace.paths import PipelinePaths
+from ..workspace.runs import seed_runs_table
 from .params import Params
-from .paths import PipelinePaths
-from .runs import seed_runs_table
 from .system_configs import check_first_stage_reads, seeded_configs, system_configs
 
 

@@ -10,9 +10,9 @@ from ..data.snapshot import Snapshot
 from ..rag.passages import load_passages
 from ..rag.select import context_table
 from ..rag.similarity import dense_similarity
+from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_runs
 from .params import Params
-from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_runs
 
 
 def run(params: Params, paths: PipelinePaths, system: str) -> None:

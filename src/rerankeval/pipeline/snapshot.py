@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..data.beir import load_beir, require_split
 from ..data.sample import sample_collection
 from ..data.snapshot import write_snapshot
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

@@ -18,9 +18,9 @@ from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
 from ..policies.sweep import run_policy
 from ..systems.registry import BuildContext
 from ..systems.splits import split_candidates
+from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_runs
 from .params import Params
-from .paths import SYSTEM_PLACEHOLDER, PipelinePaths
-from .runs import load_runs
 from .system_configs import first_seed_configs
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..retrieval.candidates import candidate_source, first_stage_filled
-from ..systems.registry import SYSTEM_KINDS, SystemConfig, parse_systems
+from ..systems.registry import SYSTEM_KINDS, SystemConfig, composed_of, parse_systems
 from ..training.seeds import seeded_systems
 from .params import Params
 
@@ -47,18 +47,6 @@ def seeded_configs(params: Params, configs: Mapping[str, SystemConfig],
     if not reading & composed_of(name, configs):
         return {}
     return {seed: system_configs(params, systems) for seed, systems in per_seed.items()}
-
-
-def composed_of(name: str, configs: Mapping[str, SystemConfig]) -> set[str]:
-    """``name`` and every system under ``systems`` it is composed of, at any depth (score columns are none)."""
-    found, pending = set(), [name]
-    while pending:
-        current = pending.pop()
-        if current in found or current not in configs:
-            continue
-        found.add(current)
-        pending += getattr(configs[current], "component_names", list)()
-    return found
 
 
 def check_first_stage_reads(params: Params, configs: dict[str, SystemConfig], candidates: Mapping[str, Any]) -> None:

@@ -18,8 +18,8 @@ from ..data.snapshot import Snapshot
 from ..systems.splits import split_candidates
 from ..training.cross_encoder import mine_examples, train
 from ..training.seeds import write_seed_set
+from ..workspace.paths import PipelinePaths
 from .params import Params
-from .paths import PipelinePaths
 
 CANDIDATE_COLUMNS = ["query_id", "doc_id", "passage_sha256", "bm25_rank", "fused_rank", "passage"]
 

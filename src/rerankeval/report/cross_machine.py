@@ -15,8 +15,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.params import load_params
-from ..pipeline.system_configs import composed_of, system_configs
+import yaml
+
+from ..core.errors import ConfigError
+from ..systems.registry import composed_of, parse_systems
 
 INT8_TOLERANCE = 0.02
 """Largest move of an int8 system's number (mean, CI bound, delta) between CPUs: about twice the largest move of
@@ -28,7 +30,12 @@ QUANTIZED_DTYPE = "int8"
 def cpu_dependent_systems(params_path: Path) -> set[str]:
     """The systems of ``params_path`` whose numbers follow the CPU: each int8 model, and every system composed of
     one at any depth."""
-    configs = system_configs(load_params(params_path))
+    with open(params_path, encoding="utf-8") as handle:
+        systems = (yaml.safe_load(handle) or {}).get("systems") or {}
+    try:
+        configs = parse_systems(systems)
+    except ConfigError as err:
+        raise ConfigError(f"{params_path}: {err}") from None
     return {name for name in configs
             if any(getattr(configs[part], "dtype", None) == QUANTIZED_DTYPE for part in composed_of(name, configs))}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..eval.measures import parse_measure
-from ..pipeline.paths import COMPARE_FILE, DVC_YAML, PER_QUERY_FILE, pipeline_paths
+from ..workspace.paths import COMPARE_FILE, DVC_YAML, PER_QUERY_FILE, pipeline_paths
 
 if TYPE_CHECKING:
     from ..stats.revisions import Revision

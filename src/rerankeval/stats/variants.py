@@ -5,27 +5,27 @@ the comparison's resamples (the same ``(n_queries, n_samples, seed)`` draws)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..systems.roles import KindTraits
 from .resampling import bootstrap_ci, bootstrap_means
 
 UNRELATED = {"dtype", "depends_on", "batch_size", "executor", "cache_dir", "deadline_s"}
 """Settings that do not change which pairs a system scores or what a float32 model computes."""
 
 
-def twins(systems: Mapping[str, Mapping[str, Any]], traits: Mapping[str, KindTraits]) -> list[tuple[str, str]]:
-    """(variant, float32 twin) for every learned variant (``traits``: each system's, from its run) that has one."""
+def twins(systems: Mapping[str, Mapping[str, Any]], learned: Collection[str]) -> list[tuple[str, str]]:
+    """(variant, float32 twin) for every learned variant (``learned``: the systems whose run's traits say so) that
+    has one."""
     def key(config):
         return sorted((k, str(v)) for k, v in config.items() if k not in UNRELATED)
 
     found = []
     for name, config in systems.items():
-        if traits[name].learned and config.get("dtype", "float32") != "float32":
+        if name in learned and config.get("dtype", "float32") != "float32":
             twin = next((other for other, candidate in systems.items() if candidate.get("kind") == config["kind"]
                          and candidate.get("dtype", "float32") == "float32" and key(candidate) == key(config)), None)
             if twin is not None:

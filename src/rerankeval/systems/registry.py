@@ -114,3 +114,15 @@ def build_system(name: str, config: SystemConfig | Mapping[str, Any], context: B
     if not isinstance(config, SystemConfig):
         config = parse_system_config(name, config)
     return SYSTEM_KINDS.get(config.kind).build(config, replace(context, name=name))
+
+
+def composed_of(name: str, configs: Mapping[str, SystemConfig]) -> set[str]:
+    """``name`` and every system under ``systems`` it is composed of, at any depth (score columns are none)."""
+    found, pending = set(), [name]
+    while pending:
+        current = pending.pop()
+        if current in found or current not in configs:
+            continue
+        found.add(current)
+        pending += getattr(configs[current], "component_names", list)()
+    return found

@@ -11,8 +11,6 @@ from ..core.config import StrictConfig
 
 MODEL_CARD = "model_card.json"
 """What the train stage writes beside the model (``training.cross_encoder.train``), read by blends and the report."""
-SEED_SET = "seeds.json"
-"""What the train stage writes in ``out_dir`` for several seeds: the seeds and their model folders (``seed_dirs``)."""
 
 
 class TrainConfig(StrictConfig):

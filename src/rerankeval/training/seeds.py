@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.io import read_json, write_json
-from .config import SEED_SET
+from ..models.resolve import SEED_SET
 
 
 def write_seed_set(out_dir: str | Path, dirs: Mapping[int, str]) -> None:
