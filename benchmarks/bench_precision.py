@@ -58,7 +58,7 @@ def main() -> None:
     args = parse_args()
     params = load_params(args.params)
     snapshot = Snapshot(args.snapshot)
-    split = split_candidates(params, snapshot, args.candidates)(params.dataset.eval_split)
+    split = split_candidates(params, snapshot, args.candidates, None)(params.dataset.eval_split)
     candidates, queries = split.candidates, split.queries
     base = dict(params.systems[args.system])
     depth = args.depth or base["depth"]

@@ -7,10 +7,11 @@ import functools
 import pytest
 import yaml
 
-from rerankeval.core.errors import CollectionError, ConfigError
+from rerankeval.core.errors import ConfigError
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, retrieval_inputs, write_snapshot
 from rerankeval.models.resolve import resolve_model
+from rerankeval.pipeline import fallback as fallback_stage
 from rerankeval.pipeline import train as train_stage
 from rerankeval.systems import splits
 from rerankeval.pipeline.params import load_params
@@ -37,7 +38,7 @@ def stage(tmp_path, tiny_beir, monkeypatch):
         return {"split": config.split, "source": source, "train_queries": training_set.stats["split_queries"],
                 "data": training_set.stats, "steps": config.steps, "train_s": 0.0, "pairs_per_s": 0.0}
 
-    monkeypatch.setattr(splits, "freeze", fake_freeze)
+    monkeypatch.setattr(fallback_stage, "freeze", fake_freeze)
     monkeypatch.setattr(train_stage, "train", fake_train)
 
     def run(splits, eval_split="test", **train_overrides):
@@ -51,6 +52,7 @@ def stage(tmp_path, tiny_beir, monkeypatch):
         params["dataset"] = {"name": "tiny", "path": str(tiny_beir), "splits": splits, "eval_split": eval_split}
         params["train"].update(negatives_per_positive=1, batch_size=4, holdout=0, **train_overrides)
         (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        fallback_stage.run(load_params(tmp_path / "params.yaml"), tiny_paths(tmp_path))
         train_stage.run(load_params(tmp_path / "params.yaml"), tiny_paths(tmp_path))
         return seen
 
@@ -84,7 +86,7 @@ def test_no_train_split_and_no_usable_fallback_is_refused_with_the_fix(stage, tm
     with pytest.raises(ConfigError, match=r"no 'train' split \(splits: \['test'\]\) and "
                                           r"train.fallback_path is not set. Fix: set train.fallback_path"):
         stage(["test"], fallback_path=None)
-    with pytest.raises(CollectionError, match=r"train.fallback_path: .*dev.tsv: missing; available splits"):
+    with pytest.raises(ConfigError, match=r"no 'dev' split .* and train.fallback_path \(.*\) has none. Fix"):
         stage(["test"], fallback_path=str(tiny_beir), split="dev")
     with pytest.raises(ConfigError, match=r"train.split 'train' is the evaluation split \(dataset.eval_split\)"):
         stage(None, eval_split="train")
@@ -94,7 +96,8 @@ def test_a_blend_weight_fit_on_a_dataset_without_the_split_uses_the_fallback(sta
     stage(["test"], fallback_path=str(tiny_beir))
     params = load_params(tmp_path / "params.yaml")
     snapshot = Snapshot(tmp_path / "snapshot")
-    candidates_of = splits.split_candidates(params, snapshot, tmp_path / "candidates.parquet")
+    candidates_of = splits.split_candidates(params, snapshot, tmp_path / "candidates.parquet",
+                                            tiny_paths(tmp_path).fallback)
     systems = {"fusion": {"kind": "fusion", "depth": 5},
                "blend": {"kind": "blend", "depth": 5, "components": ["column:bm25_score", "fusion"],
                          "weight": "fit", "weight_grid": [0.0, 0.5, 1.0], "fit": {"split": "train", "folds": 2}}}
@@ -106,7 +109,6 @@ def test_a_blend_weight_fit_on_a_dataset_without_the_split_uses_the_fallback(sta
     assert blend.fit["source"] == {"dataset": "tiny", "path": str(tiny_beir), "split": "train", "fallback": True,
                                    "reason": f"{tiny_beir} has no split 'train'"}
     assert blend.fit["queries"] == 2 and all(point["queries"] == 2 for point in blend.fit["curve"])
-    assert candidates_of("train") is candidates_of("train")  # frozen once per process
 
 
 def test_several_seeds_train_one_model_each_and_systems_on_them_are_built_per_seed(stage, tmp_path, monkeypatch):

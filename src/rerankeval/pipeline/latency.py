@@ -28,7 +28,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                                  settings.queries + settings.warmup_queries)
     # Composites get the same context as in their rerank stage (a blend fits its weight on the train split).
     context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs,
-                           candidates_of=split_candidates(params, snapshot, paths.candidates),
+                           candidates_of=split_candidates(params, snapshot, paths.candidates, paths.fallback),
                            evaluated_split=params.dataset.eval_split)
     measured = {paths.measurement(name) for name in params.system_names}
     for stale in paths.latency.glob("*.json") if paths.latency.is_dir() else []:

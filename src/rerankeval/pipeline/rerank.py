@@ -35,7 +35,7 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     check_provenance(paths.candidates, candidates_metadata.get("snapshot", {}), retrieval_inputs(snapshot))
     check_first_stage_reads(params, configs, candidates_metadata)
 
-    candidates_of = split_candidates(params, snapshot, paths.candidates)
+    candidates_of = split_candidates(params, snapshot, paths.candidates, paths.fallback)
     candidates, query_views, _, _ = candidates_of(split)
     per_seed = seeded_configs(params, configs, system_name)
     seeds = list(per_seed)

@@ -37,7 +37,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
     snapshot = Snapshot(paths.snapshot)
     qrels = snapshot.table("qrels").to_pandas()
-    candidates_of = split_candidates(params, snapshot, paths.candidates)
+    candidates_of = split_candidates(params, snapshot, paths.candidates, paths.fallback)
     candidates, queries, _, _ = candidates_of(split)
     baseline_run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline_name], paths.candidates)[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)

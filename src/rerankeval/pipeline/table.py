@@ -18,6 +18,7 @@ PATHS = {
     "candidates": "data/candidates.parquet",
     "passages": "data/passages.parquet",
     "first_stage": "data/first_stage.parquet",
+    "fallback": "data/fallback",
     "code": "data/code",
     "runs": "data/runs",
     "contexts": "data/contexts",
@@ -74,9 +75,9 @@ def _paths(*names: str) -> tuple[str, ...]:
 
 
 FROZEN = _paths("snapshot", "candidates", "passages")
-FIT_SPLIT = ("dataset.name", "dataset.path", "retrieval", "train.fallback_path")
-"""What reading a fitting split reads (``systems.splits``): the split's candidates, or train.fallback_path's frozen
-with the retrieval settings when the dataset has none."""
+FIT_SPLIT = ("dataset.name", "dataset.path", "train.fallback_path")
+"""What reading a fitting split reads (``systems.splits``) besides the frozen candidates and the fallback stage's
+output: the source it names, the fallback it names in a refusal."""
 
 STAGES: tuple[Stage, ...] = (
     Stage("code", "The code of the kinds each stage builds (its systems' kinds and their components', the generator), "
@@ -90,14 +91,18 @@ STAGES: tuple[Stage, ...] = (
           reads=("retrieval",),
           inputs=("${paths.snapshot}/corpus.parquet", "${paths.snapshot}/queries.parquet", "${retrieval.depends_on}"),
           outputs=(Output("${paths.candidates}"), Output("${paths.passages}"), Output("${paths.first_stage}"))),
+    Stage("fallback", "The fitting splits the dataset lacks (most BEIR sets have a test split only), read from "
+          "train.fallback_path and frozen once with the retrieval settings (rerankeval.pipeline.fallback).",
+          reads=("train.fallback_path", "dataset.name", "dataset.path", "retrieval"),
+          inputs=("${paths.snapshot}", "${train.fallback_path}"), outputs=(Output("${paths.fallback}"),)),
     Stage("train", "Fine-tunes our cross-encoder (systems.ce_minilm_ft) on the train split only, or on "
           "train.fallback_path's when the dataset has none (rerankeval.training).",
           reads=("train", "dataset.eval_split", *FIT_SPLIT),
-          inputs=(*FROZEN, "${train.fallback_path}"), outputs=(Output("${train.out_dir}"),)),
+          inputs=(*FROZEN, "${paths.fallback}"), outputs=(Output("${train.out_dir}"),)),
     Stage("rerank", "One stage per system. `depends_on` (conf/system/*.yaml) is the model directory or run file DVC "
           "watches for it; the code of its kind and its components' is in its code fingerprint.",
           reads=(f"systems.{SYSTEM}", "dataset.eval_split", *FIT_SPLIT),
-          inputs=(*FROZEN, "${item.depends_on}"),
+          inputs=(*FROZEN, "${paths.fallback}", "${item.depends_on}"),
           outputs=(Output(f"${{paths.runs}}/run_{SYSTEM}.parquet"), Output(f"${{paths.runs}}/latency_{SYSTEM}.parquet"),
                    Output(f"${{paths.runs}}/seed_runs_{SYSTEM}.parquet")),
           per_system=True, kinds="system"),
@@ -105,7 +110,7 @@ STAGES: tuple[Stage, ...] = (
           "rounds, nothing cached, noise stated (rerankeval.serving.measure). With serving.loadtest.enabled (off in "
           "the demo) also the served model under load.",
           reads=("serving", "systems", "system_names", "dataset.eval_split", *FIT_SPLIT),
-          inputs=(*FROZEN, "${paths.runs}"),
+          inputs=(*FROZEN, "${paths.fallback}", "${paths.runs}"),
           outputs=(Output("${paths.latency}", cache=False, persist=True),
                    Output("${paths.reports}/loadtest.json", cache=False, metric=True)),
           kinds="systems"),
@@ -140,7 +145,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("sweep", "Policy sweeps (params `policies`) over stored scores, after every rerank stage so their pairs are "
           "in the cache.",
           reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT),
-          inputs=_paths("snapshot", "candidates", "runs"), outputs=(Output("${paths.sweeps}"),), kinds="systems"),
+          inputs=_paths("snapshot", "candidates", "fallback", "runs"), outputs=(Output("${paths.sweeps}"),),
+          kinds="systems"),
     Stage("report", "The decision page, details, plots and the offline site, rendered from the analysis.",
           reads=("evaluation", "compare", "retrieval", "dataset.name", "dataset.eval_split", "systems", "rag",
                  "train.out_dir"),

@@ -29,7 +29,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     if config.split == params.dataset.eval_split:
         raise ConfigError(f"{params.source}: train.split {config.split!r} is the evaluation split "
                           "(dataset.eval_split). Fix: train on another split.")
-    split = split_candidates(params, Snapshot(paths.snapshot), paths.candidates)(config.split)
+    split = split_candidates(params, Snapshot(paths.snapshot), paths.candidates, paths.fallback)(config.split)
     candidates = split.candidates[CANDIDATE_COLUMNS]
     source = dict(split.source)
     rank_column = "bm25_rank"

@@ -1,7 +1,7 @@
 """What systems read: a split's queries, qrels and frozen candidates, for what is fitted on another split than the
 evaluated one (the cross-encoder's training, a blend's weight), and the evaluated split as requests to a system (the
 latency stage, the load test). A dataset without a fitting split (most BEIR sets have a test split only) reads the
-same split of ``train.fallback_path`` instead, frozen by the same first stage, and says so in ``source``.
+same split of ``train.fallback_path`` instead, frozen once by the ``fallback`` stage, and says so in ``source``.
 
 ``params`` is the typed params.yaml (``rerankeval.pipeline.params.Params``)."""
 
@@ -12,27 +12,32 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.errors import CollectionError, ConfigError
-from ..core.io import table_metadata
-from ..data.beir import load_beir
+from ..core.errors import ConfigError
+from ..core.io import read_json, read_table, table_metadata
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..retrieval.candidates import load_candidates
-from ..retrieval.config import HybridConfig
-from ..retrieval.freeze import freeze
 from .base import Query, QueryCandidates, SplitCandidates
 
 
-def split_candidates(params, snapshot: Snapshot,
-                     candidates_path: str | Path) -> Callable[[str], SplitCandidates]:
+FALLBACK_MANIFEST = "manifest.json"
+
+
+def fallback_files(folder: Path, split: str) -> dict[str, Path]:
+    """Where the ``fallback`` stage writes ``split`` of ``train.fallback_path`` frozen, in its output folder."""
+    return {name: folder / split / f"{name}.parquet" for name in ("candidates", "passages", "queries", "qrels")}
+
+
+def split_candidates(params, snapshot: Snapshot, candidates_path: str | Path,
+                     fallback_dir: str | Path | None) -> Callable[[str], SplitCandidates]:
     """``candidates_of(split)``: that split's candidates (texts verified against their hashes, fused order), query
-    views and qrels; from ``train.fallback_path`` when the snapshot lacks the split (frozen once per process)."""
-    frozen_fallbacks: dict[str, SplitCandidates] = {}
+    views and qrels; from the ``fallback`` stage's output (``fallback_dir``; None: the evaluated split only) when the
+    snapshot lacks the split."""
 
     def candidates_of(split: str) -> SplitCandidates:
         if split not in snapshot.splits:
-            if split not in frozen_fallbacks:
-                frozen_fallbacks[split] = fallback_split(params, snapshot, split)
-            return frozen_fallbacks[split]
+            if fallback_dir is None:
+                raise ConfigError(f"{params.dataset.path}: no {split!r} split (splits: {snapshot.splits}).")
+            return fallback_split(params, snapshot, split, Path(fallback_dir))
         queries = snapshot.queries_of(split)
         query_ids = queries["query_id"].tolist()
         candidates = load_candidates(candidates_path, query_ids=query_ids)
@@ -45,31 +50,19 @@ def split_candidates(params, snapshot: Snapshot,
     return candidates_of
 
 
-def fallback_split(params, snapshot: Snapshot, split: str) -> SplitCandidates:
-    """``split`` of ``train.fallback_path``, frozen with the evaluated dataset's retrieval settings."""
-    path = params.train.fallback_path
-    if path is None:
-        raise ConfigError(f"{params.dataset.path}: no {split!r} split (splits: {snapshot.splits}) and "
-                          "train.fallback_path is not set. Fix: set train.fallback_path to a BEIR folder with "
-                          f"a {split!r} split (e.g. datasets/demo), or use another split (train.split, fit.split).")
-    try:
-        collection = load_beir(path, [split])
-    except CollectionError as err:
-        raise CollectionError(f"train.fallback_path: {err}") from None
-    # A run or replay file holds the evaluated dataset's candidates only: the fallback's come from the hybrid source.
-    hybrid = params.retrieval if params.retrieval.source == "hybrid" else HybridConfig(top_n=params.retrieval.top_n)
-    frozen = freeze(collection.corpus, collection.queries, hybrid, collection.qrels)
-    passages = frozen.passages.to_pydict()
-    texts = dict(zip(passages["passage_sha256"], passages["passage"]))
-    candidates = frozen.candidates.to_pandas()
-    candidates["passage"] = candidates["passage_sha256"].map(texts)
-    queries = collection.queries.to_pandas().sort_values("query_id", ignore_index=True)
-    return SplitCandidates(candidates, _views(queries, []), collection.qrels.to_pandas(),
-                           {"dataset": Path(path).name, "path": path, "split": split, "fallback": True,
-                            "reason": f"{params.dataset.path} has no split {split!r}"
-                                      + ("" if hybrid is params.retrieval else
-                                         f"; its candidates from the hybrid source (retrieval.source "
-                                         f"{params.retrieval.source} covers {params.dataset.name} only)")})
+def fallback_split(params, snapshot: Snapshot, split: str, fallback_dir: Path) -> SplitCandidates:
+    """``split`` of ``train.fallback_path`` as the ``fallback`` stage froze it."""
+    source = read_json(fallback_dir / FALLBACK_MANIFEST)["splits"].get(split)
+    if source is None:
+        folder = params.train.fallback_path
+        fallback = "train.fallback_path is not set" if folder is None else f"train.fallback_path ({folder}) has none"
+        raise ConfigError(f"{params.dataset.path}: no {split!r} split (splits: {snapshot.splits}) and {fallback}. "
+                          f"Fix: set train.fallback_path to a BEIR folder with a {split!r} split (e.g. datasets/demo), "
+                          "or use another split (train.split, fit.split).")
+    files = fallback_files(fallback_dir, split)
+    queries = read_table(files["queries"]).to_pandas().sort_values("query_id", ignore_index=True)
+    return SplitCandidates(load_candidates(files["candidates"]), _views(queries, []),
+                           read_table(files["qrels"]).to_pandas(), source)
 
 
 def eval_queries(params, snapshot_dir: str | Path, candidates_path: str | Path,

@@ -39,6 +39,7 @@ class PipelinePaths:
     candidates: Path
     passages: Path
     first_stage: Path
+    fallback: Path
     code: Path
     runs: Path
     contexts: Path
@@ -148,6 +149,7 @@ class PipelinePaths:
         system = system or SYSTEM_PLACEHOLDER
         return {
             "code": [self.code],
+            "fallback": [self.fallback],
             "snapshot": [self.snapshot],
             "freeze": [self.candidates, self.passages, self.first_stage],
             "train": [],
