@@ -9,7 +9,7 @@ import pytest
 from rerankeval.eval import parse_measure
 from rerankeval.eval.engine import evaluate
 from rerankeval.eval.measures.answers import exact_match, outcome, token_f1
-from rerankeval.rag.answers import rag_frame
+from rerankeval.rag.answer_measures import rag_frame
 
 
 def test_squad_rule_for_english():

@@ -14,7 +14,8 @@ from ..data.snapshot import Snapshot
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
 from ..eval.measures import parse_measure
 from ..eval.seeds import per_seed_metrics, with_seed_means
-from ..rag.answers import ANSWERS_SCHEMA, answer_metrics, join_measures
+from ..rag.answer_measures import answer_metrics, join_measures
+from ..rag.answers import ANSWERS_SCHEMA
 from ..rag.select import CONTEXT_SCHEMA
 from ..retrieval.candidates import FIRST_STAGE_SCHEMA, candidate_source, load_candidates
 from ..retrieval.freeze import RETRIEVERS
@@ -73,7 +74,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
 
 def with_answer_measures(per_query: pd.DataFrame, params: Params, paths: PipelinePaths,
                          snapshot: Snapshot) -> pd.DataFrame:
-    """The per-query table with the answer and context measures of ``params.rag.measures`` (``rag.answers``)."""
+    """The per-query table with the answer and context measures of ``params.rag.measures`` (``rag.answer_measures``)."""
     queries = snapshot.queries_of(params.dataset.eval_split)
     all_queries = snapshot.has_answers and params.evaluation.no_relevant == "drop"
     query_ids = list(queries["query_id"]) if all_queries else sorted(set(per_query["query_id"]))

@@ -2,7 +2,7 @@
 
 Their input kind is ``rag``: one row per query (aligned on the GradeMatrix's query ids) of the selected context, the
 generated answer and the query's gold answers, handed to ``evaluate`` as ``sources={"rag": frame}``
-(``rerankeval.rag.answers`` builds it; ``RAG_COLUMNS`` lists what it holds). Every kernel returns NaN where the
+(``rerankeval.rag.answer_measures`` builds it; ``RAG_COLUMNS`` lists what it holds). Every kernel returns NaN where the
 measure is undefined on a query (its *domain*); means and paired intervals are taken over the domain
 (``rerankeval.stats.domains``). Ranking measures are undefined on queries without a relevant passage; these families
 define their own value there (``defines_no_relevant``).
@@ -136,7 +136,7 @@ def rag_input(matrix) -> RagInput:
     sources = getattr(matrix, "sources", None) or {}
     if "rag" not in sources:
         raise ValueError("answer and context measures need the rag input: evaluate(..., sources={'rag': frame}) "
-                         "(rerankeval.rag.answers builds it)")
+                         "(rerankeval.rag.answer_measures builds it)")
     return RagInput(sources["rag"], matrix.query_ids)
 
 
