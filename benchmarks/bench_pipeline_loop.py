@@ -1,0 +1,77 @@
+"""The pipeline's loop on a checkout whose outputs are up to date: what a no-op costs (``dvc status`` against a
+no-op ``dvc repro``, alternated, median of --repeats), and how many code files each stage's deps name. Run by hand
+after ``make demo``; nothing here is asserted.
+
+    .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5
+    .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5 record --commit C --command ... --conditions ... \
+        --out results/benchmarks/pipeline_loop.yaml
+    .venv/bin/python benchmarks/bench_pipeline_loop.py --smoke    # one repeat of `dvc status`: checks that it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+DVC = str(Path(sys.executable).with_name("dvc"))
+
+
+def timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    if command[1] == "repro" and "Running stage" in done.stdout:
+        sys.exit("`dvc repro` ran a stage: the outputs are not up to date. Run `dvc repro` first, then this.")
+    return seconds
+
+
+def loop_table(repeats: int, commands: list[str]) -> dict:
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):  # alternated, so a change of the machine's load touches both alike
+        for name in commands:
+            times[name].append(timed([DVC, name]))
+    rows = [[f"dvc {name}", repeats, round(statistics.median(values), 2), round(min(values), 2),
+             round(max(values), 2)] for name, values in times.items()]
+    return {"title": "A no-op on the demo, up to date (seconds)", "columns": ["command", "runs", "median", "min",
+                                                                             "max"], "rows": rows}
+
+
+def deps_table() -> dict:
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    rows = []
+    for name, stage in stages.items():
+        deps = stage.get("do", stage)["deps"]
+        rows.append([name, sum(dep.startswith("src/") for dep in deps), len(deps)])
+    return {"title": "Deps each stage of dvc.yaml names (a per-system stage once)",
+            "columns": ["stage", "code entries", "all entries"], "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one `dvc status`: checks that the script runs")
+    steps = parser.add_subparsers(dest="step")
+    add_provenance_arguments(steps.add_parser("record", help="write the results YAML"))
+    args = parser.parse_args()
+    tables = [loop_table(1, ["status"]) if args.smoke else loop_table(args.repeats, ["status", "repro"]),
+              deps_table()]
+    if args.step == "record":
+        print(write_benchmark(args, "the no-op loop: dvc status against a no-op dvc repro, and each stage's deps",
+                              [], tables))
+    else:
+        print(yaml.safe_dump(tables, sort_keys=False, width=120))
+
+
+if __name__ == "__main__":
+    main()
