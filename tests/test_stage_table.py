@@ -124,3 +124,13 @@ def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprin
     before = fingerprints()
     assert json.loads(json.dumps(before["generator.json"]))["kinds"] == {"generator": "extractive"}
     assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
+
+
+def test_every_stage_s_declared_settings_load_from_the_committed_params():
+    for stage in STAGES:
+        params = load_params(REPO / "params.yaml", stage=stage.name)
+        for key in stage.reads:
+            block, _, field = key.partition(".")
+            value = getattr(params, block)
+            if field and block != "systems":
+                getattr(value, field.split(".")[0])

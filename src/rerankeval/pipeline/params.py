@@ -41,6 +41,10 @@ UNTYPED = ("systems", "system_names")
 class UndeclaredSetting(AssertionError):
     """A stage read a setting its entry in the stage table (``pipeline.table``) does not declare."""
 
+    def __init__(self, stage: str, key: str):
+        super().__init__(f"stage {stage} reads {key}, which its entry in rerankeval/pipeline/table.py does not "
+                         "declare (add it to `reads`)")
+
 
 def block_module(key: str) -> str | None:
     """The config module that types the block of a dotted key (None for the untyped ``systems``)."""
@@ -61,8 +65,7 @@ class _Restricted:
 
     def __getattr__(self, name: str) -> Any:
         if name not in self._allowed:
-            raise UndeclaredSetting(f"stage {self._stage} reads {self._block}.{name}, which its entry in "
-                                    "rerankeval/pipeline/table.py does not declare (add it to `reads`)")
+            raise UndeclaredSetting(self._stage, f"{self._block}.{name}")
         return getattr(self._value, name)
 
 
@@ -97,7 +100,7 @@ class Params:
 
     def _typed(self, data: dict[str, Any], block: str, fields: set[str] | None) -> Any:
         if block not in BLOCKS and block not in UNTYPED:
-            raise UndeclaredSetting(f"stage {self._stage} declares {block!r}, not a block of params.yaml")
+            raise AssertionError(f"stage {self._stage} declares {block!r}, not a block of params.yaml")
         if block not in data and block not in OPTIONAL:
             raise ConfigError(f"{block}: required. Fix: compose params.yaml from conf/ (`dvc exp run`).")
         if block in UNTYPED:
@@ -115,8 +118,7 @@ class Params:
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in self._values:
-            raise UndeclaredSetting(f"stage {self._stage} reads {name}, which its entry in "
-                                    "rerankeval/pipeline/table.py does not declare (add it to `reads`)")
+            raise UndeclaredSetting(self._stage, name)
         return self._values[name]
 
     @classmethod
@@ -127,7 +129,7 @@ class Params:
     def model_copy(self, update: dict[str, Any]) -> Params:
         """These settings with some blocks replaced (declared ones only)."""
         for name in update:
-            getattr(self, name)
+            getattr(self, name)  # replacing a block the stage does not declare is refused like reading it
         copy = object.__new__(Params)
         copy.__dict__.update(self.__dict__, _values={**self._values, **update})
         return copy
