@@ -50,9 +50,9 @@ def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
 
 def run(stage: str, system: list[str]) -> None:
     params = load_params(stage=stage)
-    if system and system[0] not in params.systems:
+    if system and system[0] not in params.configured_systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
-                          f"{', '.join(params.systems)}). Usage: {USAGE}.")
+                          f"{', '.join(params.configured_systems)}). Usage: {USAGE}.")
     import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
 
 

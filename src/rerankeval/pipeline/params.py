@@ -75,6 +75,7 @@ class Params:
 
     def __init__(self, data: dict[str, Any], reads: tuple[str, ...], stage: str, source: Path = PARAMS):
         self._source, self._stage = source, stage
+        self._configured = list(data.get("systems") or {})
         self._values: dict[str, Any] = {}
         wanted: dict[str, set[str] | None] = {}
         for key in reads:
@@ -133,6 +134,11 @@ class Params:
         copy = object.__new__(Params)
         copy.__dict__.update(self.__dict__, _values={**self._values, **update})
         return copy
+
+    @property
+    def configured_systems(self) -> list[str]:
+        """The names under ``systems``: which ``<stage>@<system>`` instances exist, for any stage (not a setting)."""
+        return self._configured
 
     @property
     def source(self) -> Path:
