@@ -134,3 +134,8 @@ def test_every_stage_s_declared_settings_load_from_the_committed_params():
             value = getattr(params, block)
             if field and block != "systems":
                 getattr(value, field.split(".")[0])
+
+
+def test_editing_the_stage_table_re_runs_only_what_its_rendering_changes():
+    # A stage's entry reaches DVC as its rendered params, deps and outs; the table file itself is no stage's code dep.
+    assert rerun_by_static_deps("src/rerankeval/pipeline/table.py") == {"code"}
