@@ -2,7 +2,6 @@
 read, and a stage's code deps (its static import closure, plus the ``code`` stage's fingerprint of the kinds it
 builds) hold the code it runs and not the code it does not: an edit re-runs what it touches."""
 
-import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from rerankeval.pipeline import code as code_stage
 from rerankeval.pipeline.params import UndeclaredSetting, load_params
 from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
-from rerankeval.pipeline.table import BY_NAME, STAGES, SYSTEM
+from rerankeval.pipeline.table import BY_NAME, STAGES, SYSTEM, code_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,13 +115,13 @@ def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(
     systems = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["systems"]
     built_on_blend = {f"rerank_{name}.json" for name, fingerprint in before.items() for name in [name[7:-5]]
                       if name in systems and "blend" in fingerprint.get("kinds", {}).values()}
-    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json"}
+    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json"}, changed
     assert "rerank_oracle.json" not in changed and "rerank_random.json" not in changed
 
 
 def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
     before = fingerprints()
-    assert json.loads(json.dumps(before["generator.json"]))["kinds"] == {"generator": "extractive"}
+    assert before["generate.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
     assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
 
 
@@ -139,3 +138,23 @@ def test_every_stage_s_declared_settings_load_from_the_committed_params():
 def test_editing_the_stage_table_re_runs_only_what_its_rendering_changes():
     # A stage's entry reaches DVC as its rendered params, deps and outs; the table file itself is no stage's code dep.
     assert rerun_by_static_deps("src/rerankeval/pipeline/table.py") == {"code"}
+
+
+def test_a_measure_kernel_edit_changes_the_fingerprints_of_the_stages_that_compute_measures_only(fingerprints):
+    before = fingerprints()
+    after = fingerprints("src/rerankeval/eval/measures/ranking.py")
+    changed = {name for name in before if before[name] != after[name]}
+    # A blend fits its weight on a measure, so the systems built on it (and latency, which builds every system) run
+    # the kernels too; no other reranker does.
+    fitted = {name for name, fingerprint in before.items() if "blend" in fingerprint.get("kinds", {}).values()}
+    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "report")}
+    assert fitted and changed == computing | fitted, changed
+
+
+def test_each_stage_s_one_code_dep_is_its_fingerprint():
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for stage in STAGES:
+        deps = stages[stage.name].get("do", stages[stage.name])["deps"]
+        code = [dep for dep in deps if dep.startswith(("src/", "stages/", "${paths.code}"))]
+        assert code == (["stages/python", "src/rerankeval"] if stage.name == "code"
+                        else [f"${{paths.code}}/{code_file(stage).replace(SYSTEM, '${key}')}"]), stage.name

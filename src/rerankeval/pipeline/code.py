@@ -1,11 +1,13 @@
-"""Stage `code`: the fingerprint of the kinds' code each consumer builds, one file per consumer in ``paths.code``.
+"""Stage `code`: the fingerprint of the code each stage runs, one file per stage (per system for rerank) in
+``paths.code``, that stage's one code dep.
 
-A kind (system, executor, generator) is named by settings and imported by name through its entry point, so no
-stage's static import closure holds it. DVC cannot give each system of a ``foreach`` its own list of files, so this
-stage writes, for every stage the table marks ``kinds``, the sha256 of every file in the import closure of the kinds it
-builds (for a system: its kind, its executor and every component's, at any depth) and the settings of the components it
-reads; that stage depends on its file. The stage re-runs on any code edit (about a second); a file's bytes change, and
-so its consumer re-runs, only when code it builds changed.
+A stage runs its static import closure (``pipeline.render.code_deps``) and the kinds its settings name (system kinds,
+executors, the generator), imported by name through their entry points, which no static closure holds. DVC cannot give
+each system of a ``foreach`` its own list of files, so this stage writes, per stage, the sha256 of every file of both
+(for a system: its kind, its executor and every component's, at any depth, and the settings of the components it reads).
+One small file per stage also keeps dvc.lock small, which is most of what a no-op ``dvc status`` costs. This stage
+re-runs on any code edit (about a second); a file's bytes change, and so its stage re-runs, only when code it runs
+changed. A ``dvc status`` after an edit shows this stage alone: ``dvc repro`` then re-runs the stages whose code moved.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from ..core.hashing import sha256_file
 from ..core.io import write_text
 from .params import Params
 from ..workspace.paths import PipelinePaths
-from .render import PACKAGE, import_closure
+from .render import PACKAGE, code_deps, import_closure
 from ..systems.registry import composed_of
 from .system_configs import system_configs
-from .table import STAGES, kinds_file
+from .table import STAGES, code_file
 
 GROUPS = {"system": "rerankeval.systems", "executor": "rerankeval.executors", "generator": "rerankeval.generators"}
 
@@ -59,21 +61,29 @@ def system_fingerprint(name: str, configs: Mapping[str, Any], systems: Mapping[s
 
 
 def fingerprints(params: Params) -> dict[str, dict]:
-    """Each consumer's fingerprint, by its file name in ``paths.code``."""
+    """Each stage's fingerprint, by its file name in ``paths.code``."""
     configs = system_configs(params)
     generator = params.rag.generator["kind"]  # a mapping: typed by its kind only where it is built
     generator_module = kind_module("generator", generator)
     found: dict[str, dict] = {}
     for stage in STAGES:
+        if stage.name == "code":
+            continue
+        static = {path: sha256_file(path) for path in code_deps(stage) if Path(path).is_file()}
         if stage.kinds == "system":
-            found.update({kinds_file(stage, name): system_fingerprint(name, configs, params.systems)
-                          for name in configs})
-        elif stage.kinds == "systems":
-            merged = [system_fingerprint(name, configs, params.systems)["code"] for name in configs]
-            found[kinds_file(stage)] = {"code": dict(sorted({k: v for code in merged for k, v in code.items()}.items()))}
+            for name in configs:
+                built = system_fingerprint(name, configs, params.systems)
+                found[code_file(stage, name)] = {**built, "code": dict(sorted({**static, **built["code"]}.items()))}
+            continue
+        kinds: dict = {}
+        if stage.kinds == "systems":
+            for name in configs:
+                kinds.update(system_fingerprint(name, configs, params.systems)["code"])
         elif stage.kinds == "generator":
-            found[kinds_file(stage)] = {"kinds": {"generator": generator},
-                                        "code": code_files([generator_module] if generator_module else [])}
+            kinds = code_files([generator_module] if generator_module else [])
+        found[code_file(stage)] = {"code": dict(sorted({**static, **kinds}.items()))}
+        if stage.kinds == "generator":
+            found[code_file(stage)]["kinds"] = {"generator": generator}
     return found
 
 

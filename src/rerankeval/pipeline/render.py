@@ -1,14 +1,13 @@
-"""dvc.yaml, rendered whole from the stage table (``pipeline.table``): the paths, and per stage its command, its code
-deps, its data deps, its params (its declared reads) and its outputs. Nothing in dvc.yaml is written by hand; a test
-fails when the committed file differs from the rendering.
+"""dvc.yaml, rendered whole from the stage table (``pipeline.table``): the paths, and per stage its command, its deps,
+its params (its declared reads) and its outputs. Nothing in dvc.yaml is written by hand; a test fails when the committed
+file differs from the rendering.
 
-A stage's code deps are the import closure, within ``rerankeval``, of the entry module (``pipeline.__main__``), its
-own module and the config modules of the settings it reads (``pipeline.params.BLOCKS``). The closure follows
-module-level and in-function imports (found with ``ast``), the ``__init__`` of every package on the way, and, for a
-package that imports its own submodules by name (``import_module(f".{name}", __name__)``), every submodule a string of
-it names. A compiled module stands for the C sources beside it. Kinds are imported through entry points, by name, so
-they are in no static closure: the ``code`` stage fingerprints them (``pipeline.code``). The closure is listed as whole
-folders where every file of the folder is in it, else file by file.
+A stage's code is the import closure, within ``rerankeval``, of the entry module (``pipeline.__main__``), its own module
+and the config modules of the settings it reads (``pipeline.params.BLOCKS``), plus the kinds its settings name. The
+closure follows module-level and in-function imports (found with ``ast``), the ``__init__`` of every package on the
+way, and, for a package that imports its own submodules by name (``import_module(f".{name}", __name__)``), every
+submodule a string of it names. A compiled module stands for the C sources beside it. dvc.yaml names one code dep per
+stage, its fingerprint (``pipeline.code``), which lists those files with their sha256.
 
     python -m rerankeval.pipeline.render           # exit 1 and say what differs from dvc.yaml
     python -m rerankeval.pipeline.render --write   # write dvc.yaml
@@ -23,11 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .params import block_module
-from .table import PATHS, STAGES, SYSTEM, Stage, kinds_file
+from .table import PATHS, STAGES, SYSTEM, Stage, code_file
 
 PACKAGE = "rerankeval"
 SOURCE_ROOT = Path("src")
-CODE_SUFFIXES = (".py", ".c", ".h")
 ENTRY_MODULE = "rerankeval.pipeline.__main__"
 DVC_YAML = Path("dvc.yaml")
 LAUNCHER = "stages/python"
@@ -106,22 +104,6 @@ def import_closure(modules: Iterable[str], root: Path = Path(".")) -> set[Path]:
     return files
 
 
-def collapsed(files: set[Path], root: Path = Path(".")) -> list[str]:
-    """``files`` as dvc.yaml lists them: a folder of the package where every code file in it is in ``files``."""
-    listed = set(files)
-    package_dir = SOURCE_ROOT / PACKAGE
-    folders = sorted({folder for path in files for folder in path.parents if package_dir in folder.parents},
-                     key=lambda folder: len(folder.parts))
-    for folder in folders:
-        if any(folder.is_relative_to(entry) for entry in listed if entry != folder and entry in folders):
-            continue
-        inside = {path.relative_to(root) for path in (root / folder).rglob("*")
-                  if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts}
-        if inside <= files:
-            listed = {entry for entry in listed if not entry.is_relative_to(folder)} | {folder}
-    return sorted(str(entry) for entry in listed)
-
-
 def stage_modules(stage: Stage) -> list[str]:
     """The modules a stage runs: the entry module, its own and the config modules of its reads."""
     configs = {block_module(key) for key in stage.reads} - {None}
@@ -134,8 +116,9 @@ dvc.yaml to the rendering): not a code dep, so that editing one stage's entry re
 
 
 def code_deps(stage: Stage, root: Path = Path(".")) -> list[str]:
+    """Every file a stage's own code runs (its kinds aside): what the ``code`` stage fingerprints for it."""
     closure = import_closure(stage_modules(stage), root) - set(RENDERED_HERE)
-    return [LAUNCHER, *collapsed(closure, root)]
+    return [LAUNCHER, *sorted(str(path) for path in closure)]
 
 
 def _dvc(text: str) -> str:
@@ -175,12 +158,9 @@ def _comment(text: str, indent: str, width: int = 118) -> list[str]:
 def render_stage(stage: Stage, root: Path = Path(".")) -> list[str]:
     body = "      " if stage.per_system else "    "
     argument = " ${key}" if stage.per_system else ""
-    inputs = [_dvc(path) for path in stage.inputs]
-    folders = [Path(path) for path in inputs if (root / path).is_dir()]
-    code = [dep for dep in code_deps(stage, root) if not any(Path(dep).is_relative_to(folder) for folder in folders)]
-    deps = [*code, *inputs]
-    if stage.kinds:
-        deps.append(f"${{paths.code}}/{_dvc(kinds_file(stage))}")
+    deps = [_dvc(path) for path in stage.inputs]
+    if stage.name != "code":  # its code is in its fingerprint (pipeline.code), the code stage's in its inputs
+        deps.insert(0, f"${{paths.code}}/{_dvc(code_file(stage))}")
     lines = [*_comment(stage.about, "  "), f"  {stage.name}:"]
     if stage.per_system:
         lines += ["    foreach: ${systems}", "    do:"]

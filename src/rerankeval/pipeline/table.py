@@ -4,9 +4,10 @@
 file differs); the entry point (``python -m rerankeval.pipeline <stage> [<system>]``) runs a stage's module with the
 settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A stage's
 code deps are the import closure of its own module and of the config modules of the settings it reads
-(``pipeline.render``); the code of the kinds its settings name (system kinds, the generator) is fingerprinted by the
-``code`` stage into one file per consumer (``pipeline.code``), since DVC cannot list a different set of files for each
-system of a ``foreach``.
+(``pipeline.render``) and of the kinds its settings name (system kinds, the generator). The ``code`` stage writes the
+sha256 of every such file into one file per stage (per system for a stage that builds the system's kinds), the one code
+dep of that stage (``pipeline.code``): DVC cannot list a different set of files for each system of a ``foreach``, and
+one small file per stage keeps dvc.lock, and so every ``dvc status``, small.
 """
 
 from __future__ import annotations
@@ -62,8 +63,7 @@ class Stage:
     per_system: bool = False
     kinds: str | None = None
     """The kinds it builds, named by its settings: ``system`` (a per-system stage's system, its components at any
-    depth), ``systems`` (every system's) or ``generator`` (rag.generator's). It depends on their code's fingerprint,
-    which the ``code`` stage writes to ``${paths.code}/`` (``kinds_file``)."""
+    depth), ``systems`` (every system's) or ``generator`` (rag.generator's): their code is in its fingerprint too."""
 
     @property
     def module(self) -> str:
@@ -80,9 +80,10 @@ FIT_SPLIT = ("dataset.name", "dataset.path", "train.fallback_path")
 output: the source it names, the fallback it names in a refusal."""
 
 STAGES: tuple[Stage, ...] = (
-    Stage("code", "The code of the kinds each stage builds (its systems' kinds and their components', the generator), "
-          "fingerprinted per consumer: a kind's edit re-runs the stages that build it and no other.",
-          reads=("systems", "rag.generator"), inputs=("src/rerankeval", "pyproject.toml"),
+    Stage("code", "The code each stage runs, fingerprinted per stage (per system for rerank): its import closure and the "
+          "kinds it builds (its systems' and their components', the generator). An edit re-runs the stages whose code "
+          "it is and no other; `data/code/<stage>.json` lists the files.",
+          reads=("systems", "rag.generator"), inputs=("stages/python", "src/rerankeval", "pyproject.toml"),
           outputs=(Output("${paths.code}"),)),
     Stage("snapshot", "The collection as content-hashed tables (rerankeval.data.snapshot).",
           reads=("dataset.name", "dataset.path", "dataset.splits", "dataset.eval_split", "dataset.sample"),
@@ -162,7 +163,7 @@ STAGES: tuple[Stage, ...] = (
 BY_NAME = {stage.name: stage for stage in STAGES}
 
 
-def kinds_file(stage: Stage, system: str = SYSTEM) -> str:
-    """The name (in ``paths.code``) of the fingerprint of the kinds ``stage`` builds (for ``system``)."""
-    return {"system": f"{stage.name}_{system}.json", "systems": f"{stage.name}.json",
-            "generator": "generator.json"}[stage.kinds]
+def code_file(stage: Stage, system: str = SYSTEM) -> str:
+    """The name (in ``paths.code``) of the fingerprint of the code ``stage`` runs (for ``system``, when the stage
+    builds the system's kinds)."""
+    return f"{stage.name}_{system}.json" if stage.kinds == "system" else f"{stage.name}.json"
