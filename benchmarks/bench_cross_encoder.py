@@ -37,7 +37,6 @@ from rerankeval.models.environment import describe_environment  # noqa: E402
 from rerankeval.models.resolve import resolve_model  # noqa: E402
 from rerankeval.retrieval.lexical import Bm25Retriever  # noqa: E402
 from rerankeval.retrieval.text import passage_text  # noqa: E402
-from rerankeval.systems import builtin  # noqa: E402, F401  (registers the built-in kinds)
 from rerankeval.systems.base import Query, QueryCandidates  # noqa: E402
 from rerankeval.systems.pairs import PairSystem  # noqa: E402
 from rerankeval.systems.registry import BuildContext, build_system  # noqa: E402

@@ -30,7 +30,6 @@ from rerankeval.eval.engine import evaluate  # noqa: E402
 from rerankeval.pipeline.params import load_params  # noqa: E402
 from rerankeval.systems.splits import split_candidates  # noqa: E402
 from rerankeval.stats.resampling import bootstrap_ci, bootstrap_means  # noqa: E402
-from rerankeval.systems import builtin  # noqa: E402, F401  (registers the built-in kinds)
 from rerankeval.systems.registry import SYSTEM_KINDS, BuildContext, parse_system_config  # noqa: E402
 from rerankeval.systems.composite.components import ranked  # noqa: E402
 

@@ -35,7 +35,6 @@ def rerank_with(executor: str, project: Path, model: str, depth: int, queries: i
     from rerankeval.systems.splits import eval_queries
     from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.driver import RerankSettings, rerank
-    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
     from rerankeval.systems.registry import BuildContext, build_system
 
     params = load_params(project / "params.yaml")
@@ -63,7 +62,6 @@ def pairs_per_cpu_second(project: Path, model: str, depth: int, queries: int, ma
 
     from rerankeval.systems.splits import eval_queries, heads
     from rerankeval.pipeline.params import load_params
-    from rerankeval.systems import builtin  # noqa: F401  (registers the built-in kinds)
     from rerankeval.systems.registry import BuildContext, build_system
 
     torch.set_num_threads(1)
