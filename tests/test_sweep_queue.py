@@ -150,7 +150,8 @@ def sweep_project(tmp_path, tiny_beir):
     # -S edits params.yaml as written here (DVC's Hydra composition would bring back the demo's conf/).
     (workdir / ".dvc" / "config").write_text("[core]\n    analytics = false\n    autostage = true\n")
     params = compose_params([
-        "dataset=beir", f"dataset.path={tiny_beir}", "retrieval.top_n=10", "retrieval.fusion_depth=10",
+        "dataset=beir", f"dataset.path={tiny_beir}", f"train.fallback_path={tiny_beir}", "retrieval.top_n=10",
+        "retrieval.fusion_depth=10",
         "serving.latency.queries=2", "serving.latency.warmup_queries=0", "serving.latency.repeats=1",
         "+system@systems.tiny=ce_minilm_ft", f"systems.tiny.model={model}", "systems.tiny.depth=5",
         "systems.tiny.max_length=32"])
