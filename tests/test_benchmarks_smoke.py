@@ -37,7 +37,8 @@ def run_script(name: str, *args: str) -> str:
 def test_every_script_is_covered():
     covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_local_llm.py",
                "bench_metrics.py", "bench_own_candidates.py", "bench_pipeline_loop.py", "bench_precision.py",
-               "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py"}
+               "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
+               "bench_family_error.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -94,6 +95,10 @@ def test_bench_own_candidates():
 
 def test_bench_pipeline_loop():
     assert "dvc status" in run_script("bench_pipeline_loop.py")
+
+
+def test_bench_family_error():
+    assert "any_error" in run_script("bench_family_error.py")
 
 
 def test_bench_stats():

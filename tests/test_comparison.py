@@ -54,7 +54,7 @@ def test_slice_regression_rejects_and_names_the_slice():
     verdict = verdicts["verdicts"]["model"]
     assert verdict["decision"] == "REJECT"
     assert verdict["decided_by"].startswith("critical slice language=ko (n=20) regresses beyond its budget")
-    assert "97.5% CI" in verdict["decided_by"] and "adjusted for 2 slices" in verdict["decided_by"]
+    assert "97.5% CI" in verdict["decided_by"] and "adjusted for 2 slice tests" in verdict["decided_by"]
     assert verdicts["rule"]["slices_that_can_reject"] == 2 and verdicts["rule"]["slice_confidence"] == 0.975
 
 

@@ -89,16 +89,24 @@ RNG = np.random.default_rng(4)
 PROD, NEW = RNG.normal(0.05, 0.03, 60), RNG.normal(0.02, 0.05, 60)
 
 
-def test_several_baselines_are_one_family_corrected_together():
+def test_each_baseline_has_its_release_family_and_the_rest_is_descriptive():
     config = settings(baselines=["fusion", "prod"])
     result, verdicts = compare(per_query(prod=PROD, new=NEW, other=NEW / 2), SLICES, config, config.release)
     pairs = [(c["challenger"], c["baseline"]) for c in result["comparisons"] + result["comparisons_by_baseline"]["prod"]
              if c["metric"] == "nDCG@10"]
     assert pairs == [("new", "fusion"), ("other", "fusion"), ("prod", "fusion"), ("new", "prod"), ("other", "prod")]
-    family = result["comparisons"] + result["comparisons_by_baseline"]["prod"]
-    raw = np.array([c["p_randomisation"] for c in family])
-    assert [c["p_randomisation_adjusted"] for c in family] == pytest.approx(adjust_pvalues(raw, "holm"), abs=1e-6)
-    assert result["method"]["family"] == "5 (challenger, baseline) pairs x 2 metrics"
+    every = result["comparisons"] + result["comparisons_by_baseline"]["prod"]
+    assert [c["family"] for c in every if c["metric"] == "nDCG@10"] == ["release vs fusion"] * 3 + ["release vs prod"] * 2
+    secondary = [c for c in every if c["metric"] != "nDCG@10"]
+    raw = np.array([c["p_randomisation"] for c in secondary])
+    assert {c["family"] for c in secondary} == {"descriptive"}
+    assert [c["p_adjusted"] for c in secondary] == pytest.approx(adjust_pvalues(raw, "holm"), abs=1e-6)
+    families = result["method"]["release_family"]["families"]
+    assert {name: found["members"] for name, found in families.items()} == {
+        "release vs fusion": ["new", "other", "prod"], "release vs prod": ["new", "other"]}
+    for c in every:  # significance in the verdict's interval and in the printed adjusted p are one statement
+        if c["family"] != "descriptive":
+            assert (c["low"] > 0 or c["high"] < 0) == (c["p_adjusted"] < 0.05)
     assert set(verdicts["verdicts"]) == {"new", "other", "prod"} and set(verdicts["verdicts_by_baseline"]) == {"prod"}
     assert verdicts["verdicts_by_baseline"]["prod"]["new"]["delta"] == pytest.approx(np.mean(NEW - PROD), abs=1e-6)
 
@@ -116,12 +124,12 @@ def test_each_verdicts_ci_is_the_comparisons_ci_of_its_pair():
         assert verdict["ci"] == [found["low"], found["high"]] and verdict["delta"] == found["delta"]
     claimed = verdicts["verdicts_by_baseline"]["prod"]["new"]
     assert claimed["claim"]["against"] == "prod" and "claim" not in verdicts["verdicts"]["new"]  # superior vs fusion
-    # prod is no baseline: the claim's pair joins the family on the metric it decides, and the correction with it
+    # prod is no baseline: the claim's pair is compared on the metric it decides, in a release family of its own
     assert [c["metric"] for c in result["comparisons_by_baseline"]["prod"]] == ["nDCG@10"]
-    assert result["method"]["family"] == "2 challengers x 2 metrics + 1 claimed pairs x nDCG@10"
-    family = result["comparisons"] + result["comparisons_by_baseline"]["prod"]
-    raw = np.array([c["p_randomisation"] for c in family])
-    assert [c["p_randomisation_adjusted"] for c in family] == pytest.approx(adjust_pvalues(raw, "holm"), abs=1e-6)
+    families = result["method"]["release_family"]["families"]
+    assert families["release vs prod"]["members"] == ["new"]
+    assert families["release vs fusion"]["members"] == ["new", "prod"]
+    assert claimed["family"] == "release vs prod" and claimed["p_adjusted"] == by_pair[("new", "prod")]["p_adjusted"]
     points = claimed["operating_characteristics"]
     assert (points["at_minus_margin"]["effect"], points["at_zero"]["effect"]) == (-0.02, 0.0)
 

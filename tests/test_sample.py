@@ -84,7 +84,10 @@ def test_a_sample_of_no_queries_or_by_a_missing_column_is_refused(tmp_path, coll
 def test_the_report_states_the_sample(tmp_path, collection):
     manifest = snapshot_with(tmp_path, collection, {"queries": 8, "stratify": "language"}).manifest
     method = {"resampling": "paired bootstrap", "ci": "percentile", "confidence": 0.95, "samples": 1000, "seed": 0,
-              "permutations": 1000, "correction": "holm", "family": "all"}
+              "permutations": 1000, "correction": "holm", "inference": "family",
+              "release_family": {"what": "per baseline, the release challengers on nDCG@10", "procedure": "max-t",
+                                 "families": {}},
+              "descriptive_family": {"what": "the rest", "size": 0, "ci": "percentile", "p_adjusted": "holm"}}
     context = {"dataset": "c", "split": "test", "queries": 8, "ranked_queries": 8, "no_relevant": "drop",
                "snapshot": {name: entry["content_sha256"] for name, entry in manifest["tables"].items()},
                "retrieval": composed()["retrieval"], "tie_break": "score", "method": method,

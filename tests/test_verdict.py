@@ -100,7 +100,7 @@ def test_accept_lists_every_passed_check_with_its_numbers():
     assert "[+0.0200, +0.0700] excludes 0" in the_reason(verdict, "excludes 0")
     german = the_reason(verdict, "lang=de")
     assert "-0.0100" in german and "within budget -0.0200" in german
-    assert "99% CI [-0.0400, +0.0200] (adjusted for 5 slices)" in german
+    assert "99% CI [-0.0400, +0.0200] (adjusted for 5 slice tests)" in german
     assert "-0.0300" in the_reason(verdict, "intent=nav")
     assert "budget -0.0500" in the_reason(verdict, "intent=info")
     assert "+0.0200, within margin 0.0500" in the_reason(verdict, "unjudged")
@@ -126,12 +126,12 @@ def test_a_slice_rejects_only_when_its_adjusted_ci_lies_beyond_the_budget():
     verdict = decide(RULE, with_slice(GOOD, slice_("lang", "de", -0.06, -0.09, -0.03)))
     assert verdict.decision is Decision.REJECT
     assert verdict.decided_by == ("critical slice lang=de (n=200) regresses beyond its budget: mean delta -0.0600, "
-                                  "99% CI [-0.0900, -0.0300] (adjusted for 5 slices) lies below -0.0200")
+                                  "99% CI [-0.0900, -0.0300] (adjusted for 5 slice tests) lies below -0.0200")
     # The mean is beyond the budget and the CI excludes 0, but it reaches above -budget: not established.
     unsure = decide(RULE, with_slice(GOOD, slice_("lang", "de", -0.03, -0.05, -0.01)))
     assert unsure.decision is Decision.INCONCLUSIVE
     assert unsure.decided_by == ("critical slice lang=de (n=200): mean delta -0.0300 below budget -0.0200 but not "
-                                 "established (99% CI [-0.0500, -0.0100] (adjusted for 5 slices) reaches above it); "
+                                 "established (99% CI [-0.0500, -0.0100] (adjusted for 5 slice tests) reaches above it); "
                                  "blocks ACCEPT")
 
 

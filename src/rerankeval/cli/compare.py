@@ -174,7 +174,7 @@ def _as_json(result: dict[str, Any], verdicts: dict[str, Any]) -> dict[str, Any]
     def challengers(decided: dict[str, Any], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
         return {name: {**verdict, "metrics": {
             item["metric"]: {key: item[key] for key in ("baseline_mean", "challenger_mean", "delta", "low", "high",
-                                                        "p_randomisation_adjusted")}
+                                                        "p_adjusted", "family")}
             for item in comparisons if item["challenger"] == name}} for name, verdict in decided.items()}
 
     found = {"baseline": verdicts["baseline"], "queries": verdicts["queries"], "rule": verdicts["rule"],

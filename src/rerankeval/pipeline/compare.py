@@ -60,7 +60,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
         identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
-                      for system, frame in latency_frames.items()}, caveats=caveats)
+                      for system, frame in latency_frames.items()}, caveats=caveats,
+        reference_systems=frozenset(system for system, found in traits.items() if found.reference))
     result, verdicts = compare(per_query, slices, settings, rule, facts,
                                read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted

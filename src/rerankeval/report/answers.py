@@ -57,7 +57,7 @@ def _nanmean(values: pd.Series) -> float | None:
 
 def _delta_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
     return [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]),
-             f"{fmt(c['delta'], signed=True)} [{ci(c, signed=True)}]", p_value(c["p_randomisation_adjusted"]),
+             f"{fmt(c['delta'], signed=True)} [{ci(c, signed=True)}]", p_value(c["p_adjusted"]),
              f"{c['improved']}/{c['tied']}/{c['regressed']}"]
             for c in compare["comparisons"] if c["metric"] in metrics]
 

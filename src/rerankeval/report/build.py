@@ -172,7 +172,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                                    inputs.latencies, hourly_price, warmup)
     plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)], quality_measure,
                      plots_dir / "depth_cost.png")
-    own = frontier.own_points(systems, per_query, quality_measure, costs)
+    own = frontier.own_points(systems, per_query, quality_measure, costs, inputs.verdicts.get("latency_p95_ms", {}))
     points = frontier.frontier_points(depth_costs, traits, own, inputs.sweeps)
     points = serving.served_pareto_points(points, inputs.loadtest)
     points["frontier"] = pareto_front(points)
@@ -235,7 +235,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                         inputs.judging_queue_path),
         md.regressions_section(compare, primary, bounds, links.explorer),
         md.cost_section(costs, hourly_price),
-        serving.latency_section(inputs.latency_measurements, latency_sources),
+        serving.latency_section(inputs.latency_measurements, latency_sources, verdicts.get("latency_untrusted", {})),
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,

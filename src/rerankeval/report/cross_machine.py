@@ -5,6 +5,8 @@
   (``rerankeval.core.precision.SCORE_DECIMALS``) and every rank and metric is computed from the stored value.
 - Every number of a system that runs an int8 model, or is composed of one: within ``INT8_TOLERANCE`` (absolute),
   since PyTorch's quantized kernels follow the CPU (results/benchmarks/cross_machine.yaml).
+- The simultaneous interval of a system whose release family holds such a system (``stats.family``: the family's
+  critical value reads every member's replicates): within ``INT8_TOLERANCE`` too.
 - Every verdict, and everything that is not a number: identical. A verdict that moved is a changed result.
 - Timings: none. Results files hold no timing, since a machine's timing is no expected result.
 """
@@ -50,20 +52,33 @@ def departures(committed: Mapping[str, Any], generated: Mapping[str, Any], cpu_d
         old, new = before.get(field, "(absent)"), after.get(field, "(absent)")
         if old == new:
             continue
-        tolerance, rule = _rule(field, cpu_dependent, baseline)
+        tolerance, rule = _rule(field, cpu_dependent, baseline, _family_members(generated))
         if tolerance and _numbers(old, new) and abs(new - old) <= tolerance:
             continue
         found.append(f"{'.'.join(field)} committed {old}, here {new} ({rule})")
     return found
 
 
-def _rule(field: tuple[str, ...], cpu_dependent: set[str], baseline: Any) -> tuple[float, str]:
+def _family_members(generated: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Per release family (results file's ``systems.<name>.family``), its systems."""
+    members: dict[str, set[str]] = {}
+    for name, entry in (generated.get("systems") or {}).items():
+        if isinstance(entry, Mapping) and str(entry.get("family", "")).startswith("release"):
+            members.setdefault(entry["family"], set()).add(name)
+    return members
+
+
+def _rule(field: tuple[str, ...], cpu_dependent: set[str], baseline: Any,
+          families: Mapping[str, set[str]] = {}) -> tuple[float, str]:
     """The tolerance of one field of a results file, and the rule in words."""
-    if field[-1] == "verdict":
+    if field[-1] in ("verdict", "family"):
         return 0.0, "a verdict must be the same on every CPU"
     if field[0] == "systems" and len(field) > 2:
-        # A delta against the baseline moves with either system.
-        moved_by = [name for name in (field[1], baseline if field[2].startswith("delta") else None)
+        # A delta against the baseline moves with either system; its simultaneous interval with any member of its
+        # release family.
+        family = next((found for found in families.values() if field[1] in found), set())
+        members = sorted(family) if field[2] == "delta_ci" else []
+        moved_by = [name for name in (field[1], baseline if field[2].startswith("delta") else None, *members)
                     if name in cpu_dependent]
         if moved_by:
             return INT8_TOLERANCE, f"{moved_by[0]} runs int8 kernels: within ±{INT8_TOLERANCE:g}"

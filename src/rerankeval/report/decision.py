@@ -103,13 +103,16 @@ def error_rates(verdict: Mapping[str, Any]) -> str:
 
 
 def latency_note(verdicts: Mapping[str, Any]) -> str:
+    """Which p95 figures cannot REJECT, grouped by the reason verdicts.json gives for each."""
     untrusted = verdicts.get("latency_untrusted", {})
     if not untrusted:
         return ""
-    shown = "every system" if set(untrusted) >= set(verdicts.get("latency_p95_ms", {})) else \
-        ", ".join(f"`{system}`" for system in untrusted)
-    return (f"{UNTRUSTED} p95 not trusted to REJECT ({shown}): measured while other processes kept the machine's "
-            "CPUs busy (serving.latency.max_other_cpus); the load of each measurement is on the details page.")
+    by_reason: dict[str, list[str]] = {}
+    for system, reason in sorted(untrusted.items()):
+        by_reason.setdefault(reason, []).append(f"`{system}`")
+    return (f"{UNTRUSTED} p95 not trusted to REJECT: "
+            + "; ".join(f"{', '.join(systems)}: {reason}" for reason, systems in by_reason.items())
+            + ". Each measurement's load is on the details page.")
 
 
 def answer_note(inputs: DecisionInputs) -> str:

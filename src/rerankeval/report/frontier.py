@@ -125,8 +125,11 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
 
 
 def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
-               costs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Each system as configured: its mean ``measure``, p95 and cost per 1k queries."""
+               costs: Mapping[str, Mapping[str, Any]], measured: Mapping[str, float | None] = {}) -> pd.DataFrame:
+    """Each system as configured: its mean ``measure``, p95 and cost per 1k queries. ``measured``: the p95 the
+    verdict read (verdicts.json's ``latency_p95_ms``), which is the system's one p95 on every page and plot; the
+    quality run's own p95 only where none was measured."""
     means = per_query.groupby("system")[measure].mean()
-    return pd.DataFrame([{"system": s, "quality": float(means[s]), "p95_ms": costs[s]["p95_ms"],
+    return pd.DataFrame([{"system": s, "quality": float(means[s]),
+                          "p95_ms": measured[s] if measured.get(s) is not None else costs[s]["p95_ms"],
                           "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])

@@ -70,9 +70,20 @@ def header_section(context: Mapping[str, Any], subtitle: str | None = None) -> s
         "`[gain=exp]` uses 2^rel - 1; `[judged_only=true]` removes unjudged documents before scoring.",
         f"- Uncertainty: {context['method']['resampling']}, {context['method']['ci']} "
         f"{ci_label(context['method']['confidence'])}s from {context['method']['samples']} resamples (seed {context['method']['seed']}); p-values from "
-        f"{context['method']['permutations']} sign flips and a paired t-test, {context['method']['correction']}-"
-        f"corrected over the family ({context['method']['family']}).",
+        f"{context['method']['permutations']} sign flips and a paired t-test.",
+        f"- {family_statement(context['method'])}",
     ])
+
+
+def family_statement(method: Mapping[str, Any]) -> str:
+    """What the release decision's multiplicity family and procedure are, and what is descriptive."""
+    release, descriptive = method["release_family"], method["descriptive_family"]
+    families = "; ".join(f"{name}: {', '.join(f'`{member}`' for member in found['members'])}"
+                         for name, found in release["families"].items() if name.startswith("release"))
+    return (f"Release decision: {release['what']} ({families or 'none'}); intervals and adjusted p by "
+            f"{release['procedure']}, so a verdict's interval excludes 0 exactly when its adjusted p is below "
+            f"{1 - method['confidence']:.2f}. Everything else is descriptive ({descriptive['size']} comparisons; "
+            f"{descriptive['ci']} intervals, {descriptive['p_adjusted']}).")
 
 
 def candidates_line(retrieval: Mapping[str, Any], source: str) -> str:
@@ -121,15 +132,32 @@ def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
         parts.append(f"> ⚠ **{verdicts['baseline_flag']}.** No verdict against it is a bare ACCEPT.")
     slices = ""
     if rule["critical_slices"]:
-        adjusted = (f" (adjusted for {rule['slices_that_can_reject']} slices)"
-                    if rule["slices_that_can_reject"] > 1 else "")
+        tests = rule.get("slice_tests", rule["slices_that_can_reject"])
+        adjusted = (f" (adjusted for {tests} slice tests: {rule['slices_that_can_reject']} slices x the release "
+                    "family)" if tests > 1 else "")
         slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
                   f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
     parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
                  f"check failing{slices} (docs/verdict.md, \"The rule\").")
     if claims.rule_text(verdicts, level):
         parts.append(claims.rule_text(verdicts, level))
+    parts.append(inference_text(verdicts))
     return parts
+
+
+def inference_text(verdicts: Mapping[str, Any]) -> str:
+    """The release decision's multiplicity family, its procedure and its simulated family-wise error rate."""
+    inference = verdicts["inference"]
+    families = []
+    for name, found in inference["families"].items():
+        if not name.startswith("release"):
+            continue
+        families.append(f"{name} ({', '.join(f'`{member}`' for member in found['members'])}: some member wrongly "
+                        f"decided in {found['any_error']:.1%} of {found['trials']} simulated null trials)")
+    level = 1 - verdicts["rule"]["confidence"]
+    return (f"Family: {inference['release_family']}: {'; '.join(families) or 'none'}. Procedure: "
+            f"{inference['procedure']}: each interval holds for the whole family, and excludes 0 exactly when the "
+            f"adjusted p is below {level:.2f}. Reference systems are decided alone; secondary metrics are descriptive.")
 
 
 def delta_ci(verdict: Mapping[str, Any]) -> str:
@@ -288,13 +316,12 @@ def deltas_section(compare: Mapping[str, Any]) -> str:
     for item in compare["comparisons"]:
         rows.append([f"`{item['challenger']}`", item["metric"], fmt(item["baseline_mean"]), fmt(item["challenger_mean"]),
                      fmt(item["delta"], signed=True), ci(item, signed=True),
-                     f"{p_value(item['p_randomisation'])} / {p_value(item['p_randomisation_adjusted'])}",
-                     f"{p_value(item['p_ttest'])} / {p_value(item['p_ttest_adjusted'])}",
+                     item["family"], p_value(item["p_adjusted"]), p_value(item["p_randomisation"]),
+                     p_value(item["p_ttest"]),
                      f"{item['improved']}/{item['tied']}/{item['regressed']}", fmt(item["median_delta"], signed=True),
                      fmt(item["cohens_dz"], 2, signed=True)])
     header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare["method"]["confidence"]),
-              "p rand (raw / adj)",
-              "p t (raw / adj)", "win/tie/loss", "Δ median", "d_z"]
+              "family", "p adjusted (in its family)", "p rand (raw)", "p t (raw)", "win/tie/loss", "Δ median", "d_z"]
     return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
 
 
@@ -396,8 +423,8 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping
     for item in compare["comparisons"]:
         deltas.setdefault(item["challenger"], {})[item["metric"]] = {
             "delta": item["delta"], "ci": [item["low"], item["high"]],
-            "p_adjusted": item["p_randomisation_adjusted"], "win_tie_loss": [item["improved"], item["tied"],
-                                                                            item["regressed"]]}
+            "p_adjusted": item["p_adjusted"], "family": item["family"],
+            "win_tie_loss": [item["improved"], item["tied"], item["regressed"]]}
     return {
         "id": f"rerankeval/{params.dataset.name}/{params.dataset.eval_split}/"
               f"{tables['qrels']['content_sha256'][:12]}",
@@ -418,7 +445,8 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping
                     for system, values in metrics_json["systems"].items()},
         "uncertainty": {"method": f"{method['resampling']}, {method['ci']} interval",
                         "confidence": method["confidence"], "samples": method["samples"], "seed": method["seed"],
-                        "tests": method["tests"], "correction": method["correction"], "family": method["family"]},
+                        "tests": method["tests"], "inference": method["inference"],
+                        "release_family": method["release_family"], "descriptive_family": method["descriptive_family"]},
         "deltas_vs_baseline": deltas,
     }
 

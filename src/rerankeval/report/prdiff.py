@@ -241,10 +241,11 @@ def _new_systems_section(new: Mapping[str, Any], systems: Sequence[str], level: 
     if not new["comparisons"]:
         return f"{title}\n\n{new['missing']}."
     rows = [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]), _delta(c),
-             f"{fmt(c['low'], signed=True)} .. {fmt(c['high'], signed=True)}", p_value(c["p_randomisation_adjusted"]),
+             f"{fmt(c['low'], signed=True)} .. {fmt(c['high'], signed=True)}", p_value(c["p_adjusted"]),
              f"{c['improved']} / {c['tied']} / {c['regressed']}"] for c in new["comparisons"]]
     text = (f"{title}, against head's baseline `{new['baseline']}` (head's compare.json: paired over head's queries, "
-            f"p {method['correction']}-adjusted over head's comparisons)\n\n"
+            "p adjusted in its family there: simultaneous on the primary metric, "
+            f"{method['correction']} over the descriptive rest)\n\n"
             + table(["system", "metric", f"`{new['baseline']}`", "system", "Δ", f"{level} CI", "p",
                      "win / tie / loss"], rows))
     return text + (f"\n\n{new['missing']}." if new["missing"] else "")

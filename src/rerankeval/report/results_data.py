@@ -54,6 +54,7 @@ def demo_results(reports: Path) -> dict[str, Any]:
             entry["delta_ci"] = [deltas[name]["low"], deltas[name]["high"]]
         if name in verdicts["verdicts"]:
             entry["verdict"] = verdicts["verdicts"][name]["decision"]
+            entry["family"] = verdicts["verdicts"][name]["family"]
         systems[name] = entry
     fit = metrics["fusion"]["fit"]
     return {

@@ -19,14 +19,17 @@ def _ms(value: float | None) -> str:
     return md.fmt(value, 1)
 
 
-def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str]) -> str:
+def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str],
+                    untrusted: Mapping[str, str] = {}) -> str:
+    """``untrusted``: verdicts.json's reason, per system, why its figure cannot REJECT."""
     if not measurements:
         return ""
     rows = [[f"`{system}`", m["queries"], m["repeats"], _ms(m["p50_ms"]), _ms(m["p95_ms"]), _ms(m["p99_ms"]),
              " / ".join(_ms(v) for v in m["p95_ms_by_round"]), _ms(m["cpu_p95_ms"]), md.fmt(m["pairs_per_s"], 1),
              " / ".join(str(v) for v in m["other_cpus_by_round"]) + f" of {m['cpus']}",
              f"{m['load_average_1m']['before']} / {m['load_average_1m']['after']}",
-             sources.get(system, "in-process").split(",")[0] + (" (not trusted to REJECT)" if m["untrusted"] else "")]
+             sources.get(system, "in-process").split(",")[0]
+             + (f" (not trusted to REJECT: {untrusted[system]})" if system in untrusted else "")]
             for system, m in measurements.items()]
     return ("## Latency measured on its own (what the verdict's latency check reads)\n\n"
             + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round", "CPU time p95 ms",

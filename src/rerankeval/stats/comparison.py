@@ -16,14 +16,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from . import domains
 from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
+from .family import PROCEDURE, simultaneous_intervals
 from .resampling import Intervals
 from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
-from .simulation import SIMULATED_DELTAS, operating_characteristics
+from .significance import adjust_pvalues
+from .simulation import SIMULATED_DELTAS, family_characteristics
 from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, LatencyEvidence, SavingEvidence,
                       SliceEvidence, UnjudgedEvidence, decide)
 
@@ -50,6 +53,9 @@ class RunFacts:
     positive_only: str | None = None
     cost_seconds: Mapping[str, pd.Series] = field(default_factory=dict)
     caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
+    reference_systems: frozenset[str] = frozenset()
+    """Systems that are reference points, not release challengers (first stages, the oracle, random: their
+    kind's role): each is decided alone, outside the release family, and shown as descriptive."""
 
 
 def finite(value: float) -> float | None:
@@ -127,25 +133,43 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         paired = domains.PairedFamily(paired.comparisons + extra.comparisons, np.hstack([paired.base, extra.base]),
                                       np.hstack([paired.challenger, extra.challenger]))
     family = paired.comparisons
+    # The descriptive intervals and tests (secondary metrics, reference systems): each pair's own percentile (or BCa)
+    # interval; p-values adjusted over the descriptive family below.
     intervals = queries_only = domains.family_intervals(paired, **boot)
-    # A pair involving a system trained with several seeds: its primary-metric CI also counts the between-seed
-    # variance; it replaces the bootstrap's here, so compare.json and the verdict (primary_intervals) read it.
-    on_seeds = seed_family(per_query_seeds, family, scores, query_ids, rule.primary_metric, settings.confidence)
-    intervals = with_seed_intervals(intervals, on_seeds)
     tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
                                         correction=settings.correction)
+    # The release decision's family: each baseline's release challengers on the primary metric, simultaneous
+    # intervals and adjusted p from one procedure (stats.family); a reference system is decided alone.
+    on_primary = [j for j, item in enumerate(family) if item.metric == rule.primary_metric]
+    groups = [_family_of(family[j], j, facts.reference_systems, settings.inference) for j in on_primary]
+    primary_family = domains.PairedFamily(tuple(family[j] for j in on_primary), paired.base[:, on_primary],
+                                          paired.challenger[:, on_primary])
+    simultaneous = simultaneous_intervals(primary_family, groups, n_samples=settings.samples, seed=settings.seed,
+                                          confidence=settings.confidence)
+    # A pair involving a system trained with several seeds: its primary-metric CI also counts the between-seed
+    # variance (at the Bonferroni level of its family); it replaces the bootstrap's, in compare.json and the verdict.
+    on_seeds, seed_p = _seed_family(per_query_seeds, family, on_primary, simultaneous.family_size, scores, query_ids,
+                                    rule.primary_metric, settings.confidence)
+    release_p = dict(zip(on_primary, simultaneous.p_adjusted))
+    release_p.update(seed_p)
+    primary_intervals = with_seed_intervals(simultaneous.intervals, {on_primary.index(j): found
+                                                                     for j, found in on_seeds.items()})
+    descriptive = [j for j in range(len(family)) if j not in release_p]
+    descriptive_p = dict(zip(descriptive, _adjust_finite(tests.p_randomisation[descriptive], settings.correction)))
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
     comparisons: dict[str, list[dict]] = {reference: [] for reference in references}
     for j, item in enumerate(family):
         summary = summaries[j]
+        shown = (primary_intervals, on_primary.index(j)) if j in release_p else (intervals, j)
         comparisons[item.baseline].append({
             "challenger": item.challenger, "baseline": item.baseline, "metric": item.metric,
             "baseline_mean": finite(_mean(scores[item.baseline][item.metric])),
             "challenger_mean": finite(_mean(scores[item.challenger][item.metric])),
-            "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
-            "p_randomisation": finite(tests.p_randomisation[j]),
-            "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
-            "p_ttest": finite(tests.p_ttest[j]), "p_ttest_adjusted": finite(tests.p_ttest_adjusted[j]),
+            "delta": finite(shown[0].mean[shown[1]]), "low": finite(shown[0].low[shown[1]]),
+            "high": finite(shown[0].high[shown[1]]),
+            "family": _family_label(groups[on_primary.index(j)]) if j in release_p else "descriptive",
+            "p_adjusted": finite(release_p[j] if j in release_p else descriptive_p[j]),
+            "p_randomisation": finite(tests.p_randomisation[j]), "p_ttest": finite(tests.p_ttest[j]),
             "median_delta": finite(summary.median), "cohens_dz": finite(summary.cohens_dz),
             "improved": summary.improved, "tied": summary.tied, "regressed": summary.regressed,
             "percentiles": {str(q): finite(v) for q, v in summary.percentiles.items()},
@@ -171,50 +195,64 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             for k, value in enumerate(result.values)]
 
     unjudged = unjudged_watch(scores, systems, settings.unjudged, rule.unjudged_margin, facts.positive_only)
-    # The verdict reads the comparison's own intervals of the primary metric (one set of resamples: its CI is the
-    # one in compare.json); a slice outside the primary metric's domain (the demo's abstention questions for
-    # nDCG@10) gives it no evidence and is not counted in its size.
-    on_primary = [j for j, item in enumerate(family) if item.metric == rule.primary_metric]
-    primary_family = domains.PairedFamily(tuple(family[j] for j in on_primary), paired.base[:, on_primary],
-                                          paired.challenger[:, on_primary])
-    primary_intervals = Intervals(intervals.mean[on_primary], intervals.low[on_primary],
-                                  intervals.high[on_primary], intervals.confidence, intervals.method,
-                                  intervals.n_samples, intervals.seed)
+    # The verdict reads the release family's own intervals of the primary metric (compare.json's, one set of
+    # resamples); a slice outside the primary metric's domain (the demo's abstention questions for nDCG@10) gives it
+    # no evidence and is not counted in its size.
     evidence_settings = dict(min_slice_size=settings.min_slice_size, seed=settings.seed,
                              confidence=settings.confidence, method=settings.ci_method)
-    evidence = release_evidence(primary_family, labels, rule, n_samples=settings.samples,
+    evidence = release_evidence(primary_family, labels, rule, groups, n_samples=settings.samples,
                                 overall=primary_intervals, **evidence_settings)
     defined = verdict_queries(primary_family)
     primary = primary_family.deltas[defined]
     labels = {column: values[defined] for column, values in labels.items()}
     verdicts: dict[str, dict[str, dict]] = {reference: {} for reference in references}
-    simulation = dict(trials=settings.simulation.trials, n_samples=settings.simulation.samples, **evidence_settings)
-    for j, item in enumerate(primary_family.comparisons):
-        claim = rule.claim_for(item.challenger, item.baseline, settings.baseline)
-        verdict = _verdict(rule, claim, item.challenger, item.baseline, evidence[j],
-                           facts if item.baseline == settings.baseline else replace(
-                               facts, identical_to_baseline={}, baseline_flag=None),
-                           unjudged["rate"], settings.confidence,
-                           saving_evidence(claim, item.challenger, item.baseline, facts, settings))
-        effects = [0.0, rule.min_delta] if claim.claim == "superior" else [-claim.margin, 0.0]
-        points = operating_characteristics(primary[:, j], labels, rule, list(dict.fromkeys(effects)), claim=claim,
-                                           **simulation)
-        verdict["operating_characteristics"] = (
-            {"at_zero": points[0].to_dict(), "at_min_delta": points[-1].to_dict()} if claim.claim == "superior"
-            else {"at_minus_margin": points[0].to_dict(), "at_zero": points[-1].to_dict()})
-        if on_primary[j] in on_seeds:  # its CI is the seed-aware one
-            verdict["ci_seeds"] = list(on_seeds[on_primary[j]].seeds)
-        verdicts[item.baseline][item.challenger] = verdict
+    claims = [rule.claim_for(item.challenger, item.baseline, settings.baseline) for item in primary_family.comparisons]
+    simulated = {}
+    for group in dict.fromkeys(groups):
+        members = [k for k, found in enumerate(groups) if found == group]
+        simulated[group] = (members, family_characteristics(
+            primary[:, members], labels, rule, [claims[k] for k in members], trials=settings.simulation.trials,
+            n_samples=settings.simulation.samples, **evidence_settings))
+    families = {}
+    for group, (members, rates) in simulated.items():
+        families[_family_label(group)] = {
+            "members": [primary_family.comparisons[k].challenger for k in members],
+            "baseline": primary_family.comparisons[members[0]].baseline, **rates.family_record()}
+        for position, k in enumerate(members):
+            item = primary_family.comparisons[k]
+            verdict = _verdict(rule, claims[k], item.challenger, item.baseline, evidence[k],
+                               facts if item.baseline == settings.baseline else replace(
+                                   facts, identical_to_baseline={}, baseline_flag=None),
+                               unjudged["rate"], settings.confidence,
+                               saving_evidence(claims[k], item.challenger, item.baseline, facts, settings))
+            at_null, at_alternative = rates.at_null[position].to_dict(), rates.at_alternative[position].to_dict()
+            verdict["operating_characteristics"] = (
+                {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
+                else {"at_minus_margin": at_null, "at_zero": at_alternative})
+            verdict["family"] = _family_label(group)
+            verdict["p_adjusted"] = finite(release_p[on_primary[k]])
+            if on_primary[k] in on_seeds:  # its CI is the seed-aware one
+                verdict["ci_seeds"] = list(on_seeds[on_primary[k]].seeds)
+            verdicts[item.baseline][item.challenger] = verdict
 
     family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
+    first_family_size = len(families.get(_family_label(("release", settings.baseline)), {}).get("members", [None]))
     method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
               "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
               "tests": ["paired randomisation (sign flip)", "paired t-test"],
               "permutations": settings.permutations, "correction": settings.correction,
-              "family": (f"{len(systems) - 1} challengers x {len(metrics)} metrics" if len(on_baselines) == 1 else
-                         f"{sum(map(len, on_baselines.values()))} (challenger, baseline) pairs x {len(metrics)} "
-                         "metrics") + (f" + {sum(map(len, claimed.values()))} claimed pairs x {rule.primary_metric}"
-                                       if claimed else ""),
+              "inference": settings.inference,
+              "release_family": {
+                  "what": (f"per baseline, the release challengers (reference systems excluded) on "
+                           f"{rule.primary_metric}" if settings.inference == "family" else
+                           f"each pair alone on {rule.primary_metric} (compare.inference: per_comparison: no "
+                           "multiplicity control across challengers)"),
+                  "procedure": PROCEDURE, "families": families},
+              "descriptive_family": {
+                  "what": "every other comparison (secondary metrics; reference systems on them): descriptive, not "
+                          "read by any verdict",
+                  "size": len(descriptive), "ci": settings.ci_method,
+                  "p_adjusted": f"{settings.correction} over the descriptive family, paired randomisation test"},
               "tie_tolerance": settings.tie_tolerance}
     partial = sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined})
     if partial:
@@ -238,7 +276,9 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                  "confidence": settings.confidence,
                  "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
                  "min_slice_size": settings.min_slice_size, "slices_that_can_reject": family_size,
-                 "slice_confidence": round(adjusted_confidence(settings.confidence, family_size), 6),
+                 "slice_tests": family_size * first_family_size,
+                 "slice_confidence": round(adjusted_confidence(settings.confidence, family_size * first_family_size),
+                                           6),
                  "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
                  "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
     if rule.claims:
@@ -253,7 +293,10 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         "baseline_flag": facts.baseline_flag,
         "simulation": {"trials": settings.simulation.trials, "samples": settings.simulation.samples,
                        "seed": settings.seed, "deltas": SIMULATED_DELTAS,
-                       "checks": "primary metric and critical slices (the deterministic checks do not vary)"},
+                       "checks": "primary metric and critical slices (the deterministic checks do not vary)",
+                       "families": "each family's members at once: one sign per query and trial for all of them"},
+        "inference": {"release_family": method["release_family"]["what"], "procedure": PROCEDURE,
+                      "families": families},
         "latency_p95_ms": {system: None if value is None else finite(value)
                            for system, value in facts.latency_p95_ms.items()},
         "fallbacks": {system: {"fallbacks": count, "queries": total} for system, (count, total) in facts.fallbacks.items()},
@@ -263,6 +306,46 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         result["comparisons_by_baseline"] = {reference: comparisons[reference] for reference in others}
         decided["verdicts_by_baseline"] = {reference: verdicts[reference] for reference in others}
     return result, decided
+
+
+def _family_of(item, index: int, reference_systems: frozenset[str], inference: str) -> tuple[str, str | int]:
+    """A primary-metric pair's multiplicity family: its baseline's release family, or itself alone (a reference
+    system, or any pair under ``per_comparison``)."""
+    if inference == "family" and item.challenger not in reference_systems:
+        return ("release", item.baseline)
+    return ("alone", f"{item.challenger} vs {item.baseline}")
+
+
+def _family_label(group: tuple[str, str | int]) -> str:
+    kind, name = group
+    return f"release vs {name}" if kind == "release" else f"alone: {name}"
+
+
+def _adjust_finite(p: np.ndarray, correction: str) -> np.ndarray:
+    adjusted = np.full(len(p), np.nan)
+    testable = np.isfinite(p)
+    if testable.any():
+        adjusted[testable] = adjust_pvalues(p[testable], correction)
+    return adjusted
+
+
+def _seed_family(per_query_seeds: pd.DataFrame | None, family, on_primary: list[int], sizes: np.ndarray,
+                 scores, query_ids, metric: str, confidence: float) -> tuple[dict, dict]:
+    """The seed-aware comparisons of the primary pairs that involve a seeded system, each at the Bonferroni level of
+    its family (``sizes``: per primary pair), and their adjusted p (Bonferroni of the seed-aware t test: 0 outside
+    the interval exactly when it is below 1 - confidence)."""
+    found, p_adjusted = {}, {}
+    size_of = dict(zip(on_primary, sizes.tolist()))
+    for size in sorted(set(size_of.values())):
+        level = adjusted_confidence(confidence, size)
+        for j, comparison in seed_family(per_query_seeds, family, scores, query_ids, metric, level).items():
+            if size_of.get(j) == size:
+                interval = comparison.interval
+                se = float(interval.standard_error[0])
+                t = abs(float(interval.mean[0])) / se if se > 0 else (0.0 if interval.mean[0] == 0 else np.inf)
+                found[j] = comparison
+                p_adjusted[j] = min(1.0, size * 2.0 * float(scipy_stats.t.sf(t, float(interval.df[0]))))
+    return found, p_adjusted
 
 
 def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference: str,

@@ -149,6 +149,12 @@ class CompareConfig(StrictConfig):
     ci_method: Literal["percentile", "bca"] = "percentile"
     permutations: int = Field(DEFAULT_N_SAMPLES, ge=1)
     correction: Literal["holm", "bh"] = "holm"
+    """The correction of the descriptive family (every comparison the release decision does not read: secondary
+    metrics, reference systems)."""
+    inference: Literal["family", "per_comparison"] = "family"
+    """How the release decision's intervals and adjusted p are computed (``stats.family``): ``family``, simultaneous
+    over the release challengers against each baseline on the primary metric; ``per_comparison``, each pair alone
+    (no multiplicity control across challengers; the pages say so)."""
     tie_tolerance: float = Field(DEFAULT_TIE_TOL, ge=0)
     worst_n: int = Field(5, ge=0)
     min_slice_size: int = Field(DEFAULT_MIN_SLICE_SIZE, ge=1)

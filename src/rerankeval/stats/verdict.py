@@ -83,8 +83,9 @@ class DeltaEvidence:
 class SliceEvidence:
     """Primary-metric mean delta and CI within one slice (``column`` == ``value``).
 
-    ``confidence`` is the CI's level, ``adjusted_for`` the number of slices it was Bonferroni-adjusted for (the CI of
-    a ``too_small`` slice is never used to REJECT).
+    ``confidence`` is the CI's level, ``adjusted_for`` the number of slice tests it was Bonferroni-adjusted for (every
+    critical slice of every member of the challenger's family; the CI of a ``too_small`` slice is never used to
+    REJECT).
     """
 
     column: str
@@ -398,7 +399,7 @@ def _slice_check(spec: CriticalSlice, found: SliceEvidence) -> Check:
         return Check(name, True, False, f"{head}: {delta} within budget -{spec.budget:.4f}")
     ci = _ci_text(found.ci_low, found.ci_high, found.confidence)
     if found.adjusted_for > 1:
-        ci += f" (adjusted for {found.adjusted_for} slices)"
+        ci += f" (adjusted for {found.adjusted_for} slice tests)"
     head += ")"
     if found.ci_high < -spec.budget:
         return Check(name, False, True, f"{head} regresses beyond its budget: {delta}, {ci} lies below "

@@ -71,7 +71,9 @@ def decision_rows(inputs: SiteInputs) -> list[dict[str, Any]]:
                      "claim": claim_cell(verdict), "delta": _number(verdict["delta"]),
                      "low": _number(verdict["ci"][0]), "high": _number(verdict["ci"][1]),
                      "decided_by": verdict["decided_by"], "reasons": list(verdict["reasons"]),
-                     "notes": list(verdict["notes"]), "p95_ms": _number(cost.get("p95_ms"), 3),
+                     "notes": list(verdict["notes"]),
+                     "p95_ms": _number(inputs.verdicts.get("latency_p95_ms", {}).get(system), 3),
+                     "p95_untrusted": inputs.verdicts.get("latency_untrusted", {}).get(system),
                      "cost_per_1k_queries": _number(cost.get("cost_per_1k_queries"), 6),
                      "reference": system in inputs.reference})
     return rows
@@ -83,7 +85,7 @@ def system_page(inputs: SiteInputs, system: str) -> dict[str, Any]:
     metrics = {name: {key: _number(value) for key, value in entry.items()}
                for name, entry in sorted(compare["systems"].get(system, {}).items())}
     comparisons = [{key: row[key] for key in ("metric", "baseline_mean", "challenger_mean", "delta", "low", "high",
-                                               "p_randomisation_adjusted", "improved", "regressed", "tied")}
+                                               "p_adjusted", "improved", "regressed", "tied")}
                    for row in compare["comparisons"] if row["challenger"] == system]
     verdicts = [{"baseline": reference, **{key: verdict[key] for key in ("decision", "decided_by", "reasons", "notes")}}
                 for name, reference, verdict in decided(inputs.verdicts) if name == system]

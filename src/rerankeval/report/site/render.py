@@ -62,7 +62,10 @@ def _verdict_rows(rows: Sequence[Mapping[str, Any]], several: bool) -> list[list
              *([escape(r["baseline"]), escape(r["claim"])] if several else []),
              f'<span class="decision {escape(r["decision"])}">{escape(r["decision"])}</span>',
              f'{_num(r["delta"], signed=True)} [{_num(r["low"], signed=True)}, {_num(r["high"], signed=True)}]',
-             escape(r["decided_by"]), _num(r["p95_ms"], 1), _cost(r["cost_per_1k_queries"]),
+             escape(r["decided_by"]),
+             _num(r["p95_ms"], 1 if (r["p95_ms"] or 0) >= 10 else 2)
+             + (f' <span title="{escape(r["p95_untrusted"])}">⚠</span>' if r.get("p95_untrusted") else ""),
+             _cost(r["cost_per_1k_queries"]),
              f'<a href="explorer.html#system={escape(r["system"])}&amp;regressed=1">regressions</a>']
             for r in rows]
 
@@ -91,9 +94,9 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
         parts += ["<h2>Reference systems</h2><p class=\"note\">Bounds and first-stage orders, not release "
                   "candidates: their rows show how far the challengers are from them.</p>",
                   _table(columns, _verdict_rows(references, several), numeric, "references")]
-    parts.append("<p class=\"note\">p95: the quality run's cold per-query latency after warm-up; the dedicated "
-                 "latency measurement and every other number are on the report's details page (details.md) and each "
-                 "system's page.</p>")
+    parts.append("<p class=\"note\">p95: the dedicated latency measurement the verdict's latency check read (the "
+                 "same figure as report.md); ⚠: not trusted to REJECT, the reason on hover and on each system's page. "
+                 "The quality run's own timings are on the details page.</p>")
     parts.append("<h2>Systems</h2><p>" + " · ".join(f'<a href="{page_name(s)}">{escape(s)}</a>' for s in systems)
                  + "</p>")
     figures = [f'<figure><img src="{escape(plots_link)}/{name}" alt="{escape(caption)}">'
@@ -124,7 +127,7 @@ def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: S
     if page["comparisons"]:
         rows = [[escape(c["metric"]), _num(c["baseline_mean"]), _num(c["challenger_mean"]),
                  _num(c["delta"], signed=True), f'{_num(c["low"], signed=True)} .. {_num(c["high"], signed=True)}',
-                 _num(c["p_randomisation_adjusted"]), f'{c["improved"]} / {c["regressed"]} / {c["tied"]}']
+                 _num(c["p_adjusted"]), f'{c["improved"]} / {c["regressed"]} / {c["tied"]}']
                 for c in page["comparisons"]]
         parts += [f"<h2>Against <code>{escape(page['baseline'])}</code>, paired</h2>",
                   _table(["metric", "baseline", system, "Δ", level, "p (adjusted)", "queries up / down / tied"], rows,

@@ -1,0 +1,88 @@
+"""One procedure behind the release decision: the verdict's interval and the printed adjusted p agree, in the family
+the pages state (stats.family), on synthetic families and on the demo's committed outputs."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rerankeval.stats.config import ReleaseClaim, ReleaseRule
+from rerankeval.stats.deltas import Comparison
+from rerankeval.stats.domains import PairedFamily
+from rerankeval.stats.family import simultaneous_intervals
+from rerankeval.stats.simulation import family_characteristics
+
+REPORTS = Path("reports")
+RULE = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03}, "compare.release")
+
+
+def family_of(base: np.ndarray, challenger: np.ndarray) -> PairedFamily:
+    return PairedFamily(tuple(Comparison(f"s{j}", "nDCG@10", "base") for j in range(base.shape[1])), base, challenger)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_interval_excludes_zero_exactly_when_its_adjusted_p_is_below_alpha(seed):
+    rng = np.random.default_rng(seed)
+    n, members = 60, 6
+    base = rng.random((n, members))
+    challenger = base + rng.normal(rng.normal(0, 0.04, members), 0.15, (n, members))
+    challenger[rng.random((n, members)) < 0.1] = np.nan  # domains that differ per member and side
+    found = simultaneous_intervals(family_of(base, challenger), [0, 0, 0, 1, 1, 2], n_samples=999, seed=seed,
+                                   confidence=0.95)
+    excludes = (found.intervals.low > 0) | (found.intervals.high < 0)
+    assert excludes.tolist() == (found.p_adjusted < 0.05).tolist()
+    assert found.family_size.tolist() == [3, 3, 3, 2, 2, 1]
+    # a bigger family needs a larger critical value: its intervals are wider than each member's alone
+    alone = simultaneous_intervals(family_of(base, challenger), list(range(members)), n_samples=999, seed=seed,
+                                   confidence=0.95)
+    assert (found.critical[:3] > alone.critical[:3]).all()
+    assert (found.p_adjusted[:3] >= alone.p_adjusted[:3]).all()
+
+
+def test_identical_runs_have_an_empty_interval_and_p_one():
+    base = np.random.default_rng(1).random((30, 2))
+    found = simultaneous_intervals(family_of(base, base.copy()), [0, 0], n_samples=500, seed=1, confidence=0.95)
+    assert found.intervals.low.tolist() == [0.0, 0.0] and found.p_adjusted.tolist() == [1.0, 1.0]
+
+
+def test_five_null_challengers_are_wrongly_decided_together_about_as_often_as_one_alone():
+    rng = np.random.default_rng(5)
+    shared = rng.normal(0, 0.1, (100, 1))
+    deltas = shared + rng.normal(0, 0.1, (100, 5))  # five correlated challengers, as rerankers of one baseline are
+    rates = family_characteristics(deltas, {}, RULE, [ReleaseClaim()] * 5, trials=300, n_samples=1000, seed=3,
+                                   confidence=0.95, method="percentile", min_slice_size=20)
+    one = family_characteristics(deltas[:, :1], {}, RULE, [ReleaseClaim()], trials=300, n_samples=1000, seed=3,
+                                 confidence=0.95, method="percentile", min_slice_size=20)
+    # a 5% family-wise level, with the Monte Carlo error of 300 trials (se 1.3 points)
+    assert rates.any_error <= 0.09 and one.any_error <= 0.09
+    per_member = [point.accept + point.reject for point in rates.at_null]
+    assert max(per_member) < rates.any_error  # each member alone is held below the family's rate
+
+
+def _demo():
+    return (json.loads((REPORTS / "verdicts.json").read_text()), json.loads((REPORTS / "compare.json").read_text()))
+
+
+def test_every_demo_reject_for_significance_has_an_adjusted_p_below_alpha_in_its_stated_family():
+    verdicts, compare = _demo()
+    alpha = 1 - verdicts["rule"]["confidence"]
+    pairs = {(c["challenger"], c["baseline"]): c for c in compare["comparisons"]
+             + [c for found in compare.get("comparisons_by_baseline", {}).values() for c in found]
+             if c["metric"] == verdicts["rule"]["primary_metric"]}
+    decided = [(system, verdicts["baseline"], verdict) for system, verdict in verdicts["verdicts"].items()]
+    decided += [(system, baseline, verdict) for baseline, found in verdicts.get("verdicts_by_baseline", {}).items()
+                for system, verdict in found.items()]
+    significant = 0
+    for system, baseline, verdict in decided:
+        shown = pairs[(system, baseline)]
+        assert verdict["family"] == shown["family"] != "descriptive"
+        assert verdict["p_adjusted"] == shown["p_adjusted"] and verdict["ci"] == [shown["low"], shown["high"]]
+        assert (verdict["ci"][0] > 0 or verdict["ci"][1] < 0) == (verdict["p_adjusted"] < alpha), system
+        if "significantly worse" in verdict["decided_by"]:
+            significant += 1
+            assert verdict["p_adjusted"] < alpha, system
+    assert significant, "the demo has REJECTs for significance: this test must see them"
+    families = verdicts["inference"]["families"]
+    release = families[f"release vs {verdicts['baseline']}"]["members"]
+    assert len(release) >= 2 and not {"bm25", "dense", "oracle", "random"} & set(release)
