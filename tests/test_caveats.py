@@ -183,3 +183,32 @@ def test_the_compare_stage_reads_each_learned_runs_language_check(tmp_path):
     assert generator["flag"] is not None and list(language) == ["ce"]
     assert [c.column for c in caveats["ce"]] == [None, "language"]  # the generator's, then the Korean slice's
     assert [c.column for c in caveats["oracle"]] == [None]
+
+
+def test_a_language_neither_side_can_read_is_a_note_and_the_claims_own_reason_decides():
+    """int8 vs its float32 twin: one tokenizer, one caveat on both sides; the margin decides, the saving is stated."""
+    from rerankeval.stats.comparison import RunFacts, compare
+
+    rng = np.random.default_rng(4)
+    queries = [f"q{i:02d}" for i in range(60)]
+    slices = pd.DataFrame({"language": ["ko"] * 30 + ["en"] * 30}, index=queries)
+    base = rng.random(60)
+    rows = [{"system": system, "query_id": q, "nDCG@10": value, "Judged@10": 1.0}
+            for system, values in (("fusion", base), ("fp32", base + 0.05), ("int8", base + 0.05
+                                                                              + rng.normal(-0.03, 0.05, 60)))
+            for q, value in zip(queries, values)]
+    release = {"primary_metric": "nDCG@10", "min_delta": 0.03, "critical_slices": [],
+               "claims": {"int8": {"claim": "noninferior", "margin": 0.02, "against": "fp32",
+                                   "saving_on": "latency_p95", "min_saving": 0.2}}}
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 1000,
+                                    "permutations": 1000, "simulation": {"trials": 20, "samples": 200},
+                                    "release": release}, "compare")
+    caveat = language_caveats(CHECK, slices, queries)
+    facts = RunFacts(caveats={"fp32": caveat, "int8": caveat}, latency_p95_ms={"fp32": 300.0, "int8": 120.0})
+    verdict = compare(pd.DataFrame(rows), slices, settings, settings.release, facts)[1]["verdicts_by_baseline"][
+        "fp32"]["int8"]
+    assert verdict["decided_by"].startswith("nDCG@10 (claim noninferior, margin 0.0200)")
+    assert not any("cannot read" in reason for reason in verdict["reasons"])
+    assert any(note.startswith("fp32 too: cannot read language=ko") for note in verdict["notes"])
+    assert any(note.startswith("met: saving on p95 latency: challenger 120.0 ms within fp32 300.0 ms")
+               for note in verdict["notes"])

@@ -165,3 +165,22 @@ def test_judging_queue_cli_writes_the_queue_and_refuses_a_missing_file(tmp_path,
     assert main([*common, "--run", str(tmp_path / "a.trec"), "--run", str(tmp_path / "b.trec"),
                  "--baseline", "c"]) == 2
     assert "--baseline 'c' is none of the runs" in capsys.readouterr().err
+
+
+def test_a_query_marked_unanswerable_waits_behind_one_a_judgment_can_answer():
+    """Its swing is the largest (a relevant judgment makes it enter the mean), its chance the smallest."""
+    from rerankeval.eval.judging import relevant_chance
+
+    qrels = pd.DataFrame({"query_id": ["a", "a", "b", "c"], "doc_id": ["a1", "a3", "b1", "c1"],
+                          "relevance": [1, 2, 1, 1]})
+    classes = pd.Series([True, True, True, False, False], index=["a", "b", "c", "x", "y"])
+    chance = relevant_chance(classes, qrels)
+    assert chance["a"] == pytest.approx(4 / 5) and chance["x"] == pytest.approx(1 / 4)
+    runs = {name: pd.DataFrame({"query_id": ["a", "a", "a", "x", "x"], "doc_id": ["a2", "a1", "a3", "x1", "x2"],
+                                "score": score}) for name, score in (("base", [3.0, 2.0, 1.0, 2.0, 1.0]),
+                                                                     ("new", [2.0, 3.0, 1.0, 1.0, 2.0]))}
+    queue = judging_queue(runs, qrels, baseline="base", challengers=["new"], metric="nDCG@10", k=2,
+                          queries=["a", "x"], chance_relevant=chance)
+    by_swing = queue.assign(size=queue["swing"].abs()).sort_values("size", ascending=False)
+    assert by_swing["query_id"].iloc[0] == "x" and queue["query_id"].iloc[0] == "a"  # the chance reorders them
+    assert (queue["expected_move"] == (queue["chance_relevant"] * queue["swing"].abs()).round(6)).all()

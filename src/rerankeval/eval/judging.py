@@ -8,7 +8,13 @@ recomputed each time (a query the metric is undefined on, e.g. one without a rel
 change of that Δ between the two judgments (relevant minus non-relevant); the pair is credited to the challenger
 whose Δ it moves most. Pairs come from the top k of the baseline and of every challenger (a pair in both
 systems' tops is one pair, counted for every challenger). Every qrels line judges its pair, a negative grade too
-(as ``Judged`` counts them). Pure: DataFrames in, DataFrames and text out.
+(as ``Judged`` counts them).
+
+A large swing matters only if the judgment can come out relevant: a query the collection marks unanswerable
+(``answerable: false``, built so that no document answers it) swings most when a document enters it judged relevant,
+and is the least likely to get one. The queue is ordered by the expected move, ``chance_relevant x |swing|``, where
+``chance_relevant`` is the rule of succession over the query's class (``relevant_chance``): (queries of the class with
+a relevant judgment + 1) / (queries of the class + 2). Pure: DataFrames in, DataFrames and text out.
 """
 
 from __future__ import annotations
@@ -22,19 +28,22 @@ import pandas as pd
 from .engine import assign_ranks, evaluate
 from .measures import Measure, as_measure
 
-QUEUE_COLUMNS = ("priority", "query_id", "doc_id", "swing", "challenger", "delta_if_nonrelevant",
-                 "delta_if_relevant", "top_grade", "in_top", "query", "title", "excerpt")
-"""The TSV's columns: ``swing`` = ``delta_if_relevant - delta_if_nonrelevant`` for ``challenger``; ``in_top``
-lists ``system@rank`` for every compared system that ranks the document in its top k."""
+QUEUE_COLUMNS = ("priority", "query_id", "doc_id", "expected_move", "chance_relevant", "swing", "challenger",
+                 "delta_if_nonrelevant", "delta_if_relevant", "top_grade", "in_top", "query", "title", "excerpt")
+"""The TSV's columns: ``swing`` = ``delta_if_relevant - delta_if_nonrelevant`` for ``challenger``;
+``expected_move`` = ``chance_relevant x |swing|``, what orders the queue; ``in_top`` lists ``system@rank`` for every
+compared system that ranks the document in its top k."""
 EXCERPT_CHARS = 400
 _SPACE, _BREAKS = re.compile(r"\s+"), re.compile(r"[\t\r\n]")
 
 
 def judging_queue(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, *, baseline: str,
                   challengers: Sequence[str], metric: Measure | str, k: int, queries: Sequence[str],
-                  no_relevant: str = "drop") -> pd.DataFrame:
+                  no_relevant: str = "drop", chance_relevant: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The queue without the assessor's text (``with_assessor_text`` adds it): one row per unjudged pair in the
-    top ``k`` of the baseline or a challenger among ``queries``, most Δ-moving first (ties: query id, doc id)."""
+    top ``k`` of the baseline or a challenger among ``queries``, largest expected move first (ties: query id, doc
+    id). ``chance_relevant``: per query, the chance a judgment finds its document relevant (``relevant_chance``;
+    None: 1 for every query, the swing alone orders)."""
     if not challengers:
         raise ValueError(f"a judging queue needs at least one challenger beside the baseline {baseline!r}")
     if k < 1:
@@ -48,7 +57,7 @@ def judging_queue(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, *, base
                          "judge a document with. Fix: pass qrels that hold the relevant judgments too")
     ranked = {system: _ranked(runs[system], queries) for system in systems}
     pairs = unjudged_pairs(ranked, qrels, k)
-    columns = list(QUEUE_COLUMNS[:9])
+    columns = list(QUEUE_COLUMNS[:11])
     if pairs.empty:
         return pd.DataFrame({column: pd.Series(dtype=object) for column in columns})
 
@@ -79,10 +88,23 @@ def judging_queue(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, *, base
         swing=swing[best, pick], challenger=np.asarray(systems[1:], dtype=object)[best],
         delta_if_nonrelevant=np.vstack([d[0] for d in deltas])[best, pick],
         delta_if_relevant=np.vstack([d[1] for d in deltas])[best, pick], top_grade=top_grade)
-    queue = queue.assign(_size=-np.abs(queue["swing"].fillna(0.0))).sort_values(
+    chance = queue["query_id"].map(chance_relevant or {}).fillna(1.0) if chance_relevant else 1.0
+    queue = queue.assign(chance_relevant=np.round(chance, 6),
+                         expected_move=np.round(chance * np.abs(queue["swing"].fillna(0.0)), 6))
+    queue = queue.assign(_size=-queue["expected_move"]).sort_values(
         ["_size", "query_id", "doc_id"], kind="stable").drop(columns="_size").reset_index(drop=True)
     queue.insert(0, "priority", np.arange(1, len(queue) + 1))
     return queue[columns]
+
+
+def relevant_chance(classes: pd.Series, qrels: pd.DataFrame) -> dict[str, float]:
+    """Per query (``classes``: its class, e.g. its ``answerable`` label, indexed by query id): the rule of succession
+    over its class, (queries of the class with a relevant judgment + 1) / (queries of the class + 2)."""
+    relevant = set(qrels.loc[qrels["relevance"] >= 1, "query_id"].astype(str))
+    frame = pd.DataFrame({"cls": classes.astype(str).to_numpy(),
+                          "hit": [str(query) in relevant for query in classes.index]}, index=classes.index.astype(str))
+    rate = frame.groupby("cls")["hit"].agg(lambda hits: (hits.sum() + 1) / (len(hits) + 2))
+    return {query: float(rate[cls]) for query, cls in frame["cls"].items()}
 
 
 def unjudged_pairs(ranked: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -136,7 +158,7 @@ def read_queue_tsv(text: str, where: str) -> pd.DataFrame:
                          "that makes it (`dvc repro compare`) or `rerankeval judging-queue`")
     rows = [line.split("\t") for line in lines[1:]]
     frame = pd.DataFrame(rows, columns=list(QUEUE_COLUMNS), dtype=object)
-    numbers = ["swing", "delta_if_nonrelevant", "delta_if_relevant"]
+    numbers = ["expected_move", "chance_relevant", "swing", "delta_if_nonrelevant", "delta_if_relevant"]
     frame[numbers] = frame[numbers].apply(pd.to_numeric, errors="coerce")
     return frame.astype({"priority": np.int64, "top_grade": np.int64})
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..core.io import write_text
 from ..data.snapshot import Snapshot
-from ..eval.judging import QUEUE_COLUMNS, judging_queue, queue_tsv, with_assessor_text
+from ..eval.judging import QUEUE_COLUMNS, judging_queue, queue_tsv, relevant_chance, with_assessor_text
 from ..eval.measures import parse_measure
 from ..stats.config import ReleaseRule
 from ..stats.power import power_statement
@@ -34,9 +34,12 @@ def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str,
     if metric.family.needs != "ranking" or not challengers:
         write_text(paths.judging_queue, queue_tsv(pd.DataFrame(columns=list(QUEUE_COLUMNS))))
         return 0
+    # A query the collection marks unanswerable is the least likely to get a relevant judgment (eval.judging).
+    classes = queries["answerable"] if "answerable" in queries.columns else pd.Series("all", index=queries.index)
     queue = judging_queue(runs, qrels, baseline=settings.baseline, challengers=challengers, metric=metric,
                           k=watch.cutoff or params.retrieval.top_n, queries=list(queries.index),
-                          no_relevant=params.evaluation.no_relevant)
+                          no_relevant=params.evaluation.no_relevant,
+                          chance_relevant=relevant_chance(classes.fillna(True), qrels))
     corpus = snapshot.table("corpus").select(["doc_id", "title", "text"]).to_pandas()
     write_text(paths.judging_queue, queue_tsv(with_assessor_text(queue, queries["text"].to_dict(), corpus)))
     return len(queue)

@@ -63,15 +63,19 @@ def judging_section(queue: pd.DataFrame | None, metric: str, watch: str, baselin
                     f"watch's {watch}) is judged, or {metric} is not a ranking measure: nothing to queue.")
         return "\n\n".join(head)
     head.append(f"{len(queue)} unjudged (query, document) pairs are in the top of `{baseline}` or of a reranker "
-                f"under test ({watch}'s depth). Ordered by how far judging each could move Δ {metric} (the "
-                f"change of the challenger-minus-`{baseline}` mean between judging it 0 and judging it the top "
-                f"grade, recomputed with the metric engine; each pair credited to the challenger it moves most). "
+                f"under test ({watch}'s depth). Ordered by the expected move of Δ {metric}: the chance the "
+                f"judgment comes out relevant (its query class's, e.g. a query marked unanswerable is unlikely to "
+                f"get one) times the swing, the change of the challenger-minus-`{baseline}` mean between judging it "
+                f"0 and judging it the top grade (recomputed with the metric engine; each pair credited to the "
+                f"challenger it moves most). "
                 f"The first {min(SHOWN, len(queue))}; every pair, with a text excerpt, is in `{where}`.")
     rows = [[row.priority, _cut(row.query, QUERY_CHARS) or f"`{row.query_id}`", f"`{row.doc_id}`",
-             _cut(row.title, TITLE_CHARS), f"`{row.challenger}`", fmt(row.swing, signed=True),
+             _cut(row.title, TITLE_CHARS), f"`{row.challenger}`", fmt(row.expected_move),
+             f"{row.chance_relevant:.2f}", fmt(row.swing, signed=True),
              f"{fmt(row.delta_if_nonrelevant, signed=True)} → {fmt(row.delta_if_relevant, signed=True)}", row.in_top]
             for row in queue.head(SHOWN).itertuples(index=False)]
-    head.append(table(["#", "query", "document", "title", "challenger", "swing of Δ", "Δ if judged 0 → top",
+    head.append(table(["#", "query", "document", "title", "challenger", "expected move", "chance relevant",
+                       "swing of Δ", "Δ if judged 0 → top",
                        "in the top of (system@rank)"], rows))
     return "\n\n".join(head)
 

@@ -91,11 +91,12 @@ def language_caveats(check: Mapping[str, Any] | None, slices: pd.DataFrame, quer
     what = (f"its tokenizer maps more than {check['threshold']:.0%} of the {text} characters to unknown, byte or "
             f"split pieces ({shares}), so the model cannot read that language here")
     if column is None:
-        return [Caveat(f"cannot read this collection: {what}")]
+        return [Caveat(f"cannot read this collection: {what}", per_system=True)]
     labels = slices.reindex(list(query_ids))[column].fillna("(none)").astype(str) if column in slices else None
     if labels is None or set(labels) <= set(unreadable):
-        return [Caveat(f"cannot read any {column} slice of this collection ({', '.join(unreadable)}): {what}")]
-    return [Caveat(f"cannot read {column}={value}: {what}", column, value) for value in unreadable]
+        return [Caveat(f"cannot read any {column} slice of this collection ({', '.join(unreadable)}): {what}",
+                       per_system=True)]
+    return [Caveat(f"cannot read {column}={value}: {what}", column, value, per_system=True) for value in unreadable]
 
 
 def _rounded(value: float) -> float | None:

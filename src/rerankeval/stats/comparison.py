@@ -355,6 +355,11 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
     """``challenger``'s decision against ``reference`` for ``claim`` (``saving``: what its claim saves, if it
     claims non-inferiority), as verdicts.json stores it (less its simulated operating characteristics)."""
     delta, slice_evidence = evidence
+    # A caveat on the challenger's own model that the other side carries too (a language neither can read) cannot
+    # separate them: stated as a note, not a reason.
+    theirs = set(facts.caveats.get(reference, ()))
+    shared = [caveat for caveat in facts.caveats.get(challenger, ()) if caveat.per_system and caveat in theirs]
+    caveats = tuple(caveat for caveat in facts.caveats.get(challenger, ()) if caveat not in shared)
     # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
     delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6), ci_high=round(delta.ci_high, 6))
     fallbacks = facts.fallbacks.get(challenger)
@@ -365,11 +370,13 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
                                 facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
         fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
         identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
-        saving=saving, caveats=tuple(facts.caveats.get(challenger, ()))), claim)
+        saving=saving, caveats=caveats), claim)
     entry: dict[str, Any] = {
         "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
         "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
-        "confidence": confidence, "reasons": list(verdict.reasons), "notes": list(verdict.notes)}
+        "confidence": confidence, "reasons": list(verdict.reasons),
+        "notes": [*verdict.notes, *(f"{reference} too: {caveat.message} (the same for both sides, so not a reason "
+                                    "between them)" for caveat in shared)]}
     if claim.claim == "noninferior":
         entry["claim"] = {**claim.to_dict(), "against": reference}
     if saving is not None:

@@ -163,6 +163,9 @@ class Caveat:
     message: str
     column: str | None = None
     value: str | None = None
+    per_system: bool = False
+    """About the challenger's own model (its language), not the evidence as such: when the other side of the pair
+    carries the same caveat it cannot separate them, and it is stated as a note, not a reason (``stats.comparison``)."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
     checks = _under_caveats(checks, evidence.caveats)
     violated = [c.message for c in checks if c.hard and not c.passed]
     unmet = [c.message for c in checks if not c.hard and not c.passed]
+    if violated or unmet:  # what the claim established stays stated beside what it did not
+        notes += [f"met: {c.message}" for c in checks if c.passed and c.name == "saving"]
     if violated:
         return Verdict(Decision.REJECT, violated[0], (*violated, *unmet), tuple(notes), checks)
     if unmet:
@@ -266,7 +271,9 @@ def _under_caveats(checks: tuple[Check, ...], caveats: tuple[Caveat, ...]) -> tu
         return check.name in covered or (everything and (check.name in QUALITY_CHECKS or
                                                          check.name.startswith("slice ")))
 
-    return tuple(Check(c.name, c.passed, False, c.message) if c.hard and covers(c) else c for c in checks)
+    return tuple(Check(c.name, c.passed, False, c.message + ("; blocks ACCEPT only: a caveat covers it"
+                                                             if not c.passed else ""))
+                 if c.hard and covers(c) else c for c in checks)
 
 
 def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, notes: list[str]) -> list[Check]:
