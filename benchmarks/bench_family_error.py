@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -92,17 +93,31 @@ def main() -> None:
     any_reject = sum(found["reject"] > 0 for found in done) / trials
     any_error = sum(found["accept"] + found["reject"] > 0 for found in done) / trials
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    record = {"trials": trials, "challengers": CHALLENGERS, "queries": QUERIES, "true_delta": 0.0,
-              "any_false_accept": round(any_accept, 4), "any_false_reject": round(any_reject, 4),
+    record = {"trials": trials, "any_false_accept": round(any_accept, 4), "any_false_reject": round(any_reject, 4),
               "any_error": round(any_error, 4),
-              "monte_carlo_se": round(float(np.sqrt(any_error * (1 - any_error) / trials)), 4),
-              "commit": commit, "machine": platform.processor() or platform.machine(),
-              "command": f"python benchmarks/bench_family_error.py --trials {args.trials} --label {args.label}",
-              "cli": "rerankeval compare --json --samples 2000 --trials 20 (five --run, one --baseline)"}
+              "monte_carlo_se": round(float(np.sqrt(any_error * (1 - any_error) / trials)), 4), "commit": commit,
+              "command": f"python benchmarks/bench_family_error.py --trials {args.trials} --label {args.label}"}
     path = Path(args.out)
-    results = yaml.safe_load(path.read_text()) if path.exists() else {}
-    results[args.label] = record
-    path.write_text(yaml.safe_dump(results, sort_keys=True))
+    runs = (yaml.safe_load(path.read_text()) or {}).get("runs", {}) if path.exists() else {}
+    runs[args.label] = record
+    conditions = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, one trial at a time"
+    path.write_text(yaml.safe_dump({
+        "benchmark": f"family-wise error of rerankeval compare: {CHALLENGERS} challengers with a true delta of 0",
+        "provenance": {"how": "measured", "commit": ", ".join(f"{found['commit']} ({label})"
+                                                             for label, found in sorted(runs.items())),
+                       "command": "; ".join(found["command"] for _, found in sorted(runs.items())),
+                       "conditions": conditions},
+        "notes": [f"Each trial: {QUERIES} queries, {POOL} graded candidates each, six runs drawn from one noisy ranker "
+                  f"(the first the baseline), through `rerankeval compare --json --samples 2000 --trials 20`; an error "
+                  "is a trial in which any challenger is ACCEPTed or REJECTed. Per label the commit it ran at; the "
+                  "finished trials are cached beside this file (family_error.<label>.jsonl) and a re-run resumes."],
+        "tables": [{"title": "Share of null trials with some challenger wrongly decided",
+                    "columns": ["label", "commit", "trials", "any false ACCEPT", "any false REJECT", "any error",
+                                "Monte Carlo se"],
+                    "rows": [[label, found["commit"], found["trials"], found["any_false_accept"],
+                              found["any_false_reject"], found["any_error"], found["monte_carlo_se"]]
+                             for label, found in sorted(runs.items())]}],
+        "runs": runs}, sort_keys=False, allow_unicode=True))
     print(yaml.safe_dump({args.label: record}, sort_keys=True))
 
 

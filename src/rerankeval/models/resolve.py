@@ -88,7 +88,7 @@ def resolve_model(model: str, revision: str | None, *, use_safetensors: bool = T
         raise ModelUnavailable(
             f"model {model!r} at revision {revision!r} cannot be reached: it is not in the local Hugging Face cache "
             f"and the hub could not be used ({type(err).__name__}). Fix: on a machine with network access, save a "
-            f"local copy (`huggingface-cli download {model} --revision {revision} --local-dir <dir>`, or load it and "
+            f"local copy (`hf download {model} --revision {revision} --local-dir <dir>`, or load it and "
             "call save_pretrained(<dir>)), copy <dir> here and set `model: <dir>` in conf/system/<system>.yaml."
         ) from err
     return ResolvedModel(model, directory, directory.name)

@@ -55,7 +55,7 @@ class ReleaseClaim(StrictConfig):
     least ``min_saving`` (a share, 0.2 = 20%) of ``saving_on``: ``latency_p95`` (p95 query latency) or ``cost``
     (mean cold seconds per query, which the machine price per hour scales into cost per query); None = no saving
     required. ``against``: the system the claim is about, the reference of its delta and of its saving (None: the
-    first baseline); the pair joins the comparison family (one correction).
+    first baseline); the pair joins the release family of ``against``.
     """
 
     claim: Literal["superior", "noninferior"] = "superior"
@@ -136,9 +136,9 @@ class GeneratorCheck(StrictConfig):
 class CompareConfig(StrictConfig):
     """The ``compare`` block of params.yaml.
 
-    ``baselines``: every challenger is compared with each, in one family (one multiplicity correction); the first is
-    *the* baseline of compare.json's ``comparisons``, the report and the sweep. ``baseline: NAME`` is the one-element
-    case. A later baseline is compared with the earlier ones as a challenger, not with itself or them again.
+    ``baselines``: every challenger is compared with each, one release family per baseline (``stats.family``); the
+    first is *the* baseline of compare.json's ``comparisons``, the report and the sweep. ``baseline: NAME`` is the
+    one-element case. A later baseline is compared with the earlier ones as a challenger, not with itself or them again.
     """
 
     baselines: list[str] = Field(min_length=1)
