@@ -221,3 +221,22 @@ def test_the_report_shows_one_decision_per_baseline_and_the_claims_error_rates()
     at_margin = verdicts["verdicts_by_baseline"]["prod"]["new"]["operating_characteristics"]["at_minus_margin"]
     assert f"| `new` | `prod` | -0.0200 | {at_margin['accept']:.1%} |" in text
     assert "one-sided test at 2.5%" in text
+
+
+def test_the_cli_prints_only_the_rule_its_challengers_claim(tmp_path, capsys):
+    """Every challenger claims non-inferiority: no superiority rule, no empty superiority simulation table."""
+    from rerankeval.cli.main import main
+    from tests.test_cli_compare import write_run
+
+    n = 40
+    (tmp_path / "qrels.txt").write_text("".join(f"Q{q:02d} 0 rel 1\nQ{q:02d} 0 d0 0\n" for q in range(n)))
+    positions = np.random.default_rng(5).integers(1, 4, n)
+    write_run(tmp_path / "prod.trec", positions, "prod")
+    write_run(tmp_path / "cheap.trec", positions + np.random.default_rng(6).integers(0, 2, n), "cheap")
+    args = ["compare", "--qrels", tmp_path / "qrels.txt", "--baseline", tmp_path / "prod.trec", "--run",
+            tmp_path / "cheap.trec", "--claim", "noninferior", "--margin", "0.02", "--samples", "300", "--trials",
+            "20"]
+    assert main([str(arg) for arg in args]) == 0
+    text = capsys.readouterr().out
+    assert "A `noninferior` claim ACCEPTs when" in text and "Non-inferiority claims at a true Δ of -margin" in text
+    assert "ACCEPT needs nDCG@10 to gain" not in text and "REJECT at effect 0" not in text

@@ -137,8 +137,12 @@ def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
                     "family)" if tests > 1 else "")
         slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
                   f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
-    parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and no "
-                 f"check failing{slices} (docs/verdict.md, \"The rule\").")
+    superior = any("claim" not in verdict for _, _, verdict in claims.decided(verdicts))
+    if superior:  # with every challenger claiming non-inferiority, the superiority rule decides nothing
+        parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and "
+                     f"no check failing{slices} (docs/verdict.md, \"The rule\").")
+    elif slices:
+        parts.append(f"A critical slice{slices.removeprefix('; a critical slice')} (docs/verdict.md, \"The rule\").")
     if claims.rule_text(verdicts, level):
         parts.append(claims.rule_text(verdicts, level))
     parts.append(inference_text(verdicts))
@@ -205,12 +209,15 @@ def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
               f"REJECT at {min_delta:+.4f}"]
     error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
     noninferior = claims.noninferiority_rows(verdicts)
-    return (f"How far to trust it: the rule's decisions simulated on this query set and its slices "
+    head = (f"How far to trust it: the rule's decisions simulated on this query set and its slices "
             f"({simulation['trials']} trials per effect, {simulation['samples']} resamples each, seed "
             f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}; each rate within "
-            f"±{error:.1f} points, one Monte Carlo standard error).\n\n" + table(header, rows)
-            + ("\n\nNon-inferiority claims, simulated the same way at a true Δ of -margin and of 0:\n\n"
-               + table(claims.NONINFERIORITY_HEADER, noninferior) if noninferior else ""))
+            f"±{error:.1f} points, one Monte Carlo standard error).")
+    parts = [head] + ([table(header, rows)] if rows else [])
+    if noninferior:
+        parts.append(("Non-inferiority claims, simulated the same way" if rows else "Non-inferiority claims")
+                     + " at a true Δ of -margin and of 0:\n\n" + table(claims.NONINFERIORITY_HEADER, noninferior))
+    return "\n\n".join(parts)
 
 
 def _rate(value: float) -> str:
