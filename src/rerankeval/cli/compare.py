@@ -31,6 +31,13 @@ NO_LABEL = "(none)"
         argument("--run", required=True, action="append", metavar="[NAME=]FILE", dest="runs",
                  help="a challenger run, named by its file stem unless NAME= is given; repeat for several"),
         argument("--queries", metavar="FILE", help="BEIR queries.jsonl: its records' metadata labels the slices"),
+        argument("--query-ids", metavar="FILE",
+                 help="the compared queries, one id per line (default: those with a relevant document that some run "
+                      "answers); a query without a relevant document counts where a measure is defined on it, as "
+                      "the pipeline's evaluation.no_relevant: drop, so the pipeline's eval split gives its resamples"),
+        argument("--reference", action="append", default=[], metavar="NAME", dest="references",
+                 help="a run that is a reference point (a first stage, a bound), not a release challenger: decided "
+                      "alone, outside the release family, as the pipeline decides its reference systems; repeat"),
         argument("--critical-slice", action="append", default=[], metavar="COLUMN", dest="critical_slices",
                  help="a metadata column of --queries; no value of it may regress beyond --slice-budget; repeat"),
         argument("--metric", action="append", type=measure_name, metavar="MEASURE", dest="metrics",
@@ -72,13 +79,18 @@ def run_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"two runs are named alike ({', '.join(names)}); name them with NAME=FILE")
     if (args.claim == "noninferior") != (args.margin is not None):
         raise ValueError("--claim noninferior needs --margin (and --margin needs --claim noninferior)")
+    unknown = sorted(set(args.references) - {name for name, _ in named})
+    if unknown:
+        raise ValueError(f"--reference {', '.join(unknown)}: not a --run's name ({', '.join(n for n, _ in named)})")
     qrels = read_qrels(args.qrels)
     runs = {name: read_run(path) for name, path in [*baselines, *named]}
-    query_ids = _query_set(qrels, runs, args.qrels)
+    query_ids = _listed_queries(args.query_ids, runs) if args.query_ids else _query_set(qrels, runs, args.qrels)
     metrics = args.metrics or [DEFAULT_METRIC]
     per_query = pd.concat([
+        # Every compared query stays (a listed one without a relevant document: NaN where a measure is undefined on
+        # it), so the resamples are the pipeline's over the same query set.
         evaluate(run, qrels, list(dict.fromkeys([*metrics, UNJUDGED_MEASURE])), queries=query_ids)
-        .rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
+        .reindex(query_ids).rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
     settings = CompareConfig.parse({
         "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples, "permutations": args.samples,
         "seed": args.seed, "confidence": args.confidence, "simulation": {"trials": args.trials},
@@ -90,7 +102,8 @@ def run_compare(args: argparse.Namespace) -> int:
                                if args.claim == "noninferior"}}}, "rerankeval compare")
     facts = RunFacts(identical_to_baseline=identical_to_baseline({name: assign_ranks(run) for name, run in runs.items()},
                                                                  baseline[0], query_ids),
-                     positive_only=positive_only_reason(qrels, query_ids))
+                     positive_only=positive_only_reason(qrels, query_ids),
+                     reference_systems=frozenset(args.references))
     result, verdicts = compare(per_query, _slices(args.queries, args.critical_slices, query_ids), settings,
                                settings.release, facts)
     print(json.dumps(_as_json(result, verdicts), indent=2) if args.json else _as_markdown(result, verdicts))
@@ -123,6 +136,25 @@ def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
             print(f"rerankeval compare: warning: run {name!r} has no ranking for {missing} of the {len(query_ids)} "
                   "compared queries; they score 0 there (trec_eval -c)", file=sys.stderr)
     return query_ids
+
+
+def _listed_queries(path: str, runs: dict) -> list[str]:
+    """The query ids of ``path`` (one per line, blank lines skipped), sorted; each must be in some run."""
+    with open(path, encoding="utf-8") as handle:
+        listed = sorted({line.strip() for line in handle if line.strip()})
+    if not listed:
+        raise ValueError(f"{path}: no query id. Fix: one query id per line")
+    answered = set().union(*(set(map(str, run["query_id"])) for run in runs.values()))
+    missing = [query_id for query_id in listed if query_id not in answered]
+    if missing:
+        raise ValueError(f"{path}: {len(missing)} of its {len(listed)} query ids are in no run (e.g. {missing[:3]}). "
+                         "Fix: list the queries the runs rank")
+    for name, run in runs.items():
+        lacking = len(set(listed) - set(map(str, run["query_id"])))
+        if lacking:
+            print(f"rerankeval compare: warning: run {name!r} has no ranking for {lacking} of the {len(listed)} "
+                  "listed queries; they score 0 there (trec_eval -c)", file=sys.stderr)
+    return listed
 
 
 def refuse_unmatched(run_ids: set[str], judged: set[str], run_label: str, qrels_path: str) -> None:

@@ -1,0 +1,49 @@
+"""`rerankeval compare` is the pipeline's comparison: on the demo's exported runs, its qrels and its eval split's
+query ids, with the reference systems marked, it gives compare.json's primary intervals and adjusted p exactly."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rerankeval.cli.export_run import export_run
+from rerankeval.cli.main import main
+from rerankeval.data.snapshot import Snapshot
+from rerankeval.workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from rerankeval.workspace.runs import load_traits
+
+PATHS = PipelinePaths.load()
+pytestmark = pytest.mark.skipif(not (PATHS.runs.exists() and (PATHS.snapshot / "manifest.json").exists()),
+                                reason="needs the demo's runs and snapshot (`make demo`)")
+
+
+def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_intervals(tmp_path, capsys):
+    compared = json.loads(Path("reports/compare.json").read_text())
+    primary = json.loads(Path("reports/verdicts.json").read_text())["rule"]["primary_metric"]
+    snapshot = Snapshot(PATHS.snapshot)
+    query_ids = sorted(snapshot.queries_of(compared["split"])["query_id"])
+    (tmp_path / "ids.txt").write_text("\n".join(query_ids) + "\n")
+    qrels = snapshot.table("qrels").to_pandas()
+    qrels = qrels[qrels["query_id"].isin(query_ids)]
+    (tmp_path / "qrels.txt").write_text("".join(f"{row.query_id} 0 {row.doc_id} {int(row.relevance)}\n"
+                                                for row in qrels.itertuples()))
+    systems = sorted(compared["systems"])
+    for system in systems:
+        export_run(PATHS, system, tmp_path / f"{system}.trec")
+    traits = load_traits(PATHS.run(SYSTEM_PLACEHOLDER), systems)
+    baseline = compared["baseline"]
+    arguments = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline",
+                 f"{baseline}={tmp_path / f'{baseline}.trec'}", "--query-ids", str(tmp_path / "ids.txt"),
+                 "--json", "--trials", "20", "--metric", primary]
+    for system in systems:
+        if system != baseline:
+            arguments += ["--run", f"{system}={tmp_path / f'{system}.trec'}"]
+            arguments += ["--reference", system] if traits[system].reference else []
+    assert main(arguments) == 0
+    found = json.loads(capsys.readouterr().out)
+    expected = {c["challenger"]: c for c in compared["comparisons"] if c["metric"] == primary}
+    assert found["queries"] == compared["queries"] and set(found["challengers"]) == set(expected)
+    for system, verdict in found["challengers"].items():
+        shown = verdict["metrics"][primary]
+        assert [shown[key] for key in ("delta", "low", "high", "p_adjusted", "family")] == \
+            [expected[system][key] for key in ("delta", "low", "high", "p_adjusted", "family")], system
