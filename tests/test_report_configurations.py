@@ -130,3 +130,15 @@ def test_worst_regressions_are_one_table_without_the_bounds():
                                skip=["random"], explorer="site/explorer.html")
     assert text.splitlines()[2:] == ["| system | query | text | before | after |", "|---|---|---|---|---|",
                                      "| `ce` | [`q7`](site/explorer.html#q=q7) | a \\| b | d1 (2) | d2 (unjudged) |"]
+
+
+def test_a_depth_sweep_point_the_depth_table_holds_is_one_point_with_one_latency():
+    depths = pd.DataFrame({"system": ["ce", "ce"], "depth": [5, 10], "quality": [0.6, 0.65], "p95_ms": [100.0, 200.0],
+                           "cost_per_1k_queries": [0.01, 0.02]})
+    own = pd.DataFrame({"system": ["ce"], "quality": [0.65], "p95_ms": [200.0], "cost_per_1k_queries": [0.02]})
+    sweeps = pd.DataFrame({"policy": ["cross-encoder depth"] * 2, "system": ["ce"] * 2, "parameter": ["depth"] * 2,
+                           "value": ["10", "20"], "quality": [0.65, 0.6], "p95_ms": [230.0, 400.0],
+                           "cost_per_1k_queries": [0.02, 0.04], "position": [1, 2]})
+    points = frontier_points(depths, {"ce": KindTraits(learned=True)}, own, sweeps)
+    assert points["label"].tolist() == ["ce@5", "ce@10", "ce depth=20"]
+    assert points.loc[points["label"] == "ce@10", "p95_ms"].tolist() == [200.0]

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..systems.roles import KindTraits
@@ -41,6 +42,11 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
                                "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
     if sweeps is not None and len(sweeps):
         swept = sweeps[sweeps["p95_ms"].notna()]
+        # A depth sweep of a system the depth table already holds at that depth is the same setting: one point,
+        # the depth table's (one latency per setting on every page and plot).
+        held = set(zip(depths["system"], depths["depth"].astype(str)))
+        same = [(system, value) in held for system, value in zip(swept["system"], swept["value"])]
+        swept = swept[~((swept["parameter"] == "depth").to_numpy() & np.array(same, dtype=bool))]
         parts.append(pd.DataFrame({"policy": swept["policy"], "label": swept["system"] + " " + swept["parameter"]
                                    + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
                                    "cost_per_1k_queries": swept["cost_per_1k_queries"],
