@@ -106,11 +106,16 @@ def test_slice_deltas_are_small_multiples_on_one_scale(tmp_path, figures):
     rows = pd.DataFrame([{"challenger": c, "slice": s, "delta": d, "low": d - 0.1, "high": d + 0.1,
                           "too_small": s.startswith("intent=5")}
                          for c in CHALLENGERS for s, d in zip(SLICES, rng.normal(0, 0.1, len(SLICES)))])
-    plots.slice_deltas(rows, "nDCG@10", tmp_path / "slice_deltas.png", 0.95)
+    empty = pd.DataFrame([{"challenger": c, "slice": "answerable=False", "delta": None, "low": None, "high": None,
+                           "too_small": False} for c in CHALLENGERS])  # outside the metric's domain
+    plots.slice_deltas(pd.concat([rows, empty]), "nDCG@10", tmp_path / "slice_deltas.png", 0.95,
+                       lambda label: label.startswith("language="))
     fits_a_page(tmp_path / "slice_deltas.png")
     axes = [axis for axis in figures[0].axes if axis.get_visible()]
     assert len(axes) == len(CHALLENGERS) and len({axis.get_xlim() for axis in axes}) == 1  # a shared Δ scale
-    assert [label.get_text() for label in axes[0].get_yticklabels()] == SLICES
+    worst_first = list(rows.groupby("slice")["delta"].mean().sort_values(kind="stable").index)
+    assert [label.get_text() for label in axes[0].get_yticklabels()] == [
+        f"★ {name}" if name.startswith("language=") else name for name in worst_first]  # no empty row
 
 
 def test_delta_distribution_and_ranking_vs_answer_fit_a_page(tmp_path, figures):

@@ -181,6 +181,15 @@ def test_the_pages_render_in_headless_chromium(project, browser):
     assert errors == [] and listed["ids"] == regressed and len(regressed) > 0
     assert "at most twice" in listed["answer"] and "citations: " in listed["answer"]
 
+    # Ordered by Δ, worst first, each query listed with its text.
+    errors, listed = browser.open(f"{site}/explorer.html#system=model&order=worst",
+                                  "[...document.querySelectorAll('#query-list li')].map(li => [li.dataset.query, "
+                                  "li.querySelector('.qtext').textContent])")
+    deltas = (values["model"].round(6) - values["fusion"].round(6)).round(6).dropna()  # the page's rounded values
+    assert errors == [] and [query for query, _ in listed][:len(deltas)] == sorted(
+        deltas.index, key=lambda query: (deltas[query], query))
+    assert all(text for _, text in listed)
+
     errors, metrics = browser.open(f"{site}/system_model.html", "document.getElementById('metrics').textContent")
     assert errors == [] and "nDCG@10" in metrics
 

@@ -173,12 +173,22 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
         lines += ["### Outcomes (queries with gold answers)", "",
                   table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal",
                          "correct_refusal", "failed"], outcome_counts(per_query).values.tolist()), ""]
-    deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
-    plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png", skip)
-    lines += [f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)", "",
-              table(["challenger", f"{RANKING_MEASURE} up", "… answer up", "… answer down", f"{RANKING_MEASURE} down",
-                     "… answer down", "ranking same, answer moved"], _reach_rows(deltas)), "",
-              f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
+    heading = f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)"
+    flag = (compare.get("generator_sanity") or {}).get("flag")
+    if flag:  # answer-level deltas would plot the generator's noise as if it were the ranking's effect
+        from .plots import _nothing_to_show
+
+        _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: the generator cannot tell rankings "
+                               "apart on this collection (the generator sanity check).")
+        lines += [heading, "", f"Not shown: {flag}.", ""]
+    else:
+        deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
+        plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png", skip)
+        lines += [heading, "",
+                  table(["challenger", f"{RANKING_MEASURE} up", "… answer up", "… answer down",
+                         f"{RANKING_MEASURE} down", "… answer down", "ranking same, answer moved"],
+                        _reach_rows(deltas)), "",
+                  f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
     rows = end_to_end(latencies, inputs.timing, per_query, warmup)
     if rows:
         lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold + generate)", "",

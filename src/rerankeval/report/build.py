@@ -160,8 +160,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     plots.delta_distribution(deltas[~deltas["challenger"].isin(reference)], primary,
                              plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
+    critical = params.dataset.critical_slices
     plots.slice_deltas(slice_rows[~slice_rows["challenger"].isin(reference)] if len(slice_rows) else slice_rows,
-                       primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"])
+                       primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"],
+                       lambda label: any(spec.matches(*label.split("=", 1)) for spec in critical))
 
     hourly_price = evaluation.hourly_price_usd
     costs = system_costs(params, inputs.runs, inputs.latencies)

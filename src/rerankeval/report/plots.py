@@ -7,7 +7,7 @@ multiples share their axes, legends sit outside the data, point labels are place
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -155,34 +155,40 @@ def _nothing_to_show(path: Path, message: str) -> None:
     _save(fig, path)
 
 
-def slice_deltas(rows: pd.DataFrame, metric: str, path: Path, confidence: float) -> None:
+def slice_deltas(rows: pd.DataFrame, metric: str, path: Path, confidence: float,
+                 critical: Callable[[str], bool] = lambda label: False) -> None:
     """``rows``: challenger, slice (``column=value``), delta, low, high, too_small (CIs at ``confidence``). Small
-    multiples, one per challenger, sharing both axes (the same slices in the same order, one Δ scale)."""
+    multiples, one per challenger, sharing both axes: the slices the metric is defined on, worst mean Δ over the
+    challengers first, a critical slice (``critical(label)``) marked with a star and drawn in red."""
+    rows = rows.dropna(subset=["delta"]) if not rows.empty else rows  # a slice outside the metric's domain
     if rows.empty:
         _nothing_to_show(path, "No per-slice deltas of a reranker under test (no slice labels, or no reranker).")
         return
     challengers = sorted(rows["challenger"].unique())
-    slices = list(dict.fromkeys(rows["slice"]))
+    slices = list(rows.groupby("slice")["delta"].mean().sort_values(kind="stable").index)
+    labels = [f"★ {name}" if critical(name) else name for name in slices]
     fig, axes = grid(len(challengers), (3.5, 0.9 + 0.19 * len(slices)))
     position = {name: i for i, name in enumerate(slices)}
     for axis, challenger in zip(axes, challengers):
         frame = rows[rows["challenger"] == challenger]
-        for small, colour in ((False, "#1f77b4"), (True, "#aaaaaa")):
-            part = frame[frame["too_small"] == small]
+        marked = frame["slice"].map(critical).astype(bool)
+        for small, important, colour in ((False, False, "#1f77b4"), (False, True, "#d62728"), (True, False, "#aaaaaa"),
+                                         (True, True, "#e8a0a0")):
+            part = frame[(frame["too_small"] == small) & (marked == important)]
             axis.errorbar(part["delta"], part["slice"].map(position), xerr=[part["delta"] - part["low"],
                           part["high"] - part["delta"]], fmt="o", markersize=3, color=colour, capsize=2,
                           linewidth=1)
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_title(challenger, fontsize=9)
         axis.grid(axis="x", linewidth=0.3)
-    axes[0].set_yticks(range(len(slices)), slices)
+    axes[0].set_yticks(range(len(slices)), labels)
     axes[0].invert_yaxis()
     for axis in axes:
         axis.tick_params(axis="y", labelsize=7)
     for axis in axes[-COLUMNS:]:
         axis.set_xlabel(f"Δ {metric}", fontsize=8)
-    fig.suptitle(f"Per-slice mean Δ vs baseline with {ci_label(confidence)} (grey: fewer queries than the minimum)",
-                 fontsize=9)
+    fig.suptitle(f"Per-slice mean Δ vs baseline with {ci_label(confidence)}, worst first (★ red: critical slice; "
+                 "pale: fewer queries than the minimum)", fontsize=9)
     fig.tight_layout()
     _save(fig, path)
 

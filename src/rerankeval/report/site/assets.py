@@ -33,6 +33,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
               border: 1px solid var(--line); }
 #query-list li { padding: 4px 8px; border-bottom: 1px solid var(--line); cursor: pointer; }
 #query-list li.selected { background: #e3ecfb; }
+#query-list .qtext { color: #555; font-size: 0.85em; }
 #query-list li .id { font-family: ui-monospace, monospace; }
 .scroll { overflow-x: auto; }
 td.sys { white-space: nowrap; font-variant-numeric: tabular-nums; }
@@ -65,7 +66,8 @@ function readState() {
   const raw = (location.hash.length > 1 ? location.hash.slice(1) : location.search.slice(1));
   const params = new URLSearchParams(raw);
   return {q: params.get("q"), system: params.get("system"), slice: params.get("slice") || "",
-          moved: params.get("moved") || "", regressed: params.get("regressed") === "1"};
+          moved: params.get("moved") || "", regressed: params.get("regressed") === "1",
+          order: params.get("order") || ""};
 }
 
 function writeState(state) {
@@ -75,6 +77,7 @@ function writeState(state) {
   if (state.slice) params.set("slice", state.slice);
   if (state.moved) params.set("moved", state.moved);
   if (state.regressed) params.set("regressed", "1");
+  if (state.order) params.set("order", state.order);
   location.hash = params.toString();
 }
 
@@ -109,11 +112,12 @@ function setupFilters(state) {
   slice.value = state.slice;
   $("moved").value = state.moved;
   $("regressed").checked = state.regressed;
+  $("order").value = state.order;
   const ids = $("query-ids");
   for (const query of D.queries) ids.append(el("option", {value: query.id}));
   const update = () => writeState({...readState(), system: focus.value, slice: slice.value, moved: $("moved").value,
-                                   regressed: $("regressed").checked});
-  for (const node of [focus, slice, $("moved"), $("regressed")]) node.addEventListener("change", update);
+                                   regressed: $("regressed").checked, order: $("order").value});
+  for (const node of [focus, slice, $("moved"), $("regressed"), $("order")]) node.addEventListener("change", update);
   $("lookup").addEventListener("change", () => {
     const wanted = $("lookup").value.trim();
     if (D.queries.some((q) => q.id === wanted)) writeState({...readState(), q: wanted});
@@ -126,9 +130,10 @@ function renderList(state, shown) {
   list.replaceChildren();
   for (const query of shown) {
     const d = delta(query, state.system);
-    const item = el("li", {"data-query": query.id}, [el("span", {class: "id", text: query.id}), " ",
+    const item = el("li", {"data-query": query.id, title: query.text}, [el("span", {class: "id", text: query.id}), " ",
       el("span", {class: d === null ? "muted" : d < 0 ? "down" : d > 0 ? "up" : "muted",
-                  text: d === null ? "n/a" : (d >= 0 ? "+" : "") + d.toFixed(3)})]);
+                  text: d === null ? "n/a" : (d >= 0 ? "+" : "") + d.toFixed(3)}), " ",
+      el("span", {class: "qtext", text: query.text.length > 70 ? query.text.slice(0, 69) + "…" : query.text})]);
     if (query.id === state.q) item.classList.add("selected");
     item.addEventListener("click", () => writeState({...readState(), q: query.id}));
     list.append(item);
@@ -252,16 +257,28 @@ function renderDetail(state) {
         : [el("p", {class: "muted", text: "No context or answer for this query."})]));
 }
 
+// The explorer opens on the first release challenger: a reference system (a first stage, a bound) is no decision.
+function defaultSystem() {
+  return D.systems.find((s) => s !== D.baseline && !D.reference.includes(s)) ||
+    D.systems.find((s) => s !== D.baseline) || D.baseline;
+}
+
+function ordered(shown, state) {
+  if (!state.order) return shown;
+  const sign = state.order === "worst" ? 1 : -1;
+  const key = (query) => { const d = delta(query, state.system); return d === null ? Infinity : sign * d; };
+  return [...shown].sort((a, b) => key(a) - key(b) || (a.id < b.id ? -1 : 1));
+}
+
 function render() {
   const state = readState();
-  if (!D.systems.includes(state.system)) state.system = D.systems.find((s) => s !== D.baseline) || D.baseline;
-  const shown = D.queries.filter((query) => matches(query, state));
+  if (!D.systems.includes(state.system)) state.system = defaultSystem();
+  const shown = ordered(D.queries.filter((query) => matches(query, state)), state);
   renderList(state, shown);
   renderDetail(state);
 }
 
-setupFilters((() => { const s = readState(); if (!D.systems.includes(s.system))
-  s.system = D.systems.find((x) => x !== D.baseline) || D.baseline; return s; })());
+setupFilters((() => { const s = readState(); if (!D.systems.includes(s.system)) s.system = defaultSystem(); return s; })());
 window.addEventListener("hashchange", render);
 render();
 """

@@ -98,12 +98,13 @@ def system_page(inputs: SiteInputs, system: str) -> dict[str, Any]:
             "method": compare["method"]}
 
 
-def _ranked(run: pd.DataFrame) -> dict[str, dict[str, tuple[int, float | None, tuple[str, str]]]]:
-    """query -> doc -> (rank, score, (mode, degraded reason)) of one system's run."""
+def _ranked(run: pd.DataFrame, scored: bool = True) -> dict[str, dict[str, tuple[int, float | None, tuple[str, str]]]]:
+    """query -> doc -> (rank, score, (mode, degraded reason)) of one system's run; ``scored`` False for a reference
+    system, whose stored "score" only encodes its order (the oracle's grades, random's draw): no score shown."""
     ranked: dict[str, dict[str, tuple[int, float | None, tuple[str, str]]]] = {}
     for query_id, doc_id, rank, score, mode, reason in zip(run["query_id"], run["doc_id"], run["rank"], run["score"],
                                                            run["mode"], run["degraded_reason"]):
-        ranked.setdefault(query_id, {})[doc_id] = (int(rank), _number(score),
+        ranked.setdefault(query_id, {})[doc_id] = (int(rank), _number(score) if scored else None,
                                                    (str(mode), "" if pd.isna(reason) else str(reason)))
     return ranked
 
@@ -122,7 +123,7 @@ def explorer_data(inputs: SiteInputs) -> dict[str, Any]:
     grades = {(q, d): int(g) for q, d, g in zip(inputs.qrels["query_id"], inputs.qrels["doc_id"],
                                                  inputs.qrels["relevance"])}
     candidates = {q: frame.sort_values("fused_rank") for q, frame in inputs.candidates.groupby("query_id")}
-    runs = {s: _ranked(inputs.runs[s]) for s in systems}
+    runs = {s: _ranked(inputs.runs[s], scored=s not in inputs.reference) for s in systems}
     contexts = {s: {q: frame.sort_values("position") for q, frame in inputs.contexts[s].groupby("query_id")}
                 for s in systems if s in inputs.contexts}
     answers = {s: frame.set_index("query_id") for s, frame in inputs.answers.items() if s in systems}

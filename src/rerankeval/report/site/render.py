@@ -161,6 +161,9 @@ def explorer_html(data: Mapping[str, Any], header: Mapping[str, Any], documents:
 <select id="moved"><option value="">any</option><option value="up">moved up</option>
 <option value="down">moved down</option><option value="same">stayed</option></select>
 <label><input id="regressed" type="checkbox"> only regressions vs {escape(data["baseline"])}</label>
+<label for="order">Order</label>
+<select id="order"><option value="">query id</option><option value="worst">Δ, worst first</option>
+<option value="best">Δ, best first</option></select>
 <div id="list-count" class="muted"></div>
 <ul id="query-list"></ul>
 </section>
