@@ -308,3 +308,29 @@ def test_export_ir_datasets_offline_says_where_the_files_go_and_what_else_to_do(
     assert "Fix: run this command once where the network is reachable" in err
     assert "set dataset.path to a BEIR folder of local files (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)" in err
     assert "HTTPSConnectionPool" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["../../x/escaped", "probe$FAKE_RERANK_KEY", "a b", "-dash", ".hidden", "", "x" * 101,
+                                  "a/b", "q'uote"])
+def test_a_system_name_that_could_leave_the_workspace_or_reach_a_shell_is_refused_by_key(tmp_path, name):
+    import yaml
+
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.workspace.paths import PipelinePaths
+
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["systems"] = {name: params["systems"]["fusion"], **params["systems"]}
+    params["system_names"] = list(params["systems"])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(ConfigError, match=r"systems: .* is not a usable name: .*Fix: rename it"):
+        load_params(tmp_path / "params.yaml", stage="snapshot")
+    with pytest.raises(ConfigError, match="is not a usable name"):
+        PipelinePaths.load().run(name)
+
+
+def test_a_safe_system_name_makes_files_inside_its_folder():
+    from rerankeval.workspace.paths import PipelinePaths
+
+    paths = PipelinePaths.load()
+    assert paths.run("ce_minilm-ft.v2").parent == paths.runs

@@ -7,6 +7,7 @@ validation errors into one ``ConfigError`` that names each offending key by its 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Self, get_args
 
@@ -23,6 +24,20 @@ _EXPECTED = {
     "dict_type": "a mapping",
     "model_type": "a mapping",
 }
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""A name that becomes a file, a DVC stage (``rerank@NAME``) and a shell word: a letter or digit, then letters,
+digits, ``_``, ``.`` and ``-``, at most 100 characters (no ``/``, ``..`` at the start, ``$``, spaces or quotes)."""
+
+
+def check_name(name: object, key: str) -> str:
+    """``name`` when it is a ``SAFE_NAME``; else a ``ConfigError`` naming the key and the rule."""
+    if isinstance(name, str) and SAFE_NAME.fullmatch(name):
+        return name
+    raise ConfigError(f"{key}: {name!r} is not a usable name: it becomes a file, a DVC stage and a shell word, so it "
+                      "must start with a letter or digit and hold only letters, digits, '_', '.' and '-' (at most "
+                      "100 characters). Fix: rename it")
 
 
 class StrictConfig(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import create_model
 
-from ..core.config import StrictConfig
+from ..core.config import StrictConfig, check_name
 from ..core.errors import ConfigError
 from .table import BY_NAME
 
@@ -75,7 +75,9 @@ class Params:
 
     def __init__(self, data: dict[str, Any], reads: tuple[str, ...], stage: str, source: Path = PARAMS):
         self._source, self._stage = source, stage
-        self._configured = list(data.get("systems") or {})
+        self._configured = list(data.get("systems") or {}) if isinstance(data.get("systems"), dict) else []
+        for name in self._configured:  # every system name becomes files and stage names, whatever the stage reads
+            check_name(name, f"{source}: systems")
         self._values: dict[str, Any] = {}
         wanted: dict[str, set[str] | None] = {}
         for key in reads:

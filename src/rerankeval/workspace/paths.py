@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.config import check_name
 from ..core.errors import ConfigError
 
 DVC_YAML = Path("dvc.yaml")
@@ -20,6 +21,11 @@ PER_QUERY_SEEDS_FILE = "per_query_seeds.parquet"
 per-query measures of the systems built on a seed set (their rows in per_query are the mean over seeds)."""
 COMPARE_FILE = "compare.json"
 """The comparison in ``paths.reports`` (``rerankeval diff`` reads it from other revisions too)."""
+
+
+def _system(system: str) -> str:
+    """A system's name as it enters a file name: a safe name (no path can leave its folder) or the placeholder."""
+    return system if system == SYSTEM_PLACEHOLDER else check_name(system, "system")
 
 
 def pipeline_paths(dvc_yaml_text: str, where: str = str(DVC_YAML)) -> dict[str, str]:
@@ -70,30 +76,30 @@ class PipelinePaths:
 
     # Each system's files (the pattern of all of them with SYSTEM_PLACEHOLDER as the system).
     def run(self, system: str) -> Path:
-        return self.runs / f"run_{system}.parquet"
+        return self.runs / f"run_{_system(system)}.parquet"
 
     def seed_runs(self, system: str) -> Path:
         """Every training seed's ranking of a system built on a seed set (none for another: zero rows), the run file
         being the first seed's (stage rerank)."""
-        return self.runs / f"seed_runs_{system}.parquet"
+        return self.runs / f"seed_runs_{_system(system)}.parquet"
 
     def run_latency(self, system: str) -> Path:
         """The per-query timings of the system's quality run (stage rerank)."""
-        return self.runs / f"latency_{system}.parquet"
+        return self.runs / f"latency_{_system(system)}.parquet"
 
     def measurement(self, system: str) -> Path:
         """The system's dedicated latency measurement (stage latency)."""
-        return self.latency / f"{system}.json"
+        return self.latency / f"{_system(system)}.json"
 
     def context(self, system: str) -> Path:
-        return self.contexts / f"context_{system}.parquet"
+        return self.contexts / f"context_{_system(system)}.parquet"
 
     def answer(self, system: str) -> Path:
-        return self.answers / f"answers_{system}.parquet"
+        return self.answers / f"answers_{_system(system)}.parquet"
 
     def timing(self, system: str) -> Path:
         """Per-query generation time of the system's answers."""
-        return self.answers / f"timing_{system}.parquet"
+        return self.answers / f"timing_{_system(system)}.parquet"
 
     @property
     def sweep_points(self) -> Path:
