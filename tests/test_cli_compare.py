@@ -142,3 +142,20 @@ def test_defaults_are_the_pipelines():
     assert cli_compare.UNJUDGED_MEASURE == conf["unjudged"]["measure"]
     demo = yaml.safe_load((REPO / "conf" / "dataset" / "demo.yaml").read_text())
     assert {spec["budget"] for spec in demo["critical_slices"]} == {cli_compare.DEFAULT_SLICE_BUDGET}
+
+
+def test_a_baseline_that_ranks_one_of_twenty_queries_is_refused_not_accepted(tmp_path, capsys):
+    """The probe's case: 19 of the baseline's ids differ from the qrels' in letter case only."""
+    qrels = "".join(f"Q{q:02d} 0 rel 1\nQ{q:02d} 0 d0 0\n" for q in range(20))
+    (tmp_path / "qrels.txt").write_text(qrels)
+    (tmp_path / "base.trec").write_text("".join(f"{'Q' if q == 0 else 'q'}{q:02d} Q0 d0 1 2.0 base\n"
+                                                f"{'Q' if q == 0 else 'q'}{q:02d} Q0 rel 2 1.0 base\n"
+                                                for q in range(20)))
+    (tmp_path / "new.trec").write_text("".join(f"Q{q:02d} Q0 rel 1 2.0 new\nQ{q:02d} Q0 d0 2 1.0 new\n"
+                                               for q in range(20)))
+    args = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline", str(tmp_path / "base.trec"), "--run",
+            str(tmp_path / "new.trec"), "--samples", "200", "--trials", "20"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "run 'base' ranks 1 of the 20 compared queries" in err and "19 more of its ids match" in err
+    assert "Fix: use the qrels' query ids in the run" in err

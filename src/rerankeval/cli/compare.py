@@ -18,6 +18,9 @@ from .registry import argument, measure_name, subcommand
 # The defaults of conf/compare/default.yaml (tests/test_cli_compare.py keeps them equal).
 DEFAULT_METRIC, DEFAULT_MIN_DELTA, DEFAULT_SLICE_BUDGET, DEFAULT_UNJUDGED_MARGIN = "nDCG@10", 0.03, 0.05, 0.10
 UNJUDGED_MEASURE = "Judged@10"
+DEFAULT_MIN_COVERAGE = 0.5
+"""A run below this share of the compared queries is refused: its missing queries would score 0 (trec_eval -c) and
+decide the verdict, as a baseline whose ids differ from the qrels' in letter case does."""
 NO_LABEL = "(none)"
 
 
@@ -58,6 +61,10 @@ NO_LABEL = "(none)"
         argument("--seed", type=int, default=17,
                  help="seed of the bootstrap, the sign flips and the simulation: the same seed, the same numbers "
                       "(default 17)"),
+        argument("--min-coverage", type=float, default=DEFAULT_MIN_COVERAGE, metavar="SHARE",
+                 help="refuse a run (a baseline too) that ranks fewer than this share of the compared queries: a "
+                      "verdict on queries it never ranked compares nothing (default "
+                      f"{DEFAULT_MIN_COVERAGE}; 0 accepts any run that ranks one)"),
         argument("--fail-on-reject", action="store_true",
                  help="exit 1 when any challenger's verdict against the first baseline is REJECT, for a CI job to gate "
                       "on (exit codes: 0 done, 1 a REJECT with this flag, 2 bad input)"),
@@ -85,6 +92,7 @@ def run_compare(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
     runs = {name: read_run(path) for name, path in [*baselines, *named]}
     query_ids = _listed_queries(args.query_ids, runs) if args.query_ids else _query_set(qrels, runs, args.qrels)
+    refuse_sparse(runs, query_ids, args.min_coverage, args.qrels)
     metrics = args.metrics or [DEFAULT_METRIC]
     per_query = pd.concat([
         # Every compared query stays (a listed one without a relevant document: NaN where a measure is undefined on
@@ -136,6 +144,26 @@ def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
             print(f"rerankeval compare: warning: run {name!r} has no ranking for {missing} of the {len(query_ids)} "
                   "compared queries; they score 0 there (trec_eval -c)", file=sys.stderr)
     return query_ids
+
+
+def refuse_sparse(runs: dict, query_ids: list[str], min_coverage: float, qrels_path: str) -> None:
+    """Refuse any run that ranks fewer than ``min_coverage`` of ``query_ids``, with its counts and, when its ids
+    differ from the compared ones in letter case only, that hint."""
+    if not 0.0 <= min_coverage <= 1.0:
+        raise ValueError(f"--min-coverage {min_coverage}: a share between 0 and 1")
+    wanted = set(query_ids)
+    for name, run in runs.items():
+        ranked = set(map(str, run["query_id"]))
+        covered = len(ranked & wanted)
+        if covered >= min_coverage * len(wanted) and covered > 0:
+            continue
+        folded = {query_id.casefold() for query_id in wanted}
+        case_only = sum(1 for query_id in ranked - wanted if query_id.casefold() in folded)
+        hint = (f"; {case_only} more of its ids match a compared query in another letter case" if case_only else "")
+        raise ValueError(f"run {name!r} ranks {covered} of the {len(wanted)} compared queries (of {qrels_path}), below "
+                         f"--min-coverage {min_coverage:g}{hint}: its missing queries would score 0 and decide the "
+                         "verdict. Fix: use the qrels' query ids in the run, or lower --min-coverage if it really "
+                         "answers so few")
 
 
 def _listed_queries(path: str, runs: dict) -> list[str]:
