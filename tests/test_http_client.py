@@ -2,7 +2,10 @@
 replies checked on receipt (clamped logits, absurd token counts), cache messages naming the file and the fix."""
 
 import asyncio
+import base64
 import json
+import urllib.parse
+import re
 import sqlite3
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +29,23 @@ from tests.test_http_rerank import CONTEXT, QUERIES, candidates, fake_api  # noq
 
 SECRET = "sk-live-0a1b2c3d4e5f60718293"
 KEY_ENV = "RERANKEVAL_TEST_KEY"
+ECHO_FORMS = {
+    "raw": lambda key: key,
+    "json_escaped": lambda key: "".join(f"\\u{ord(char):04x}" for char in key),
+    "json_mixed": lambda key: key.replace("-", "\\u002d"),
+    "url_encoded": lambda key: "".join(f"%{byte:02X}" for byte in key.encode()),
+    "base64": lambda key: base64.b64encode(f"Bearer {key}".encode()).decode(),
+}
+"""How a server may echo the key (JSON-escaped as a serializer writes it, URL-encoded, inside base64)."""
+
+
+def leaked(data: bytes | str) -> list[str]:
+    """The forms of the key found in ``data``, decoded as the reader of a file would: raw, as JSON would decode it, as
+    a URL would, and in base64."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    found = [form for form, encode in ECHO_FORMS.items() if encode(SECRET) in text]
+    decoded = urllib.parse.unquote(re.sub(r"\\u([0-9a-fA-F]{4})", lambda match: chr(int(match.group(1), 16)), text))
+    return found + (["decoded"] if SECRET in decoded else [])
 
 
 class EchoingApi(BaseHTTPRequestHandler):
@@ -39,6 +59,17 @@ class EchoingApi(BaseHTTPRequestHandler):
             server.calls += 1
         if behaviour == "echo_401":
             return self._reply(401, {"message": f"invalid key, you sent Authorization: {auth}"})
+        if behaviour.startswith("form_"):  # the key in one of its encoded forms, in an error, a result or an answer
+            form, where = behaviour.removeprefix("form_").rsplit("@", 1)
+            echoed = ECHO_FORMS[form](SECRET)
+            if where == "error":
+                return send_json(self, 401, ('{"message": "you sent Bearer ' + echoed + '"}').encode())
+            if self.path.endswith("/chat/completions"):
+                return send_json(self, 200, ('{"choices": [{"index": 0, "message": {"role": "assistant", "content": '
+                                             '"The key is ' + echoed + ' [1]."}}], "usage": {"prompt_tokens": 1, '
+                                             '"completion_tokens": 1}}').encode())
+            return send_json(self, 200, ('{"results": [{"index": "' + echoed + '", "relevance_score": 0.5}]}')
+                             .encode())
         if self.path.endswith("/chat/completions"):
             usage = {"prompt_tokens": 10 ** 15 if behaviour == "huge_usage" else 12,
                      "completion_tokens": -3 if behaviour == "negative_usage" else 4}
@@ -213,3 +244,46 @@ def test_a_full_disk_and_a_damaged_file_get_their_own_fix(tmp_path):
     (tmp_path / "bad.sqlite").write_bytes(b"not a database" * 100)
     with pytest.raises(InfrastructureError, match=r"bad\.sqlite: cannot open the test cache .*damaged: delete it"):
         SqliteCache(tmp_path, "bad.sqlite", "CREATE TABLE IF NOT EXISTS t (k TEXT);", "test cache")
+
+
+@pytest.mark.parametrize("form", sorted(ECHO_FORMS))
+@pytest.mark.parametrize("where", ["error", "result"])
+def test_no_form_of_the_key_an_api_echoes_reaches_a_run_or_the_pair_cache(api, tmp_path, monkeypatch, form, where):
+    from rerankeval.core.io import write_table
+    from rerankeval.rerank.assemble import run_table
+    from rerankeval.rerank.latency import latency_table
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    api.script = [f"form_{form}@{where}"] * 2
+    system = build_system("api", rerank_config(api, tmp_path, api_key_env=KEY_ENV, max_retries=0), CONTEXT)
+    run, latency = rerank(candidates(), QUERIES, system, RerankSettings(depth=5))
+    write_table(tmp_path / "run.parquet", run_table(run), {"reasons": latency["reason"].tolist()})
+    write_table(tmp_path / "latency.parquet", latency_table(latency), {"describe": system.describe()})
+    system.cache.close()
+    assert any(isinstance(reason, str) for reason in latency["reason"])  # the echo degraded the query
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert not leaked(path.read_bytes()), f"{form} key in {path}"
+
+
+@pytest.mark.parametrize("form", sorted(ECHO_FORMS))
+def test_no_form_of_the_key_an_llm_endpoint_echoes_reaches_the_answer_or_its_cache(api, tmp_path, monkeypatch, form):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    api.script = [f"form_{form}@answer"]
+    client = ChatClient(chat_config(api, tmp_path, api_key_env=KEY_ENV))
+    reply = client.complete([{"role": "user", "content": "q"}])
+    assert reply.text is not None and not leaked(reply.text) and "[redacted]" in reply.text
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert not leaked(path.read_bytes()), f"{form} key in {path}"
+
+
+@pytest.mark.parametrize("url", ["https://user:sk-live-secret@api.example.com", "http://:pw@127.0.0.1:8000/v1"])
+def test_credentials_in_a_base_url_are_refused_without_echoing_them(tmp_path, url):
+    from rerankeval.core.errors import ConfigError
+
+    for config in ({"kind": "http_rerank", "base_url": url, "model": "m", "depth": 5},):
+        with pytest.raises(ConfigError, match="credentials in the URL") as raised:
+            build_system("api", config, CONTEXT)
+        assert "sk-live-secret" not in str(raised.value) and ":pw@" not in str(raised.value)
+    with pytest.raises(ConfigError, match="credentials in the URL") as raised:
+        ChatClient(ChatConfig.parse({"base_url": url, "model": "m"}, "rag.generator"))
+    assert "sk-live-secret" not in str(raised.value)

@@ -7,9 +7,11 @@ one place where secrets are removed from whatever a server sends back.
 - **Policy**: 429, 5xx, timeouts and dropped connections are retried; retry n waits a uniform random time in
   [0, min(max_backoff_s, backoff_s * 2**n)] (full jitter), or the server's Retry-After when that is longer, and never
   past the deadline. Any other 4xx and a reply that is not JSON fail at once: retrying cannot help.
-- **Secrets**: every configured secret, and any ``Authorization`` or ``Bearer`` value, is redacted from the reply
-  text before it is parsed and from every failure message, so what a caller records (runs, latency tables,
-  answers, caches, logs) cannot hold a key a server echoed back.
+- **Secrets**: every configured secret, in any form a server may echo it (raw, JSON ``\\uXXXX``-escaped or
+  URL-encoded, character by character in any mix, or base64), and any ``Authorization`` or ``Bearer`` value, is
+  redacted from the reply text before it is parsed and from every decoded string after (keys and values: a key
+  escaped in the text is plain once decoded), and from every failure message, so what a caller records (runs,
+  latency tables, answers, caches, logs) cannot hold a key a server echoed back.
 
 A failure is a ``ScoringFailure`` whose ``reason`` is ``timeout``, ``connection``, ``http_429``, ``http_5xx``,
 ``http_4xx`` or ``bad_response``, its detail saying the status and the attempts.
@@ -21,11 +23,14 @@ test's concurrent workers) only send the attempts it asks for.
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
 import json
 import random
 import re
 import time
 from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +40,8 @@ from .config import StrictConfig
 from .errors import ScoringFailure
 
 REDACTED = "[redacted]"
-_CREDENTIALS = re.compile(r"(?i)(\bbearer\s+|\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?!bearer\b)(?:[A-Za-z]+\s+)?)"
-                          r"[A-Za-z0-9._~+/=-]+")
+_CREDENTIALS = re.compile(r"(?i)(\bbearer(?:\s|\\u0020|%20|\+)+|\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?!bearer\b)"
+                          r"(?:[A-Za-z]+\s+)?)[A-Za-z0-9._~+/=-]+")
 """A bearer token (RFC 6750's token68 characters) or any other Authorization value (after its scheme); never a
 JSON quote, so a redacted reply still parses."""
 
@@ -47,12 +52,68 @@ RENAMED_KNOBS = {
 }
 
 
+MIN_BASE64_CORE = 8
+"""Characters of a secret's base64 that every alignment shares, below which base64 is not searched (too short to
+be the key's and not something else)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    """Every form of ``secret`` a server may echo: each character raw, ``\\uXXXX``-escaped or ``%XX``-encoded in any
+    mix (JSON and URL encodings), or the secret base64-encoded at any alignment inside a longer text (standard or
+    URL-safe alphabet)."""
+    def character(char: str) -> str:
+        escaped = json.dumps(char, ensure_ascii=True)[1:-1]  # \\uXXXX (a surrogate pair above U+FFFF)
+        utf16 = char.encode("utf-16-be")
+        units = "".join(f"\\u{utf16[i]:02x}{utf16[i + 1]:02x}" for i in range(0, len(utf16), 2))
+        forms = {re.escape(char), re.escape(escaped), re.escape(units),
+                 re.escape("".join(f"%{byte:02x}" for byte in char.encode()))}
+        return "(?:" + "|".join(sorted(forms)) + ")"
+
+    alternatives = ["".join(character(char) for char in secret)]
+    raw = secret.encode()
+    for start in range(3):  # base64 groups 3 bytes: at each alignment, the groups made of the secret's bytes alone
+        rest = raw[start:]
+        core = base64.b64encode(rest[:len(rest) // 3 * 3]).decode()
+        for alphabet in (core, core.replace("+", "-").replace("/", "_")):
+            if len(alphabet) >= MIN_BASE64_CORE:
+                alternatives.append(re.escape(alphabet))
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` without any of ``secrets`` and without any Authorization or Bearer value."""
+    """``text`` without any of ``secrets`` in any form (``_secret_pattern``) and without any Authorization or Bearer
+    value."""
     for secret in secrets:
         if secret:
-            text = text.replace(secret, REDACTED)
+            text = _secret_pattern(secret).sub(REDACTED, text)
     return _CREDENTIALS.sub(lambda match: match.group(1) + REDACTED, text)
+
+
+def redact_value(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A decoded JSON value with ``redact`` applied to every string in it, keys included."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [redact_value(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {redact(str(key), secrets): redact_value(item, secrets) for key, item in value.items()}
+    return value
+
+
+def refuse_url_credentials(url: str) -> str:
+    """``url``, refused when it carries a user or password: it would be recorded with the run (its metadata, the
+    pair cache's key). The key belongs in the environment variable ``api_key_env`` names."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as err:
+        raise ValueError(f"not a URL ({err})") from None
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("credentials in the URL (user:password@) are refused: the URL is recorded with the run. "
+                         "Fix: drop them from the URL and name the environment variable holding the key in "
+                         "api_key_env")
+    return url
 
 
 class RetrySettings(StrictConfig):
@@ -108,6 +169,9 @@ class RetryPolicy:
 
     def redact(self, text: str) -> str:
         return redact(text, self._secrets)
+
+    def redact_value(self, value: Any) -> Any:
+        return redact_value(value, self._secrets)
 
     def backoff(self, retry: int, retry_after: str | None) -> float:
         settings = self.settings
@@ -176,7 +240,10 @@ class Attempts:
     def reply(self, response, request_s: float) -> HttpReply:
         """The successful ``response`` parsed, secrets redacted; a ``bad_response`` failure when it is not JSON."""
         try:
-            body = json.loads(self.policy.redact(response.text))
+            # Redacted as text (no key reaches the parser's errors) and decoded (a key sent escaped is plain now).
+            body = self.policy.redact_value(json.loads(self.policy.redact(response.text)))
+        except RecursionError:
+            raise self.failure("bad_response", "the reply is JSON nested too deep to read") from None
         except ValueError as err:
             raise self.failure("bad_response", f"the reply is not JSON ({err})") from None
         return HttpReply(body, response.headers, self.count, request_s, self.backoff_s,

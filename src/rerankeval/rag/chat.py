@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..core.caches import cache_dir
 from ..core.errors import ConfigError, ScoringFailure
 from ..core.hashing import canonical_json, sha256_text
-from ..core.http import HttpClient, HttpFailure, RetrySettings
+from ..core.http import HttpClient, HttpFailure, RetrySettings, refuse_url_credentials
 from ..core.sqlite_cache import SqliteCache
 
 CACHE_FILE = "responses.sqlite"
@@ -50,6 +50,11 @@ class ChatConfig(RetrySettings):
     price_per_1k_input_tokens: float = Field(0.0, ge=0)
     price_per_1k_output_tokens: float = Field(0.0, ge=0)
     cache_dir: str = "data/generation_cache"
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        return refuse_url_credentials(value)
 
 
 @dataclass(frozen=True)

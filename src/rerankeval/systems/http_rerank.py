@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..core.errors import ConfigError, ScoringFailure
-from ..core.http import HttpClient, HttpReply, RetrySettings
+from ..core.http import HttpClient, HttpReply, RetrySettings, refuse_url_credentials
 from .registry import BuildContext
 from .http_protocols import PROTOCOLS, BadResponse, server_seconds
 from .pair_scoring import PairBatch
@@ -73,8 +73,8 @@ class HttpRerankConfig(PairScorerConfig, RetrySettings):
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
+            raise ValueError("expected an http:// or https:// URL")  # the message must not echo a pasted key
+        return refuse_url_credentials(value).rstrip("/")
 
 
 class HttpRerankScorer:
