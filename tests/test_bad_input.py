@@ -334,3 +334,44 @@ def test_a_safe_system_name_makes_files_inside_its_folder():
 
     paths = PipelinePaths.load()
     assert paths.run("ce_minilm-ft.v2").parent == paths.runs
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_is_refused_before_it_is_read(tmp_path, kind):
+    import os
+
+    from rerankeval.core.errors import CollectionError
+    from rerankeval.data.beir import utf8_lines
+
+    path = tmp_path / "queries.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)  # reading it would block forever: no writer
+    else:
+        path.symlink_to("/dev/zero")  # reading it would never end
+    with pytest.raises(CollectionError, match=r"not a regular file: reading it could block or never end\. Fix:"):
+        list(utf8_lines(path))
+
+
+def test_a_line_without_end_is_refused_with_its_bound(tmp_path, monkeypatch):
+    from rerankeval.core.errors import CollectionError
+    from rerankeval.data import beir
+
+    monkeypatch.setattr(beir, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(b'{"_id": "d1", "text": "ok"}\n' + b"x" * 5000)
+    with pytest.raises(CollectionError, match=r"corpus.jsonl:2: a line longer than"):
+        list(beir.utf8_lines(path))
+
+
+def test_compare_queries_nested_too_deep_is_refused_with_the_line(tmp_path, capsys):
+    from rerankeval.cli.main import main
+
+    (tmp_path / "qrels.txt").write_text("".join(f"Q{q} 0 rel 1\n" for q in range(4)))
+    for name in ("base", "new"):
+        (tmp_path / f"{name}.trec").write_text("".join(f"Q{q} Q0 rel 1 1.0 {name}\n" for q in range(4)))
+    (tmp_path / "queries.jsonl").write_text('{"_id": "Q0", "metadata": {"language": "en"}}\n'
+                                            + "[" * 100000 + "\n")
+    code = main(["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline", str(tmp_path / "base.trec"),
+                 "--run", str(tmp_path / "new.trec"), "--queries", str(tmp_path / "queries.jsonl"),
+                 "--critical-slice", "language", "--samples", "100", "--trials", "20"])
+    assert code == 2 and "queries.jsonl:2: not a BEIR query record" in capsys.readouterr().err

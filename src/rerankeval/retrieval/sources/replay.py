@@ -208,7 +208,7 @@ class _Reader:
                      and all(type(parent) is str and parent
                              for parent in (candidate.get("parent_id", "-") for candidate in candidates))
                      and self._first_stage_columns_valid(candidates))
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, OverflowError):  # OverflowError: an integer score no float holds
             valid = False
         if not valid:
             self._explain(number, candidates)
@@ -260,8 +260,9 @@ class _Reader:
                             "give each candidate its own rank")
             seen_ranks[rank] = index
             if not _number(candidate["retrieval_score"]):
+                shown = repr(candidate["retrieval_score"])
                 self.refuse(number, f"{what}: retrieval_score must be a finite number, got "
-                                    f"{candidate['retrieval_score']!r}")
+                                    f"{shown if len(shown) <= 40 else shown[:40] + f'... ({len(shown)} characters)'}")
             self._check_version(number, what, candidate, sha256_text(text))
             self._check_first_stage_columns(number, what, candidate)
             parent = candidate.get("parent_id", document_id)
@@ -350,7 +351,13 @@ def _integer(value: Any) -> bool:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number a float holds (an integer of 400 digits is none: ``float`` would overflow)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def export_replay(candidates_path: str | Path, first_stage_path: str | Path, out: str | Path) -> dict[str, int]:
