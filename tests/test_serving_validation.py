@@ -52,6 +52,11 @@ BAD_REQUESTS = [  # (case, body: bytes sent as they are, anything else as JSON; 
     ("a number as model", ok(model=5), 422, "model", "expected a string"),
     ("an unknown key", ok(rank_fields=["text"]), 422, "rank_fields",
      "rank_fields: unknown field. Fix: remove it; /v2/rerank accepts model, query, documents, top_n"),
+    ("JSON nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000, 400, "body", "is JSON nested too deep"),
+    ("a lone surrogate in a document", b'{"query": "q", "documents": ["ok", "bad \\ud800 half"]}', 422,
+     "documents[1]", "holds a lone UTF-16 surrogate at character 4"),
+    ("a lone surrogate in the query", b'{"query": "\\udfff", "documents": ["a"]}', 422, "query",
+     "lone UTF-16 surrogate"),
 ]
 
 
@@ -93,3 +98,20 @@ def test_the_limits_default_to_cohere_s():
     defaults = ServeConfig()
     assert (defaults.max_documents, defaults.max_document_chars) == (1000, 100_000)
     assert defaults.max_request_bytes >= defaults.max_documents * 1000  # 1000 documents of 1000 characters fit
+
+
+def test_a_request_the_model_fails_on_fails_alone_in_its_batch():
+    import numpy as np
+
+    from rerankeval.serving.server import ScoringError, score_requests
+    from rerankeval.systems.pair_scoring import PairBatch
+
+    class Scorer:  # fails on one query, as a tokenizer fails on text it cannot read
+        def score_batches(self, query, documents):
+            if query == "poison":
+                raise TypeError("tokenizer cannot read this")
+            yield PairBatch(indices=np.arange(len(documents)), scores=np.ones(len(documents)))
+
+    results = score_requests(Scorer(), [("a", ["x", "y"])] * 10 + [("poison", ["z"])] + [("b", ["x"])] * 9)
+    assert [isinstance(found, ScoringError) for found in results] == [False] * 10 + [True] + [False] * 9
+    assert results[10] == "TypeError: tokenizer cannot read this" and list(results[11]) == [1.0]

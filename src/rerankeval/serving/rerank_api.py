@@ -58,6 +58,9 @@ def parse_rerank_body(raw: bytes, options: ServeConfig) -> RerankRequest:
     except ValueError:  # malformed JSON or not UTF-8
         raise BadRerankRequest(400, "body", "is not JSON (malformed, or not UTF-8)",
                                'send a JSON object, e.g. {"query": "...", "documents": ["..."]}') from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise BadRerankRequest(400, "body", "is JSON nested too deep to read",
+                               'send {"query": "...", "documents": ["..."]}, a flat object') from None
     return parse_rerank_request(body, options)
 
 
@@ -113,6 +116,11 @@ def _text(value: Any, field: str, options: ServeConfig, fix: str) -> str:
         raise BadRerankRequest(422, field, "required field is missing", fix)
     if not isinstance(value, str):
         raise BadRerankRequest(422, field, f"expected a string, got {_json_type(value)}", fix)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate (\\ud800) that JSON lets through: no tokenizer reads it
+        raise BadRerankRequest(422, field, f"holds a lone UTF-16 surrogate at character {err.start}, not text",
+                               "send valid Unicode (a surrogate only as half of a pair)") from None
     if len(value) > options.max_document_chars:
         raise BadRerankRequest(413, field, f"{len(value)} characters are over the limit of "
                                            f"{options.max_document_chars}",

@@ -46,16 +46,25 @@ def serving_recipe(system_name: str, systems: Mapping[str, Mapping[str, Any]]) -
 
 def score_requests(scorer, requests: list[tuple[str, list[str]]]) -> list:
     """Raw scores of a batch of requests, one array each, request by request through any pair scorer's
-    ``score_batches`` (which batches each request's pairs by length)."""
+    ``score_batches`` (which batches each request's pairs by length). A request the model fails on gets its
+    ``ScoringError`` in place of its scores, so its batch-mates are still answered."""
     import numpy as np
 
     results = []
     for query, documents in requests:
-        scores = np.empty(len(documents))
-        for batch in scorer.score_batches(query, documents):
-            scores[batch.indices] = batch.scores
+        try:
+            scores = np.empty(len(documents))
+            for batch in scorer.score_batches(query, documents):
+                scores[batch.indices] = batch.scores
+        except Exception as err:  # noqa: BLE001 -- the model's error on this request, not the batch's
+            results.append(ScoringError(f"{type(err).__name__}: {str(err)[:300]}"))
+            continue
         results.append(scores)
     return results
+
+
+class ScoringError(str):
+    """Why the model could not score one request of a batch (its message); the request alone fails, with 500."""
 
 
 async def read_body(request, options: ServeConfig) -> bytes:
@@ -98,7 +107,7 @@ def _deployment(options: ServeConfig):
             scores = await asyncio.get_running_loop().run_in_executor(
                 None, score_requests, self.scorer, [(query, documents) for query, documents, _ in requests])
             inference_s = time.perf_counter() - started
-            return [(normalize(values), started - arrived, inference_s)
+            return [(values if isinstance(values, ScoringError) else normalize(values), started - arrived, inference_s)
                     for values, (_, _, arrived) in zip(scores, requests)]
 
         async def __call__(self, request) -> JSONResponse:
@@ -117,6 +126,8 @@ def _deployment(options: ServeConfig):
                 return JSONResponse({"message": str(refused)}, status_code=refused.status)
             self.requests += 1
             values, queue_s, inference_s = await self.score((rerank_request.query, rerank_request.documents, arrived))
+            if isinstance(values, ScoringError):
+                return JSONResponse({"message": f"the model failed on this request: {values}"}, status_code=500)
             return JSONResponse(
                 rerank_response(rerank_request, values, f"{self.requests}"),
                 headers={"x-queue-time": f"{queue_s * 1000:.3f}", "x-inference-time": f"{inference_s * 1000:.3f}",
