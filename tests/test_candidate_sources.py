@@ -134,6 +134,10 @@ def test_a_replay_freezes_its_own_texts_in_rank_order(tmp_path, snapshot, no_enc
     (candidate("d1a", "x", 0, 0.5), "line 2: candidate 1 ('d1a'): retrieval_rank must be an integer >= 1, got 0"),
     ({**candidate("d1a", "x", 1, 0.5), "retreival_score": 1}, "line 2: candidate 1 has unknown key(s) 'retreival_score'"),
     (candidate("d1a", "x", 1, 10 ** 400), "line 2: candidate 1 ('d1a'): retrieval_score must be a finite number"),
+    (candidate("d1a", "edited text", 1, 0.5, document_version=f"SHA256:{sha256_text('the original')}"),
+     "line 2: candidate 1 ('d1a'): document_version SHA256:"),
+    (candidate("d1a", "edited text", 1, 0.5, document_version=f" sha256:{sha256_text('the original')}"),
+     "line 2: candidate 1 ('d1a'): document_version  sha256:"),
 ])
 def test_a_bad_replay_candidate_is_refused_with_the_line(tmp_path, snapshot, bad, problem):
     path = tmp_path / "replay.jsonl"

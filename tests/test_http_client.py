@@ -287,3 +287,14 @@ def test_credentials_in_a_base_url_are_refused_without_echoing_them(tmp_path, ur
     with pytest.raises(ConfigError, match="credentials in the URL") as raised:
         ChatClient(ChatConfig.parse({"base_url": url, "model": "m"}, "rag.generator"))
     assert "sk-live-secret" not in str(raised.value)
+
+
+@pytest.mark.parametrize("message", ["unable to open database file", "attempt to write a readonly database"])
+def test_a_cache_on_a_read_only_disk_is_told_to_be_made_writable_not_deleted(message):
+    import sqlite3
+
+    from rerankeval.core.sqlite_cache import _fix
+
+    fix = _fix(sqlite3.OperationalError(message))
+    assert "writable" in fix and "damaged" not in fix
+    assert "damaged" in _fix(sqlite3.DatabaseError("file is not a database"))

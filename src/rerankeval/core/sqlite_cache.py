@@ -26,7 +26,8 @@ def _fix(err: BaseException) -> str:
     text = str(err).lower()
     if "full" in text or getattr(err, "errno", None) == 28:  # SQLITE_FULL or ENOSPC
         return f"free disk space on that file system, or point {CACHE_DIR_ENV} at one with room."
-    if "readonly" in text or "read-only" in text or isinstance(err, PermissionError):
+    if ("readonly" in text or "read-only" in text or "unable to open" in text or "disk i/o" in text
+            or isinstance(err, PermissionError) or getattr(err, "errno", None) in (13, 30)):  # EACCES, EROFS
         return f"make the folder writable, or point {CACHE_DIR_ENV} at a writable one."
     if "locked" in text or "busy" in text:
         return "another process holds the cache too long; let it finish, or give this run its own cache folder."

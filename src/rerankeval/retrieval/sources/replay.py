@@ -215,8 +215,7 @@ class _Reader:
         digests = [sha256_text(text) for text in texts]
         for candidate, digest in zip(candidates, digests):
             version = candidate.get("document_version")
-            if version is not None and (type(version) is not str or version.startswith(VERSION_PREFIX)
-                                        and version[len(VERSION_PREFIX):].lower() != digest):
+            if version is not None and (type(version) is not str or _claimed_digest(version) not in (None, digest)):
                 self._explain(number, candidates)
         return digests
 
@@ -274,8 +273,7 @@ class _Reader:
         version = candidate.get("document_version")
         if version is not None and not isinstance(version, str):
             self.refuse(number, f"{what}: document_version must be a string or null, got {version!r}")
-        if isinstance(version, str) and version.startswith(VERSION_PREFIX) \
-                and version[len(VERSION_PREFIX):].lower() != digest:
+        if isinstance(version, str) and _claimed_digest(version) not in (None, digest):
             self.refuse(number, f"{what}: document_version {version} is not the sha256 of its text "
                                 f"({VERSION_PREFIX}{digest}): the text is not the version it names",
                         "replay the text of that version, or correct document_version")
@@ -348,6 +346,15 @@ class _Reader:
 
 def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _claimed_digest(version: str) -> str | None:
+    """The sha256 a ``document_version`` names (``sha256:<hex>``, the prefix in any case, spaces around ignored), or
+    None for a version of another kind (``v3``), which is not checked."""
+    version = version.strip()
+    if not version.lower().startswith(VERSION_PREFIX):
+        return None
+    return version[len(VERSION_PREFIX):].strip().lower()
 
 
 def _number(value: Any) -> bool:
