@@ -65,6 +65,8 @@ def test_deadlines_are_judged_on_cold_compute_so_the_cache_cannot_change_the_res
     ({"max_lenght": 128}, "systems.s.max_lenght: unknown setting"),
     ({"truncation": "tail"}, "systems.s.truncation: 'tail' is not one of 'head' or 'query_window'"),
     ({"executor": "gpu-farm"}, "systems.s.executor: unknown executor 'gpu-farm'"),
+    ({"max_length": 100000}, "max_length 100000 exceeds the 512 positions of minilm (config.json's "
+                             "max_position_embeddings). Fix: set max_length to at most 512"),
 ])
 def test_bad_system_settings_are_refused_with_the_key_and_the_fix(override, message):
     config = {"kind": "cross_encoder", "model": "minilm", "depth": 5, "max_length": 64, **override}

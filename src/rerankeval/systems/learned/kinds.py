@@ -8,12 +8,15 @@ FlagEmbedding are imported only when such a system is built.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from ...core.errors import ConfigError
 from ...models.environment import describe_environment
 from ...models.heads import check_trained_head
 from ...models.resolve import ResolvedModel, ignored_remote_code, is_local, require_safetensors, resolve_model
@@ -101,9 +104,31 @@ class LearnedModel:
         }
 
 
+POSITION_OFFSET = {"roberta": 2, "xlm-roberta": 2, "camembert": 2}
+"""Position ids a model family reserves (RoBERTa's padding offset): its longest input is max_position_embeddings
+minus these."""
+
+
+def model_positions(directory: Path) -> int | None:
+    """The longest input a model's config allows (``config.json``: max_position_embeddings, less its family's
+    offset), or None when it does not say (a sentence-transformers folder keeps it in a submodule)."""
+    try:
+        found = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    positions = found.get("max_position_embeddings") if isinstance(found, dict) else None
+    if not isinstance(positions, int) or isinstance(positions, bool) or positions <= 0:
+        return None
+    return positions - POSITION_OFFSET.get(str(found.get("model_type", "")), 0)
+
+
 def _resolve(config: LearnedConfig) -> ResolvedModel:
     resolved = resolve_model(config.model, config.revision, use_safetensors=config.use_safetensors)
     require_safetensors(resolved, config.use_safetensors)
+    longest = model_positions(resolved.directory)
+    if longest is not None and config.max_length > longest:  # beyond it every long pair fails with a torch error
+        raise ConfigError(f"max_length {config.max_length} exceeds the {longest} positions of {config.model} "
+                          f"(config.json's max_position_embeddings). Fix: set max_length to at most {longest}")
     for reason in ignored_remote_code(resolved.directory, config.trust_remote_code).values():
         print(f"rerankeval: warning: {reason}", file=sys.stderr)
     return resolved
