@@ -172,3 +172,11 @@ def test_check_collection_prints_the_summary_and_warnings_and_refuses_a_missing_
     assert "warning: split 'test' has only 6 queries" in out
     assert main(["check-collection", str(tiny_beir), "--splits", "train"]) == 2
     assert "no judged queries in the evaluation split 'test' (splits: ['train'])" in capsys.readouterr().err
+
+
+def test_a_query_of_punctuation_alone_is_flagged_with_its_line(tmp_path):
+    queries = QUERIES + [{"_id": "q3", "text": "?!... ---"}]
+    folder = write_beir(tmp_path / "c", CORPUS, queries, {"test": [("q1", "d1", 2), ("q2", "d2", 1), ("q3", "d1", 1)]})
+    warnings = [warning for warning in load_beir(folder).warnings if "no letter or digit" in warning]
+    assert len(warnings) == 1 and "1 queries hold no letter or digit" in warnings[0]
+    assert "(first: 'q3' on line 3)" in warnings[0] and "queries.jsonl" in warnings[0]

@@ -418,6 +418,13 @@ def _warnings(folder: Path, splits: list[str], corpus: pa.Table, query_records: 
     if empty:
         warnings.append(f"{folder / 'corpus.jsonl'}: {len(empty)} documents have neither title nor text "
                         f"({_examples(empty)}); no retriever can find them.")
+    wordless = sorted(query_id for query_id, (_, _, record) in query_records.items()
+                      if not any(char.isalnum() for char in record["text"]))
+    if wordless:
+        path, line_no, _ = query_records[wordless[0]]
+        warnings.append(f"{path}: {len(wordless)} queries hold no letter or digit, only punctuation or symbols (first: "
+                        f"{wordless[0]!r} on line {line_no}); no retriever can match them, so they measure nothing "
+                        "but the order of ties.")
     unjudged = set(query_records) - set(query_split)
     if unjudged:
         warnings.append(f"{len(unjudged)} queries have no judgment in splits {splits} and are left out "
