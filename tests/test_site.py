@@ -120,6 +120,8 @@ def test_the_site_is_offline_byte_identical_and_capped(project):
     build_site(project["inputs"], HEADER, project["site"], project["plots"],
                        [project["report"], project["details"]])
     assert {p.name: p.read_bytes() for p in project["site"].iterdir()} == first
+    index = first["index.html"].decode()  # the decision page states the family and procedure behind its intervals
+    assert "Family: per baseline, the release challengers" in index and "Procedure: single-step bootstrap" in index
     for name, content in first.items():  # no CDN, no remote script or style: one stylesheet beside the pages
         assert not re.search(rb"(src|href)=\"(https?:)?//", content), name
         if name.endswith(".html"):

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...stats.verdict import ci_label
 from ..claims import plain
+from ..markdown import inference_text
 from .assets import EXPLORER_JS, STYLESHEET
 
 DECISION_PLOTS = [("pareto.png", "Quality against p95 latency (the frontier)"),
@@ -87,6 +88,8 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
     if verdicts.get("baseline_flag"):
         parts.append(f'<p class="warn">⚠ {escape(verdicts["baseline_flag"])}. No verdict against it is a bare '
                      'ACCEPT.</p>')
+    # The family and procedure behind every interval below, as report.md states them (report.markdown).
+    parts.append("<p>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(inference_text(verdicts))) + "</p>")
     challengers = [r for r in rows if not r["reference"]]
     references = [r for r in rows if r["reference"]]
     parts += ["<h2>Release verdict</h2>", _table(columns, _verdict_rows(challengers, several), numeric, "verdicts")]
