@@ -58,18 +58,18 @@ def legends_over_data(fig) -> list[str]:
 
 def demo_points() -> pd.DataFrame:
     """Frontier points as crowded as the demo's: a sweep of 11 settings at one latency, several close curves."""
-    rows = [("fusion depth", f"fusion@{d}", 0.70, 17.0, 0.0003, d) for d in DEPTHS[:1]]
-    rows += [("blend weight", f"blend_ce_fusion weight={w / 10:g}", 0.58 + 0.015 * (10 - i), 3700.0, 0.055, i)
-             for i, w in enumerate(range(11))]
-    rows += [("routing margin", f"routed_blend margin={m / 10:g}", 0.697 + 0.0008 * m, 3650.0 - m, 0.044, m)
-             for m in range(8)]
-    rows += [(f"{name} depth", f"{name}@{d}", q - 0.02 * i, p * (1 + i), 0.01 * (i + 1), d)
+    rows = [("fusion depth", "fusion", f"fusion@{d}", 0.70, 17.0, 0.0003, d) for d in DEPTHS[:1]]
+    rows += [("blend weight", "blend_ce_fusion", f"blend_ce_fusion weight={w / 10:g}", 0.58 + 0.015 * (10 - i),
+              3700.0, 0.055, i) for i, w in enumerate(range(11))]
+    rows += [("routing margin", "routed_blend", f"routed_blend margin={m / 10:g}", 0.697 + 0.0008 * m, 3650.0 - m,
+              0.044, m) for m in range(8)]
+    rows += [(f"{name} depth", name, f"{name}@{d}", q - 0.02 * i, p * (1 + i), 0.01 * (i + 1), d)
              for name, q, p in (("ce_minilm_ft", 0.66, 1300.0), ("cross-encoder", 0.676, 620.0),
                                 ("ce_minilm_ft_int8", 0.658, 360.0), ("bm25", 0.63, 22.0), ("dense", 0.686, 22.5))
              for i, d in enumerate(DEPTHS)]
-    rows += [("blend_ce_fusion", "blend_ce_fusion", 0.726, 3724.0, 0.055, 0),
-             ("routed_blend", "routed_blend", 0.703, 3556.0, 0.044, 0),
-             ("cascade_bm25_ce", "cascade_bm25_ce", 0.625, 1243.0, 0.018, 0)]
+    rows += [("blend_ce_fusion", "blend_ce_fusion", "blend_ce_fusion", 0.726, 3724.0, 0.055, 0),
+             ("routed_blend", "routed_blend", "routed_blend", 0.703, 3556.0, 0.044, 0),
+             ("cascade_bm25_ce", "cascade_bm25_ce", "cascade_bm25_ce", 0.625, 1243.0, 0.018, 0)]
     points = pd.DataFrame(rows, columns=frontier.POINT_COLUMNS)
     points["frontier"] = frontier.pareto_front(points)
     return points

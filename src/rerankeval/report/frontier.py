@@ -20,7 +20,7 @@ from . import plots
 from .cost import pareto_front
 from .markdown import fmt, plot_link, table
 
-POINT_COLUMNS = ["policy", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
+POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
 
 def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
@@ -33,11 +33,13 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
     parts = []
     depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
     depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
-    parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "label": depths["system"] + "@" +
+    parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "system": depths["system"],
+                               "label": depths["system"] + "@" +
                                depths["depth"].astype(str), "quality": depths["quality"], "p95_ms": depths["p95_ms"],
                                "cost_per_1k_queries": depths["cost_per_1k_queries"], "position": depths["depth"]}))
     configured = own[own["system"].isin(composite) & own["p95_ms"].notna()]
-    parts.append(pd.DataFrame({"policy": configured["system"], "label": configured["system"],
+    parts.append(pd.DataFrame({"policy": configured["system"], "system": configured["system"],
+                               "label": configured["system"],
                                "quality": configured["quality"], "p95_ms": configured["p95_ms"],
                                "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
     if sweeps is not None and len(sweeps):
@@ -47,7 +49,8 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
         held = set(zip(depths["system"], depths["depth"].astype(str)))
         same = [(system, value) in held for system, value in zip(swept["system"], swept["value"])]
         swept = swept[~((swept["parameter"] == "depth").to_numpy() & np.array(same, dtype=bool))]
-        parts.append(pd.DataFrame({"policy": swept["policy"], "label": swept["system"] + " " + swept["parameter"]
+        parts.append(pd.DataFrame({"policy": swept["policy"], "system": swept["system"],
+                                   "label": swept["system"] + " " + swept["parameter"]
                                    + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
                                    "cost_per_1k_queries": swept["cost_per_1k_queries"],
                                    "position": swept["position"]}))
@@ -64,21 +67,28 @@ def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mappin
     fig, axis = plt.subplots(figsize=(11, 5.4))
     floor = max(points["p95_ms"].min(), 1e-3)
     points = points.assign(x=points["p95_ms"].clip(lower=floor))
-    palette = plots.colours(points["policy"].unique())
+    # One colour per system (its depth curve, its sweeps and its configured point share it); the line tells them
+    # apart: solid, a depth curve; dashed, a policy sweep; a star, the system as configured.
+    palette = plots.colours(points["system"].unique())
     labels, ends = [], []
     for policy, frame in points.groupby("policy", sort=True):
         frame = frame.sort_values("position")
-        axis.plot(frame["x"], frame["quality"], marker="o", markersize=4, linewidth=1, color=palette[policy],
-                  linestyle="-" if len(frame) > 1 else "none", label=policy)
+        system = frame["system"].iloc[0]
+        colour = palette[system]
+        depth, configured = policy == f"{system} depth", policy == system
+        axis.plot(frame["x"], frame["quality"], marker="*" if configured else "o" if depth else "s",
+                  markersize=9 if configured else 4, linewidth=1, color=colour,
+                  linestyle=("-" if depth else "--") if len(frame) > 1 else "none", label=policy)
         for row in (frame.iloc[[0, -1]] if len(frame) > 1 else frame).itertuples():
-            ends.append((row.x, row.quality, _tag(row.label) if len(frame) > 1 else row.label, palette[policy]))
+            ends.append((row.x, row.quality, _tag(row.label) if len(frame) > 1 else row.label, colour))
     front = points[points["frontier"]].sort_values("x")
     axis.plot(front["x"], front["quality"], color="#d62728", linewidth=2.2, alpha=0.5, zorder=0,
               label="Pareto frontier")
     axis.scatter(front["x"], front["quality"], s=90, facecolors="none", edgecolors="#d62728", zorder=3)
-    labels += [(row.x, row.quality, row.label, palette[row.policy]) for row in front.itertuples()]
+    labels += [(row.x, row.quality, row.label, palette[row.system]) for row in front.itertuples()]
     axis.set(xscale="log", xlabel="p95 latency per query (ms, log; cold: cache hits cost their model time)",
-             ylabel=measure, title=f"Quality vs latency: {measure} (curves: policies; red: frontier; dashed: bounds)")
+             ylabel=measure, title=f"Quality vs latency: {measure} (colour: system; solid: depth, dashed: sweep, star: as "
+                   "configured; red: frontier)")
     plots.bound_lines(axis, bounds or {}, float(points["quality"].min()), float(points["quality"].max()))
     plots.legend_outside(axis, fontsize=7)
     fig.tight_layout()
