@@ -55,7 +55,7 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     assert baseline.tolist() == [0.5, 1.0]  # q1's relevant d1 is fused 2nd, q2's d0 is 1st
     policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
     points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0, hourly_price=3.6,
-                           samples=200, seed=1, confidence=0.95, method="percentile")
+                           n_samples=200, seed=1, confidence=0.95, method="percentile")
     # q1's d1 comes first at every weight (RR 1). q2's d0: BM25 (weight 0) puts it 3rd, word count (weight 1) 3rd
     # (tied with d2 at 2 words, fused rank first), the half blend (.125, 1, .25, .25) last: RR 1/3, 1/4, 1/3.
     assert points["quality"].tolist() == pytest.approx([2 / 3, 0.625, 2 / 3])
@@ -81,7 +81,7 @@ def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
     for number, sweep in enumerate(sweeps):
         policy = run_policy(sweep, candidates(), QUERIES, shared, f"policies.sweeps[{number}]")
         points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
-                               hourly_price=3.6, samples=50, seed=1, confidence=0.95, method="percentile")
+                               hourly_price=3.6, n_samples=50, seed=1, confidence=0.95, method="percentile")
         free, paid = points.itertuples()
         replayed = [setting.latency["replayed_s"].to_numpy() for setting in policy.settings]
         assert free.model_pairs == 0 and (replayed[0] == 0).all(), sweep.system

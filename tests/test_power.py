@@ -51,21 +51,25 @@ def test_the_statement_says_why_when_no_size_can_be_given():
 
 
 def test_a_noninferiority_claim_is_sized_at_its_margin_for_its_one_sided_test():
-    from rerankeval.pipeline.judging import add_power_statements
     from rerankeval.report.judging import power_section
-    from rerankeval.stats.config import ReleaseRule
+    from rerankeval.stats.comparison import compare
+    from rerankeval.stats.config import CompareConfig
 
     # min_delta 0 sizes nothing for a superiority claim, but a noninferiority claim is sized by its margin.
-    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.0,
-                              "claims": {"small": {"claim": "noninferior", "margin": 0.02}}}, "compare.release")
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 500, "permutations": 500,
+                                    "simulation": {"trials": 20, "samples": 200},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.0,
+                                                "claims": {"small": {"claim": "noninferior", "margin": 0.02}}}},
+                                   "compare")
     rng = np.random.default_rng(4)
     base = rng.random(60)
     per_query = pd.DataFrame({"system": ["fusion"] * 60 + ["small"] * 60 + ["ce"] * 60, "query_id": [f"q{i}" for i in
                               range(60)] * 3, "nDCG@10": np.concatenate([base, base + rng.normal(0, 0.1, 60),
                                                                           base + rng.normal(0, 0.1, 60)])})
-    verdicts = {"baseline": "fusion", "verdicts": {"small": {"decision": "INCONCLUSIVE"},
-                                                   "ce": {"decision": "INCONCLUSIVE"}}}
-    add_power_statements(verdicts, per_query, rule, 0.95)
+    per_query["Judged@10"] = 1.0
+    _, verdicts = compare(per_query, pd.DataFrame(index=sorted(set(per_query["query_id"]))), settings,
+                          settings.release)  # the analysis states the power of each undecided verdict
+    assert {verdict["decision"] for verdict in verdicts["verdicts"].values()} == {"INCONCLUSIVE"}
     claimed, superior = verdicts["verdicts"]["small"]["power"], verdicts["verdicts"]["ce"]["power"]
     assert superior["why"].startswith("min_delta is 0")
     assert claimed["claim"] == "noninferior" and claimed["margin"] == 0.02 and claimed["alpha"] == 0.025

@@ -18,7 +18,7 @@ from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
 from ..workspace.paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from ..workspace.runs import load_latencies, load_runs, load_traits
-from .judging import add_power_statements, write_judging_queue
+from .judging import write_judging_queue
 from .params import Params
 
 # The first-stage measure the sanity check uses when the primary metric is not among the first stage's measures.
@@ -76,9 +76,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
         result["weighted"] = weighted_comparison(
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
-            settings.baseline, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+            settings.baseline, **settings.resampling(with_method=False))
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric)
-    add_power_statements(verdicts, per_query, rule, settings.confidence)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot)
     write_json(paths.compare, result)
     write_json(paths.verdicts, verdicts)
@@ -104,8 +103,7 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     """What the report's precision and configurations tables state with a CI: each precision variant against its
     float32 twin, each composed system's cold seconds per query and skip rate (``stats.variants``)."""
     settings, warmup = params.compare, params.evaluation.warmup_queries
-    boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
-                method=settings.ci_method)
+    boot = settings.resampling()
     systems = {system: params.systems[system] for system in params.system_names}
     quality = per_query.pivot(index="query_id", columns="system", values=metric)
     precision = []
@@ -130,8 +128,7 @@ def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
     settings = params.compare
     ceiling = next((name for name, found in traits.items() if found.role == "ceiling"), None)
     generator = generator_sanity(per_query, settings.generator_check.metric, ceiling, floor_system(traits),
-                                 settings.baseline, n_samples=settings.samples, seed=settings.seed,
-                                 confidence=settings.confidence)
+                                 settings.baseline, **settings.resampling(with_method=False))
     on_every_system = [caveat for caveat in [generator_caveat(generator, primary)] if caveat is not None]
     language = {system: table_metadata(paths.run(system)).get("describe", {}).get("language_check")
                 for system in params.system_names if traits[system].learned}
@@ -151,5 +148,4 @@ def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.D
     if random is not None and metric in per_query.columns:
         floor = per_query[per_query["system"] == random].set_index("query_id")[metric]
     return first_stage_sanity(first_stage, floor, metric, settings.baseline, traits[settings.baseline].retriever,
-                              n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
-                              method=settings.ci_method)
+                              **settings.resampling())

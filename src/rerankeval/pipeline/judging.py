@@ -1,10 +1,9 @@
-"""What would settle the verdicts, for the compare stage: the judging queue (``eval.judging``) and, per INCONCLUSIVE
-verdict, the queries that would give the test its power (``stats.power``)."""
+"""What would settle the verdicts, for the compare stage: the judging queue (``eval.judging``). The queries that would
+give an INCONCLUSIVE verdict's test its power are part of the analysis (``stats.comparison``, ``stats.power``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -12,8 +11,6 @@ from ..core.io import write_text
 from ..data.snapshot import Snapshot
 from ..eval.judging import QUEUE_COLUMNS, judging_queue, queue_tsv, relevant_chance, with_assessor_text
 from ..eval.measures import parse_measure
-from ..stats.config import ReleaseRule
-from ..stats.power import power_statement
 from ..systems.roles import KindTraits
 from ..workspace.paths import PipelinePaths
 from .params import Params
@@ -43,19 +40,3 @@ def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str,
     corpus = snapshot.table("corpus").select(["doc_id", "title", "text"]).to_pandas()
     write_text(paths.judging_queue, queue_tsv(with_assessor_text(queue, queries["text"].to_dict(), corpus)))
     return len(queue)
-
-
-def add_power_statements(verdicts: dict[str, Any], per_query: pd.DataFrame, rule: ReleaseRule,
-                         confidence: float) -> None:
-    """Give every verdict of verdicts.json a ``power`` field: for an INCONCLUSIVE one, ``stats.power``'s statement on
-    its per-query primary deltas (a noninferiority claim's: at its margin); None for a decided one."""
-    quality = per_query.pivot(index="query_id", columns="system", values=rule.primary_metric)
-    first = verdicts["baseline"]
-    against = [(first, verdicts["verdicts"]), *verdicts.get("verdicts_by_baseline", {}).items()]
-    for baseline, decided in against:
-        for system, verdict in decided.items():
-            claim = rule.claim_for(system, baseline, first)
-            margin = claim.margin if claim.claim == "noninferior" else None
-            verdict["power"] = (power_statement((quality[system] - quality[baseline]).to_numpy(), rule.min_delta,
-                                                confidence, margin=margin)
-                                if verdict["decision"] == "INCONCLUSIVE" else None)

@@ -35,14 +35,14 @@ def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequenc
 
 
 def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, *, no_relevant: str,
-                  warmup_queries: int, hourly_price: float, samples: int, seed: int, confidence: float,
+                  warmup_queries: int, hourly_price: float, n_samples: int, seed: int, confidence: float,
                   method: str) -> pd.DataFrame:
     """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id."""
     rows = []
     for position, setting in enumerate(policy.settings):
         values = per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
         deltas = (values - baseline.reindex(values.index)).to_numpy(dtype=np.float64)
-        interval = bootstrap_ci(deltas, n_samples=samples, seed=seed, confidence=confidence, method=method)
+        interval = bootstrap_ci(deltas, n_samples=n_samples, seed=seed, confidence=confidence, method=method)
         latency = setting.latency
         seconds = cold_seconds(timed_queries(latency, warmup_queries))
         rows.append({

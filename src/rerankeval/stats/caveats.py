@@ -49,6 +49,10 @@ def generator_sanity(per_query: pd.DataFrame, metric: str, ceiling: str | None, 
         return result
     systems = list(dict.fromkeys([floor, ceiling, baseline]))
     wide = per_query.pivot(index="query_id", columns="system", values=metric).sort_index()[systems]
+    if wide.isna().all().all():  # a collection without gold answers: the measure is defined on no query
+        result["skipped"] = (f"no query has a gold answer, so {metric} is defined on none: answer-level measures do "
+                             "not apply to this collection")
+        return result
     result["queries"] = int(wide.notna().any(axis=1).sum())
     result["means"] = {system: _rounded(wide[system].mean()) for system in systems}
     challengers = [name for name in (ceiling, baseline) if name != floor]

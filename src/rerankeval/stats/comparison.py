@@ -23,6 +23,7 @@ from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
 from .family import PROCEDURE, simultaneous_intervals
 from .resampling import Intervals
+from .power import power_statement
 from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .significance import adjust_pvalues
@@ -111,8 +112,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     metrics = list(dict.fromkeys([*settings.metrics, rule.primary_metric]))
     scores = metric_arrays(per_query, systems, list(dict.fromkeys(metrics + watch)))
     query_ids = per_query[per_query["system"] == settings.baseline].sort_values("query_id")["query_id"].to_numpy()
-    boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
-                method=settings.ci_method)
+    boot = settings.resampling()
 
     # Measures undefined on some queries (NaN: ranking measures without a relevant document, answer measures outside
     # their domain) are averaged over their domain; see stats.domains. Complete measures are computed as before.
@@ -231,6 +231,10 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                 else {"at_minus_margin": at_null, "at_zero": at_alternative})
             verdict["family"] = _family_label(group)
             verdict["p_adjusted"] = finite(release_p[on_primary[k]])
+            # An undecided verdict says how many queries would decide it (stats.power), at the claim's own effect.
+            verdict["power"] = (power_statement(primary_family.deltas[:, k], rule.min_delta, settings.confidence,
+                                                margin=claims[k].margin if claims[k].claim == "noninferior" else None)
+                                if verdict["decision"] == "INCONCLUSIVE" else None)
             if on_primary[k] in on_seeds:  # its CI is the seed-aware one
                 verdict["ci_seeds"] = list(on_seeds[on_primary[k]].seeds)
             verdicts[item.baseline][item.challenger] = verdict
@@ -401,7 +405,7 @@ def saving_evidence(claim: ReleaseClaim, challenger: str, reference: str, facts:
                               untrusted.get(challenger), untrusted.get(reference))
     seconds = (facts.cost_seconds.get(challenger), facts.cost_seconds.get(reference))
     found = None if seconds[0] is None or seconds[1] is None else cost_saving(
-        *seconds, n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+        *seconds, **settings.resampling(with_method=False))
     if found is None:
         return SavingEvidence(claim.saving_on, reference, None, None)
     # Decided on the stored numbers (6 decimals), as the delta: the reasons' text and verdicts.json agree.

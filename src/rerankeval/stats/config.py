@@ -179,6 +179,12 @@ class CompareConfig(StrictConfig):
             raise ValueError(f"baselines {self.baselines} name a system twice")
         return self
 
+    def resampling(self, with_method: bool = True) -> dict[str, Any]:
+        """The bootstrap's settings as the interval functions take them (``n_samples``, ``seed``, ``confidence`` and,
+        for those that choose, ``method``): unpacked here once, not at every call."""
+        found = {"n_samples": self.samples, "seed": self.seed, "confidence": self.confidence}
+        return {**found, "method": self.ci_method} if with_method else found
+
     @property
     def baseline(self) -> str:
         """The first baseline: the one compare.json's ``comparisons`` and the report's tables are against."""

@@ -95,8 +95,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         tuple(Comparison(s, m) for s, m in family),
         np.column_stack([base_scores[s][:, metrics.index(m)] for s, m in family]),
         np.column_stack([head_scores[s][:, metrics.index(m)] for s, m in family]))
-    boot = dict(n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence,
-                method=settings.ci_method)
+    boot = settings.resampling()
     intervals = domains.family_intervals(paired, **boot)
     tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
                                         correction=settings.correction)
