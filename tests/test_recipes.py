@@ -6,20 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
-
 from rerankeval.pipeline.params import Params
+from tests.test_candidate_sources import composed_with
 
 REPO = Path(__file__).resolve().parents[1]
 PER_QUERY = REPO / "data" / "eval" / "per_query.parquet"
-
-
-def composed_with(*overrides: str) -> dict:
-    with initialize_config_dir(str(REPO / "conf"), version_base=None):
-        config = compose(config_name="config", overrides=list(overrides))
-    OmegaConf.resolve(config)
-    return OmegaConf.to_container(config)
 
 
 def test_the_readmes_production_baseline_overrides_are_the_ones_documented():

@@ -26,7 +26,6 @@ from .resampling import Intervals
 from .power import power_statement
 from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
-from .significance import adjust_pvalues
 from .simulation import SIMULATED_DELTAS, family_characteristics
 from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, LatencyEvidence, SavingEvidence,
                       SliceEvidence, UnjudgedEvidence, decide)
@@ -155,7 +154,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     primary_intervals = with_seed_intervals(simultaneous.intervals, {on_primary.index(j): found
                                                                      for j, found in on_seeds.items()})
     descriptive = [j for j in range(len(family)) if j not in release_p]
-    descriptive_p = dict(zip(descriptive, _adjust_finite(tests.p_randomisation[descriptive], settings.correction)))
+    descriptive_p = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive], settings.correction)))
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
     comparisons: dict[str, list[dict]] = {reference: [] for reference in references}
     for j, item in enumerate(family):
@@ -323,14 +322,6 @@ def _family_of(item, index: int, reference_systems: frozenset[str], inference: s
 def _family_label(group: tuple[str, str | int]) -> str:
     kind, name = group
     return f"release vs {name}" if kind == "release" else f"alone: {name}"
-
-
-def _adjust_finite(p: np.ndarray, correction: str) -> np.ndarray:
-    adjusted = np.full(len(p), np.nan)
-    testable = np.isfinite(p)
-    if testable.any():
-        adjusted[testable] = adjust_pvalues(p[testable], correction)
-    return adjusted
 
 
 def _seed_family(per_query_seeds: pd.DataFrame | None, family, on_primary: list[int], sizes: np.ndarray,

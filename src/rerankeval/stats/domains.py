@@ -190,11 +190,12 @@ def family_significance(family: PairedFamily, *, n_permutations: int = DEFAULT_N
                                  seed=seed)[0]
         shared = family.deltas[:, j][~np.isnan(family.deltas[:, j])]
         p_t[j] = ttest_pvalues(shared)[0] if len(shared) >= 2 else np.nan
-    return Significance(p_rand, _adjust(p_rand, correction), p_t, _adjust(p_t, correction), correction,
+    return Significance(p_rand, adjust_testable(p_rand, correction), p_t, adjust_testable(p_t, correction), correction,
                         n_permutations, seed)
 
 
-def _adjust(p: np.ndarray, correction: str) -> np.ndarray:
+def adjust_testable(p: np.ndarray, correction: str) -> np.ndarray:
+    """``adjust_pvalues`` over the testable (finite) p-values; an untestable comparison keeps NaN."""
     adjusted = np.full(len(p), np.nan)
     testable = np.isfinite(p)
     if testable.any():
