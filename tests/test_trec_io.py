@@ -124,8 +124,6 @@ def test_parquet_runs_and_qrels(tmp_path):
     "text, message",
     [
         ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4\n", "line 2: expected 6 fields, found 5 in 'q1 Q0 d2 2 0.4'"),
-        ("q1 Q0 d1 1 0.5 t x\nq1 Q0 d2 2 0.4 t\n", "line 1: expected 6 fields, found 7"),
-        ("q1 Q0 d1 1 0.5 t\n\nq1 Q0 d2 2 0.4 t extra\n", "line 3: expected 6 fields, found 7"),
         ("q1 Q0 d1 1 high t\n", "line 1: score 'high' is not a number"),
         ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 nan t\n", "line 2: score 'nan' is not a finite number"),
         ("q1 Q0 d1 1 -inf t\n", "line 1: score '-inf' is not a finite number"),
@@ -234,3 +232,15 @@ def test_a_non_utf8_trec_file_is_refused_naming_the_line(tmp_path):
         read_trec_run(path)
     path.write_bytes(b"\xef\xbb\xbfq1 0 a 1\nq1 0 b 0\n")  # a byte-order mark is dropped
     assert read_qrels(path)["query_id"].tolist() == ["q1", "q1"]
+
+
+def test_comment_lines_and_text_after_the_run_tag_are_read_as_trec_eval_10_reads_them(tmp_path):
+    """trec_eval 10 skips a line starting with # in qrels and runs, and reads a run line's first six fields (the
+    rest, e.g. a second tag or a note, is ignored); a # inside an id stays part of it."""
+    run = write(tmp_path / "a.run", "# produced by bm25, k1=0.9\nq1 Q0 d#1 1 2.5 bm25 extra words here\n"
+                                    "  # an indented comment\nq1 Q0 d2 2 1.5 bm25\n# 0 x 1 1 1\n")
+    qrels = write(tmp_path / "a.qrels", "# judged by two assessors\nq1 0 d#1 1\n#q1 0 d2 1\nq1 0 d2 0\n")
+    assert read_trec_run(run).values.tolist() == [["q1", "d#1", 2.5], ["q1", "d2", 1.5]]
+    assert trec.read_trec_qrels(qrels).values.tolist() == [["q1", "d#1", 1], ["q1", "d2", 0]]
+    with pytest.raises(ValueError, match=r"line 2: expected 4 fields, found 5"):  # qrels take no trailing text
+        trec.read_trec_qrels(write(tmp_path / "b.qrels", "q1 0 d1 1\nq1 0 d2 0 note\n"))

@@ -37,6 +37,7 @@ class _Layout:
     header: tuple[str, ...] | None
     example: str
     number_fix: str = ""  # the fix for a malformed number field, said before the layout
+    trailing: bool = False  # text after the last field is ignored (trec_eval reads a run's first six fields)
 
     def describe(self) -> str:
         separator = "whitespace" if self.separator is None else "tab"
@@ -45,8 +46,8 @@ class _Layout:
 
 
 _RUN = _Layout(
-    "TREC run", ("query_id", "Q0", "doc_id", "rank", "score", "tag"), {4: float}, None, None, "q1 Q0 doc7 1 12.5 bm25"
-)
+    "TREC run", ("query_id", "Q0", "doc_id", "rank", "score", "tag"), {4: float}, None, None, "q1 Q0 doc7 1 12.5 bm25",
+    trailing=True)
 _QRELS = _Layout("TREC qrels", ("query_id", "iteration", "doc_id", "relevance"), {3: int}, None, None, "q1 0 doc7 2",
                  "relevance grades must be integers (0 = judged non-relevant)")
 INT64 = range(-(2**63), 2**63)
@@ -226,18 +227,45 @@ def _read(path: str | os.PathLike, layout: _Layout) -> pd.DataFrame:
         for _ in utf8_lines(Path(path)):  # raises naming the line and the byte, or what kind of file this is
             pass
         raise
-    except ValueError as exc:  # pandas' ParserError is a ValueError too
-        _raise_first_malformed(path, layout)
-        raise ValueError(f"{path}: cannot read as a {layout.name}: {exc}") from exc
-    # pandas pads short lines and drops nothing else silently: recheck the cheap invariants.
-    if frame.shape[1] != len(layout.fields) or not _complete(frame, layout):
-        _raise_first_malformed(path, layout)
-        raise ValueError(f"{path}: cannot read as a {layout.name}; {layout.describe()}")
+    except ValueError:  # pandas' ParserError is a ValueError too: a comment, trailing text or a malformed line
+        return _read_lines(path, layout)
+    # pandas pads short lines and drops nothing else silently: recheck the cheap invariants. A line whose first
+    # field starts with # is a comment to trec_eval 10, even one that happens to hold the right number of fields.
+    if frame.shape[1] != len(layout.fields) or not _complete(frame, layout) or frame[0].str.startswith("#").any():
+        return _read_lines(path, layout)
     try:
         return frame.astype({i: np.int64 for i in integers})
     except OverflowError:  # an integer beyond int64
-        _raise_first_malformed(path, layout)
-        raise
+        return _read_lines(path, layout)
+
+
+def _read_lines(path: str | os.PathLike, layout: _Layout) -> pd.DataFrame:
+    """The file line by line, as trec_eval 10 reads it: blank lines and lines starting with # skipped, a run's
+    fields after the sixth ignored; the first malformed line refused with its number, the problem and the fix. The
+    slow path: only for a file the fast reader could not take whole."""
+    rows = []
+    for number, line in utf8_lines(Path(path)):
+        if layout.header is not None and number == 1:
+            continue
+        text = line.rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        fields = text.split() if layout.separator is None else text.split(layout.separator)
+        if layout.trailing and len(fields) > len(layout.fields):
+            fields = fields[:len(layout.fields)]
+        found = _line_problem(fields, layout)
+        if found:
+            problem, fix = found
+            raise ValueError(f"{path}, line {number}: {problem} in {text!r}. Fix: {fix}")
+        rows.append(fields)
+    columns = {}
+    for position in range(len(layout.fields)):
+        values = [row[position] for row in rows]
+        kind = layout.numbers.get(position)
+        columns[position] = pd.Series(values, dtype=np.int64 if kind is int else np.float64 if kind is float
+                                      else object).astype(np.int64 if kind is int else np.float64 if kind is float
+                                                          else str)
+    return pd.DataFrame(columns)
 
 
 def _complete(frame: pd.DataFrame, layout: _Layout) -> bool:
@@ -252,21 +280,6 @@ def _complete(frame: pd.DataFrame, layout: _Layout) -> bool:
         elif column.isna().any() or (column == "").any():
             return False
     return True
-
-
-def _raise_first_malformed(path: str | os.PathLike, layout: _Layout) -> None:
-    """Find the first malformed line (slowly, line by line: only on the error path) and raise for it."""
-    for number, line in utf8_lines(Path(path)):
-        if layout.header is not None and number == 1:
-            continue
-        text = line.rstrip("\r\n")
-        fields = text.split() if layout.separator is None else text.split(layout.separator)
-        if not text.strip():
-            continue
-        found = _line_problem(fields, layout)
-        if found:
-            problem, fix = found
-            raise ValueError(f"{path}, line {number}: {problem} in {text!r}. Fix: {fix}")
 
 
 def _line_problem(fields: list[str], layout: _Layout) -> tuple[str, str] | None:
