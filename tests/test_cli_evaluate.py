@@ -147,3 +147,17 @@ def test_the_command_module_imports_no_heavy_library():
              "print(sorted({'pandas', 'pyarrow', 'rerankeval.eval._strings'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_comma_list_of_cutoffs_is_one_measure_per_cutoff_as_trec_eval_prints_them(tmp_path):
+    """trec_eval's `-m P.1,2,3`: one query, d1 and d3 relevant (grade 1), ranked d1, d2, d3."""
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d1 1 3 r\nq1 Q0 d2 2 2 r\nq1 Q0 d3 3 1 r\n")
+    out = rerankeval("evaluate", "--qrels", tmp_path / "q.txt", "--run", tmp_path / "r.txt", "-m", "P.1,2,3",
+                     "-m", "ndcg_cut.1,3").stdout
+    table = parse(out)
+    assert [line.split("\t")[0].strip() for line in out.splitlines()] == [
+        "num_q", "P_1", "P_2", "P_3", "ndcg_cut_1", "ndcg_cut_3"]
+    assert (table["P_1", "all"], table["P_2", "all"], table["P_3", "all"]) == (1.0, 0.5, pytest.approx(2 / 3, abs=5e-5))
+    # DCG@3 = 1/log2(2) + 0 + 1/log2(4) = 1.5; ideal = 1 + 1/log2(3) = 1.6309; 1.5 / 1.6309 = 0.9197
+    assert table["ndcg_cut_1", "all"] == 1.0 and table["ndcg_cut_3", "all"] == pytest.approx(0.9197, abs=5e-5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,19 @@ def _measure(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+CUTOFF_LIST = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9_]*)\.(?P<cuts>\d+(?:,\d+)+)")
+"""trec_eval's comma list of cutoffs, ``-m P.5,7,3`` (one measure per cutoff, printed ``P_5``, ``P_7``, ``P_3``)."""
+
+
+def _measures(text: str) -> list[tuple[str, object]]:
+    """``-m``'s value: one measure, or trec_eval's comma list of cutoffs expanded, each labelled as trec_eval prints
+    it."""
+    listed = CUTOFF_LIST.fullmatch(text.strip())
+    if not listed:
+        return [_measure(text)]
+    return [_measure(f"{listed['head']}_{cut}") for cut in listed["cuts"].split(",")]
+
+
 DEFAULT_MEASURES = ("map", "Rprec", "bpref", "recip_rank", "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200",
                     "P_500", "P_1000")
 """Without --metric: trec_eval's default summary measures, those rerankeval computes (not num_ret, num_rel,
@@ -48,9 +62,9 @@ num_rel_ret, gm_map, iprec_at_recall_*), in trec_eval's order and named as trec_
             help="TREC run or Parquet run (query_id, doc_id, rank or score[, fused_rank]); repeat for several runs",
         ),
         _argument(
-            "-m", "--metric", action="append", type=_measure, metavar="MEASURE", dest="measures",
+            "-m", "--metric", action="extend", type=_measures, metavar="MEASURE", dest="measures",
             help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp], or trec_eval's name (ndcg_cut_10, ndcg_cut.10, map, "
-                 "recip_rank, P_10); printed as given; repeat for several (`rerankeval --help` lists all). Default: "
+                 "recip_rank, P_10, or a list of cutoffs: P.5,10,20); printed as given; repeat for several (`rerankeval --help` lists all). Default: "
                  f"trec_eval's default summary measures that rerankeval computes ({' '.join(DEFAULT_MEASURES)})",
         ),
         _argument("-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)"),
