@@ -9,6 +9,7 @@ from ..core.io import read_table, table_metadata, write_json
 from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
+from ..stats.agreement import run_agreement
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
@@ -77,7 +78,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
             settings.baseline, **settings.resampling(with_method=False))
-    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric)
+    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot)
     write_json(paths.compare, result)
     write_json(paths.verdicts, verdicts)
@@ -99,9 +100,10 @@ def timed_cold_seconds(latency: pd.DataFrame, warmup: int) -> pd.Series:
 
 
 def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[str, pd.DataFrame],
-                       traits: dict[str, KindTraits], metric: str) -> dict:
+                       traits: dict[str, KindTraits], metric: str, runs: dict[str, pd.DataFrame]) -> dict:
     """What the report's precision and configurations tables state with a CI: each precision variant against its
-    float32 twin, each composed system's cold seconds per query and skip rate (``stats.variants``)."""
+    float32 twin (quality, speed and how far their rankings agree, ``stats.agreement``), each composed system's cold
+    seconds per query and skip rate (``stats.variants``)."""
     settings, warmup = params.compare, params.evaluation.warmup_queries
     boot = settings.resampling()
     systems = {system: params.systems[system] for system in params.system_names}
@@ -110,7 +112,10 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     for variant, twin in twins(systems, {name for name, found in traits.items() if found.learned}):
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
-        precision.append(precision_variant(variant, twin, quality, seconds, boot))
+        found = precision_variant(variant, twin, quality, seconds, boot)
+        found["agreement"] = agreement_summary(run_agreement(runs[twin], runs[variant], k=AGREEMENT_DEPTH,
+                                                             p=AGREEMENT_PERSISTENCE), boot)
+        precision.append(found)
     composites = {}
     for system in systems:
         if traits[system].composite:
@@ -119,6 +124,18 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
                 "cold_seconds": mean_interval(cold_seconds(timed_queries(latency, warmup)).to_numpy(), boot),
                 "skipped": mean_interval((latency["mode"] == SKIPPED).to_numpy(dtype=np.float64), boot)}
     return {"metric": metric, "precision": precision, "composites": composites}
+
+
+AGREEMENT_DEPTH, AGREEMENT_PERSISTENCE = 10, 0.9
+"""Top 10, as the primary metric reads it; RBO's p = 0.9 gives those 10 ranks about 86% of its weight."""
+
+
+def agreement_summary(per_query: pd.DataFrame, boot: dict) -> dict:
+    """Each agreement measure's mean over queries with its bootstrap CI, and the largest score difference."""
+    return {"k": AGREEMENT_DEPTH, "p": AGREEMENT_PERSISTENCE, "queries": int(len(per_query)),
+            **{name: mean_interval(per_query[name].to_numpy(dtype=np.float64), boot)
+               for name in ("rbo", "tau", "overlap", "changed")},
+            "max_score_diff": float(per_query["max_score_diff"].max()) if len(per_query) else None}
 
 
 def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, traits: dict[str, KindTraits],

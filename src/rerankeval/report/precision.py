@@ -50,4 +50,26 @@ def precision_section(rows: Sequence[Mapping[str, Any]], measure: str, confidenc
                      "model ms per query float32 / variant", "timed (float32 / variant)"], body)
             + "\n\nΔ is paired over queries; speed-up is float32 model time over the variant's, on the same pairs. "
               "Timings replayed from the cache were measured when the pairs were first scored, possibly under "
-              "another machine load: `benchmarks/bench_precision.py` measures both in one process, interleaved.")
+              "another machine load: `benchmarks/bench_precision.py` measures both in one process, interleaved."
+            + agreement_table(rows))
+
+
+def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """How far each variant's ranking agrees with its float32 twin's (``stats.agreement``), as the compare stage
+    measured it."""
+    found = [r for r in rows if r.get("agreement")]
+    if not found:
+        return ""
+
+    def cell(interval: Mapping[str, float] | None) -> str:
+        return "n/a" if not interval else f"{interval['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
+
+    first = found[0]["agreement"]
+    body = [[f"`{r['variant']}` vs `{r['twin']}`", cell(r["agreement"]["rbo"]), cell(r["agreement"]["tau"]),
+             cell(r["agreement"]["overlap"]), cell(r["agreement"]["changed"]),
+             fmt(r["agreement"]["max_score_diff"])] for r in found]
+    return (f"\n\n### Do their rankings agree? (per query, top {first['k']}, means with CIs)\n\n"
+            + table(["variant", f"RBO (p={first['p']:g})", f"Kendall's tau@{first['k']}", f"overlap@{first['k']}",
+                     f"share of queries whose top {first['k']} changed", "largest score difference"], body)
+            + "\n\nRBO weighs the top most (1: the same order); tau ranks the float32 top against the variant's; a "
+              "mean Δ near 0 can still hide many queries reordered both ways, which these show.")
