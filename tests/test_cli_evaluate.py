@@ -161,3 +161,23 @@ def test_a_comma_list_of_cutoffs_is_one_measure_per_cutoff_as_trec_eval_prints_t
     assert (table["P_1", "all"], table["P_2", "all"], table["P_3", "all"]) == (1.0, 0.5, pytest.approx(2 / 3, abs=5e-5))
     # DCG@3 = 1/log2(2) + 0 + 1/log2(4) = 1.5; ideal = 1 + 1/log2(3) = 1.6309; 1.5 / 1.6309 = 0.9197
     assert table["ndcg_cut_1", "all"] == 1.0 and table["ndcg_cut_3", "all"] == pytest.approx(0.9197, abs=5e-5)
+
+
+def test_trec_eval_s_own_command_line_with_its_flags(tmp_path):
+    """`rerankeval trec_eval [-q] [-c] [-M N] [-l N] [-J] [-m ...] QRELS RUN`: one query, grades d1 1, d2 0, d3 2,
+    d4 unjudged; ranked d4, d1, d2, d3."""
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d9 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d4 1 4 r\nq1 Q0 d1 2 3 r\nq1 Q0 d2 3 2 r\nq1 Q0 d3 4 1 r\n")
+
+    def values(*flags):
+        return parse(rerankeval("trec_eval", *flags, tmp_path / "q.txt", tmp_path / "r.txt").stdout)
+
+    plain = values("-m", "P.2,4", "-m", "recip_rank")
+    assert (plain["P_2", "all"], plain["P_4", "all"], plain["recip_rank", "all"]) == (0.5, 0.5, 0.5)  # d1 at rank 2
+    assert plain["num_q", "all"] == 1  # q2 is not in the run: trec_eval averages over the run's queries
+    assert values("-l", "2", "-m", "P.4", "-m", "recip_rank")["recip_rank", "all"] == 0.25  # only d3 counts
+    assert values("-J", "-m", "P.2", "-m", "recip_rank")["recip_rank", "all"] == 1.0  # unjudged d4 left out
+    assert values("-M", "2", "-m", "P.4")["P_4", "all"] == 0.25  # d1 alone among the first 2 of 4 places
+    complete = values("-c", "-q", "-m", "recip_rank")
+    assert complete["num_q", "all"] == 2 and complete["recip_rank", "all"] == 0.25  # q2 scores 0 with -c
+    assert complete["recip_rank", "q1"] == 0.5

@@ -203,6 +203,78 @@ def _as_trec_eval_lines(values, per_query: bool) -> str:
     return "\n".join(lines)
 
 
+MEASURE_SETS = {
+    "official": DEFAULT_MEASURES,
+    "all_trec": (*DEFAULT_MEASURES, "ndcg", *(f"{name}_{cut}" for name in ("recall", "ndcg_cut", "map_cut")
+                                             for cut in (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
+                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P"),
+}
+"""trec_eval 10's measure sets, as far as rerankeval computes them (the rest is named on stderr)."""
+
+
+def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
+    """``-m``'s value for ``rerankeval trec_eval``: a measure set, a comma list of cutoffs or one measure."""
+    if text in MEASURE_SETS:
+        return [_measure(name) for name in MEASURE_SETS[text]]
+    return _measures(text)
+
+
+@_subcommand(
+    "trec_eval",
+    "trec_eval 10's command line (trec_eval [-q] [-c] [-M N] [-l N] [-J] [-m MEASURE]... QRELS RUN) and output",
+    [
+        _argument("qrels", metavar="QRELS", help="TREC qrels (or BEIR qrels TSV, Parquet)"),
+        _argument("run_file", metavar="RUN", help="TREC run (or Parquet)"),
+        _argument("-q", action="store_true", dest="per_query", help="also print each query's values"),
+        _argument("-c", action="store_true", dest="complete",
+                  help="average over every query of the qrels, a query missing from the run scoring 0"),
+        _argument("-M", type=int, dest="max_docs", metavar="N", help="evaluate each query's first N documents only"),
+        _argument("-l", type=int, dest="level", metavar="N",
+                  help="the least grade that counts as relevant for binary measures (default 1)"),
+        _argument("-J", action="store_true", dest="judged_only",
+                  help="leave unjudged documents out of the ranking before measuring"),
+        _argument("-m", action="append", dest="measures", metavar="MEASURE",
+                  help="a trec_eval name (P_10, P.5,10,20, ndcg_cut.10, map, recip_rank, ...) or a set: official, "
+                       "all_trec; repeat for several. Default: official"),
+    ],
+)
+def _trec_eval(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ..data.trec import read_qrels, read_run
+    from ..eval.engine import evaluate
+    from ..eval.measures.base import NOT_COMPUTED_TREC_EVAL
+    from ..eval.ranks import assign_ranks
+
+    if args.max_docs is not None and args.max_docs < 1:
+        raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
+    named = args.measures or ["official"]
+    try:
+        asked = dict(found for text in named for found in _trec_eval_measures(text))
+    except argparse.ArgumentTypeError as err:
+        raise ValueError(f"-m: {err}") from None
+    asked = {re.sub(r"\.(\d+)$", r"_\1", name): measure for name, measure in asked.items()}  # P.5 prints P_5
+    for name, measure in list(asked.items()):  # -l and -J are conventions of the measure: its rel and judged_only
+        parameters = measure.family.parameters
+        if args.level is not None and "rel" in parameters:
+            measure = dataclasses.replace(measure, rel=args.level)
+        if args.judged_only and "judged_only" in parameters:
+            measure = dataclasses.replace(measure, judged_only=True)
+        asked[name] = measure
+    qrels, run = read_qrels(args.qrels), read_run(args.run_file)
+    if args.max_docs is not None:
+        run = assign_ranks(run)
+        run = run[run["rank"] <= args.max_docs]
+    queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
+    values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant="zero")
+    values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
+    print(_as_trec_eval_lines(values, args.per_query))
+    if set(named) & set(MEASURE_SETS):
+        print("rerankeval trec_eval: note: of the named measure set, trec_eval's " + ", ".join(NOT_COMPUTED_TREC_EVAL)
+              + " are not computed", file=sys.stderr)
+    return 0
+
+
 def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
     from ..report.prdiff import add_diff_arguments
 
