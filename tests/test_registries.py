@@ -139,3 +139,27 @@ def test_one_build_context_for_systems_and_generators():
     from rerankeval.systems.registry import BuildContext
 
     assert GeneratorContext is BuildContext
+
+
+def test_a_candidate_source_is_a_config_class_that_names_its_implementation(monkeypatch):
+    from typing import ClassVar, Literal
+
+    from rerankeval.retrieval.config import SOURCES, RetrievalConfig, SourceConfig
+    from rerankeval.retrieval.sources import freeze_candidates
+    from pydantic import TypeAdapter
+
+    class GreetingConfig(SourceConfig):
+        implementation: ClassVar[str] = "tests.plugin_source:freeze_greeting"
+        source: Literal["greeting"]
+        greeting: str
+
+    for table in ("_entries", "_aliases", "_lookup"):  # registered for this test only
+        monkeypatch.setattr(SOURCES, table, dict(getattr(SOURCES, table)))
+    SOURCES.add("greeting", GreetingConfig)
+    typed = TypeAdapter(RetrievalConfig).validate_python({"source": "greeting", "greeting": "hi"})
+    assert isinstance(typed, GreetingConfig) and freeze_candidates("snap", typed) == "frozen"
+    from tests.plugin_source import FROZEN
+
+    assert FROZEN == [("snap", "hi")]
+    with pytest.raises(ValueError, match="'nope' is not a candidate source; known: greeting, hybrid, replay, run"):
+        TypeAdapter(RetrievalConfig).validate_python({"source": "nope"})

@@ -29,7 +29,8 @@ SOURCE_ROOT = Path("src")
 ENTRY_MODULE = "rerankeval.pipeline.__main__"
 DVC_YAML = Path("dvc.yaml")
 LAUNCHER = "stages/python"
-RUNS_BY_NAME = {"rerankeval.eval.engine": "rerankeval.eval.measures.families"}
+RUNS_BY_NAME = {"rerankeval.eval.engine": "rerankeval.eval.measures.families",
+                "rerankeval.retrieval.sources": "rerankeval.retrieval.config"}
 """A module that runs code a declaration names as ``module:function`` strings (the engine runs the kernels the measure
 families declare): its closure holds those modules, though it imports none of them."""
 
@@ -76,9 +77,10 @@ def declared_targets(module: str, root: Path = Path(".")) -> list[str]:
     """The modules ``module`` names as ``module:function`` strings, relative to its package."""
     path = root / module_files(module, root)[0]
     package = module.rpartition(".")[0]
-    return sorted({f"{package}.{node.value.partition(':')[0]}" for node in ast.walk(ast.parse(path.read_text("utf-8")))
+    return sorted({f"{package}.{node.value.partition(':')[0].lstrip('.')}"
+                   for node in ast.walk(ast.parse(path.read_text("utf-8")))
                    if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                   and re.fullmatch(r"\w+:\w+", node.value)})
+                   and re.fullmatch(r"\.?\w+(\.\w+)*:\w+", node.value)})
 
 
 def import_closure(modules: Iterable[str], root: Path = Path(".")) -> set[Path]:

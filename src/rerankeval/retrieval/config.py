@@ -1,8 +1,10 @@
 """The ``retrieval`` block of params.yaml, typed: the candidate source (``retrieval.source``) and its settings.
 
 ``hybrid`` (the default) is BM25 and a dense encoder over the whole corpus, fused with RRF; ``run`` reads the team's
-first stage as a TREC run, ``replay`` a replay file (``retrieval.sources``). The block is a union discriminated by
-``source``; each member refuses unknown keys. ``depends_on`` is the file the candidates are built from, so that
+first stage as a TREC run, ``replay`` a replay file (``retrieval.sources``). The block is typed by its ``source``: each
+source's config class is registered in ``SOURCES`` (the ``rerankeval.sources`` entry-point group: a package adds a
+source by declaring the module that registers its config there) and names its implementation as a
+``module:function`` string, imported only to freeze; each refuses unknown keys. ``depends_on`` is the file the candidates are built from, so that
 dvc.yaml's freeze stage, which cannot have conditional deps, names it as one dep: the snapshot's corpus for hybrid,
 the run or replay file otherwise.
 
@@ -18,6 +20,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..core.config import StrictConfig
 from ..core.errors import ConfigError
+from ..core.registry import Registry
 
 AUTO = "auto"
 """The dense model chosen from the collection's script (``retrieval.language``)."""
@@ -84,6 +87,9 @@ class SourceConfig(StrictConfig):
     """The first-stage retrievers that rank the whole corpus (their own top lists, their score columns)."""
     input_key: ClassVar[str | None] = None
     """The setting naming the file the candidates come from, which ``depends_on`` must name too."""
+    implementation: ClassVar[str] = ""
+    """``module:function`` of ``freeze(snapshot, config) -> FrozenSet``: relative to ``rerankeval.retrieval`` when it
+    starts with a dot (``.sources.hybrid:freeze_hybrid``), a full module path for a plugin's source."""
 
     depends_on: str | None = None
     """The file the freeze stage depends on (dvc.yaml ``${retrieval.depends_on}``); null outside DVC."""
@@ -108,6 +114,7 @@ class HybridConfig(SourceConfig):
     """``retrieval.source: hybrid``: BM25 and dense over the whole corpus, each one's top list fused with RRF."""
 
     retrievers: ClassVar[tuple[str, ...]] = ("bm25", "dense")
+    implementation: ClassVar[str] = ".sources.hybrid:freeze_hybrid"
 
     source: Literal["hybrid"] = "hybrid"
     fusion_depth: int = Field(100, ge=1)
@@ -121,6 +128,7 @@ class RunConfig(SourceConfig):
     """``retrieval.source: run``: the team's first stage as a TREC run file; the texts from the snapshot's corpus."""
 
     input_key: ClassVar[str | None] = "run"
+    implementation: ClassVar[str] = ".sources.run:freeze_run"
 
     source: Literal["run"]
     run: str
@@ -131,14 +139,17 @@ class ReplayConfig(SourceConfig):
     """``retrieval.source: replay``: a replay file (JSONL, one line per query, each candidate with its own text)."""
 
     input_key: ClassVar[str | None] = "path"
+    implementation: ClassVar[str] = ".sources.replay:freeze_replay"
 
     source: Literal["replay"]
     path: str
     """The replay file (``retrieval.sources.replay``); ``rerankeval export-candidates`` writes one."""
 
 
-SOURCES: dict[str, type[SourceConfig]] = {"hybrid": HybridConfig, "run": RunConfig, "replay": ReplayConfig}
-"""Each ``retrieval.source`` and its settings (the sources themselves: ``retrieval.sources``)."""
+SOURCES: Registry[type[SourceConfig]] = Registry("candidate source", "rerankeval.sources")
+"""Each ``retrieval.source`` and its settings' class (which names its implementation)."""
+for _name, _config in (("hybrid", HybridConfig), ("run", RunConfig), ("replay", ReplayConfig)):
+    SOURCES.add(_name, _config)
 
 
 def _typed_source(value: Any) -> Any:
@@ -147,11 +158,12 @@ def _typed_source(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     source = value.get("source", "hybrid")
-    if source not in SOURCES:
-        raise ValueError(f"source {source!r} is not a candidate source; known: {', '.join(SOURCES)}. Fix: "
-                         "`-S retrieval=<one of them>` (conf/retrieval/)")
+    if not isinstance(source, str) or source not in SOURCES:
+        raise ValueError(f"source {source!r} is not a candidate source; known: {SOURCES.known()}. Fix: "
+                         "`-S retrieval=<one of them>` (conf/retrieval/), or install a package that registers it "
+                         "under the 'rerankeval.sources' entry-point group")
     try:
-        return SOURCES[source].parse(value, "retrieval")
+        return SOURCES.get(source).parse(value, "retrieval")
     except ConfigError as err:
         raise ValueError(f"the settings of source {source!r} (conf/retrieval/{source}.yaml):\n  "
                          + str(err).split("\n", 1)[1].lstrip()) from None

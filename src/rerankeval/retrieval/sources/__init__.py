@@ -1,5 +1,7 @@
-"""Candidate sources: where the frozen candidates come from (``retrieval.source``), one module each, registered in
-``SOURCES`` under the name ``retrieval.source`` gives them (their settings: ``retrieval.config``).
+"""Candidate sources: where the frozen candidates come from (``retrieval.source``), one module each. A source is its
+config class, registered under its name in ``retrieval.config.SOURCES`` (the ``rerankeval.sources`` entry-point group
+for a plugin), which names its ``freeze`` function as ``module:function``; ``freeze_candidates`` imports that module
+only, so freezing a replay file loads no retriever.
 
 - ``hybrid`` (``sources.hybrid``): BM25 and a dense encoder over the whole corpus, fused with RRF (the default).
 - ``run`` (``sources.run``): the team's first stage as a TREC run; each query's top ``top_n`` in trec_eval's order,
@@ -12,31 +14,17 @@ Every source freezes a snapshot into a ``FrozenSet`` (``sources.base``). A sourc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from importlib import import_module
 
-from ...core.registry import Registry
 from ...data.snapshot import Snapshot
 from ..config import SourceConfig
 from .base import FrozenSet
 
-SOURCES: Registry[Callable[[Snapshot, SourceConfig], FrozenSet]] = Registry("candidate source")
-
-
-def register_source(name: str):
-    """Decorator registering ``freeze(snapshot, config) -> FrozenSet`` as the candidate source ``name``."""
-
-    def register(freeze: Callable[[Snapshot, SourceConfig], FrozenSet]):
-        SOURCES.add(name, freeze)
-        return freeze
-
-    return register
-
 
 def freeze_candidates(snapshot: Snapshot, config: SourceConfig) -> FrozenSet:
     """The candidates of ``config``'s source (``retrieval.source``) for every query of ``snapshot``."""
-    from . import hybrid, replay, run  # noqa: F401  (register the built-in sources)
+    module, _, function = type(config).implementation.partition(":")
+    return getattr(import_module(module, __package__.rpartition(".")[0]), function)(snapshot, config)
 
-    return SOURCES.get(config.source, "retrieval.source")(snapshot, config)
 
-
-__all__ = ["SOURCES", "FrozenSet", "freeze_candidates", "register_source"]
+__all__ = ["FrozenSet", "freeze_candidates"]

@@ -9,11 +9,9 @@ from __future__ import annotations
 from ...data.snapshot import Snapshot, retrieval_inputs
 from ..config import HybridConfig
 from ..freeze import freeze
-from . import register_source
 from .base import FrozenSet
 
 
-@register_source("hybrid")
 def freeze_hybrid(snapshot: Snapshot, config: HybridConfig) -> FrozenSet:
     frozen = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"))
     # Candidates depend on the corpus and queries, and on the fit split's judgments only through the fusion weights

@@ -38,7 +38,6 @@ from ...data.beir import utf8_lines
 from ...data.snapshot import Snapshot
 from ..candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, candidate_source, load_candidates, passages_table
 from ..config import ReplayConfig
-from . import register_source
 from .base import (FIRST_STAGE_COLUMNS, FrozenSet, candidate_table, file_provenance, queries_without_candidates,
                    sampled_out, without_candidates_line)
 
@@ -58,7 +57,6 @@ FIX = "each line is {\"query_id\", \"candidate_source\", \"corpus_version\", \"c
       "(docs/data.md: \"Your own first stage\")"
 
 
-@register_source("replay")
 def freeze_replay(snapshot: Snapshot, config: ReplayConfig) -> FrozenSet:
     path = Path(config.path)
     if not path.is_file():

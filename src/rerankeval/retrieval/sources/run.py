@@ -26,7 +26,6 @@ from ...eval.ranks import assign_ranks
 from ..candidates import passages_table
 from ..config import RunConfig
 from ..text import passage_text
-from . import register_source
 from .base import (FrozenSet, candidate_table, empty_first_stage, file_provenance, queries_without_candidates,
                    sampled_out, without_candidates_line)
 
@@ -34,7 +33,6 @@ NAME = "run"
 """The candidate source's name in reports and metrics (``first stage (run)``)."""
 
 
-@register_source("run")
 def freeze_run(snapshot: Snapshot, config: RunConfig) -> FrozenSet:
     path = Path(config.run)
     if not path.is_file():
