@@ -299,15 +299,47 @@ def as_measure(measure: Measure | str) -> Measure:
     return measure if isinstance(measure, Measure) else parse_measure(measure)
 
 
+_IR_MEASURES = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*)\((?P<params>[^()]*)\)(?:@(?P<cutoff>\d+))?")
+"""ir_measures' spelling, ``NAME(param=value,...)@k``: ``RR(rel=2)@10``, ``AP(rel=2)``, ``nDCG(dcg='exp-log2')@10``."""
+_IR_MEASURES_PARAMETERS = {("rel", None): ("rel", None), ("judged_only", "true"): ("judged_only", "true"),
+                           ("judged_only", "false"): ("judged_only", "false"), ("dcg", "exp-log2"): ("gain", "exp"),
+                           ("dcg", "log2"): (None, None)}
+"""ir_measures' parameters as rerankeval's (None for the value: any); ``dcg='log2'`` is the default linear gain."""
+
+
+def _from_ir_measures(text: str) -> str | None:
+    """An ir_measures name in rerankeval's syntax (``P(rel=2)@5`` -> ``P@5[rel=2]``), or None when ``text`` is not in
+    ir_measures' spelling; a parameter rerankeval lacks is refused by name."""
+    match = _IR_MEASURES.fullmatch(text)
+    if match is None:
+        return None
+    params = []
+    for item in filter(None, (part.strip() for part in match["params"].split(","))):
+        key, _, value = (part.strip().strip("'\"") for part in item.partition("="))
+        mapped = (_IR_MEASURES_PARAMETERS.get((key, value.lower()))
+                  or _IR_MEASURES_PARAMETERS.get((key, None)))
+        if mapped is None:
+            raise ValueError(f"ir_measures parameter {item!r} in {text!r} has no rerankeval equivalent; accepted: "
+                             "rel=N, judged_only=True|False, dcg='log2'|'exp-log2'")
+        if mapped[0] is not None:
+            params.append(f"{mapped[0]}={mapped[1] or value}")
+    cutoff = f"@{match['cutoff']}" if match["cutoff"] else ""
+    return f"{match['name']}{cutoff}" + (f"[{','.join(params)}]" if params else "")
+
+
 def parse_measure(text: str) -> Measure:
-    """Read a measure from its string, e.g. ``nDCG@10``, ``MRR@10``, ``AP``, ``nDCG@10[gain=exp]``, or from its
-    trec_eval name (``ndcg_cut_10``, ``ndcg_cut.10``, ``map``, ``recip_rank``: see ``trec_eval_names``).
+    """Read a measure from its string, e.g. ``nDCG@10``, ``MRR@10``, ``AP``, ``nDCG@10[gain=exp]``, from its
+    trec_eval name (``ndcg_cut_10``, ``ndcg_cut.10``, ``map``, ``recip_rank``: see ``trec_eval_names``) or from its
+    ir_measures name (``RR(rel=2)@10``, ``AP(rel=2)``, ``nDCG(dcg='exp-log2')@10``).
 
     Raises ValueError naming the offending token when the name, cutoff or a parameter is invalid.
     """
     trec_eval = _from_trec_eval(text.strip())
     if trec_eval is not None:
         return trec_eval
+    ir_measures = _from_ir_measures(text.strip())
+    if ir_measures is not None:
+        return parse_measure(ir_measures)
     match = _SYNTAX.fullmatch(text.strip())
     if match is None:
         raise ValueError(
