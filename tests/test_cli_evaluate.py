@@ -181,3 +181,20 @@ def test_trec_eval_s_own_command_line_with_its_flags(tmp_path):
     complete = values("-c", "-q", "-m", "recip_rank")
     assert complete["num_q", "all"] == 2 and complete["recip_rank", "all"] == 0.25  # q2 scores 0 with -c
     assert complete["recip_rank", "q1"] == 0.5
+
+
+def test_trec_eval_counts_are_summed_over_the_queries(tmp_path):
+    """num_ret, num_rel, num_rel_ret per query, summed in the summary line (the fixture of the test above)."""
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d9 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d4 1 4 r\nq1 Q0 d1 2 3 r\nq1 Q0 d2 3 2 r\nq1 Q0 d3 4 1 r\n")
+
+    def counts(*flags):
+        table = parse(rerankeval("trec_eval", *flags, "-m", "num_ret", "-m", "num_rel", "-m", "num_rel_ret",
+                                 tmp_path / "q.txt", tmp_path / "r.txt").stdout)
+        return tuple(int(table[name, "all"]) for name in ("num_q", "num_ret", "num_rel", "num_rel_ret"))
+
+    assert counts() == (1, 4, 2, 2)  # q1 retrieves d4 d1 d2 d3; d1 and d3 are relevant
+    assert counts("-l", "2") == (1, 4, 1, 1)  # only d3 is graded 2
+    assert counts("-M", "2") == (1, 2, 2, 1)  # d4 and d1 retrieved
+    assert counts("-J") == (1, 3, 2, 2)  # unjudged d4 left out
+    assert counts("-c") == (2, 4, 3, 2)  # q2 counts: its d9 is relevant, nothing retrieved

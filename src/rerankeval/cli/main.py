@@ -212,11 +212,35 @@ MEASURE_SETS = {
 """trec_eval 10's measure sets, as far as rerankeval computes them (the rest is named on stderr)."""
 
 
+COUNTS = ("num_ret", "num_rel", "num_rel_ret")
+"""trec_eval's counts per query, summed (not averaged) over the queries in its summary line."""
+
+
 def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
-    """``-m``'s value for ``rerankeval trec_eval``: a measure set, a comma list of cutoffs or one measure."""
+    """``-m``'s value for ``rerankeval trec_eval``: a measure set, a comma list of cutoffs or one measure (a count,
+    ``COUNTS``, stays a name: it is computed apart)."""
     if text in MEASURE_SETS:
-        return [_measure(name) for name in MEASURE_SETS[text]]
+        return [(name, None) for name in COUNTS] + [_measure(name) for name in MEASURE_SETS[text]]
+    if text in COUNTS:
+        return [(text, None)]
     return _measures(text)
+
+
+def trec_eval_counts(run, qrels, queries: list[str], level: int, judged_only: bool):
+    """Per query (rows in ``queries``' order) trec_eval's num_ret, num_rel and num_rel_ret: documents retrieved
+    (judged ones only with ``judged_only``), graded ``level`` or more, and both."""
+    import pandas as pd
+
+    grades = {(str(q), str(d)): int(g) for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"])}
+    retrieved = run[["query_id", "doc_id"]].astype(str)
+    if judged_only:
+        retrieved = retrieved[[key in grades for key in zip(retrieved["query_id"], retrieved["doc_id"])]]
+    relevant = [grades.get(key, 0) >= level for key in zip(retrieved["query_id"], retrieved["doc_id"])]
+    judged = qrels.assign(query_id=qrels["query_id"].astype(str))
+    counts = pd.DataFrame({"num_ret": retrieved.groupby("query_id").size(),
+                           "num_rel": judged[judged["relevance"] >= level].groupby("query_id").size(),
+                           "num_rel_ret": retrieved[relevant].groupby("query_id").size()})
+    return counts.reindex(queries).fillna(0).astype(int)
 
 
 @_subcommand(
@@ -254,6 +278,8 @@ def _trec_eval(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as err:
         raise ValueError(f"-m: {err}") from None
     asked = {re.sub(r"\.(\d+)$", r"_\1", name): measure for name, measure in asked.items()}  # P.5 prints P_5
+    counts = [name for name, measure in asked.items() if measure is None]
+    asked = {name: measure for name, measure in asked.items() if measure is not None}
     for name, measure in list(asked.items()):  # -l and -J are conventions of the measure: its rel and judged_only
         parameters = measure.family.parameters
         if args.level is not None and "rel" in parameters:
@@ -266,11 +292,26 @@ def _trec_eval(args: argparse.Namespace) -> int:
         run = assign_ranks(run)
         run = run[run["rank"] <= args.max_docs]
     queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
-    values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant="zero")
-    values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
-    print(_as_trec_eval_lines(values, args.per_query))
+    values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant="zero") if asked else None
+    lines = []
+    if counts:
+        found = trec_eval_counts(run, qrels, queries, args.level or 1, args.judged_only)[counts]
+        if args.per_query:
+            lines += [f"{name:<22}\t{query}\t{value}" for query, row in found.iterrows() for name, value in row.items()]
+    if values is not None:
+        values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
+        if args.per_query:
+            lines += [f"{name:<22}\t{query}\t{value:.4f}" for query, row in values.iterrows()
+                      for name, value in row.items()]
+    lines.append(f"{'num_q':<22}\tall\t{len(queries)}")
+    if counts:
+        lines += [f"{name:<22}\tall\t{int(total)}" for name, total in found.sum().items()]
+    if values is not None:
+        lines += [f"{name:<22}\tall\t{value:.4f}" for name, value in values.mean().items()]
+    print("\n".join(lines))
     if set(named) & set(MEASURE_SETS):
-        print("rerankeval trec_eval: note: of the named measure set, trec_eval's " + ", ".join(NOT_COMPUTED_TREC_EVAL)
+        missing = [name for name in NOT_COMPUTED_TREC_EVAL if name not in (*COUNTS, "num_q")]
+        print("rerankeval trec_eval: note: of the named measure set, trec_eval's " + ", ".join(missing)
               + " are not computed", file=sys.stderr)
     return 0
 
