@@ -1,0 +1,27 @@
+"""verdicts.json has a declared shape (stats.schema): the committed demo's file and every compare() result hold to
+it, the schema in docs/ is the models' rendering, and an undeclared field is refused by name."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rerankeval.core.errors import ContractError
+from rerankeval.stats.schema import SCHEMA_FILE, checked_verdicts, schema_text
+
+
+def test_the_committed_schema_is_the_models_rendering():
+    assert SCHEMA_FILE.read_text() == schema_text(), "Fix: python -m rerankeval.stats.schema --write"
+
+
+def test_the_demos_verdicts_hold_to_the_schema_and_a_new_field_must_be_declared():
+    verdicts = json.loads(Path("reports/verdicts.json").read_text())
+    assert checked_verdicts(verdicts, "reports/verdicts.json") is verdicts
+    first = next(iter(verdicts["verdicts"]))
+    verdicts["verdicts"][first]["p_value"] = 0.01
+    with pytest.raises(ContractError, match=rf"verdicts\.{first}\.p_value: Extra inputs are not permitted"):
+        checked_verdicts(verdicts, "reports/verdicts.json")
+    del verdicts["verdicts"][first]["p_value"]
+    verdicts["verdicts"][first]["decision"] = "MAYBE"
+    with pytest.raises(ContractError, match=rf"verdicts\.{first}\.decision"):
+        checked_verdicts(verdicts, "reports/verdicts.json")
