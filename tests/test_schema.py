@@ -7,11 +7,20 @@ from pathlib import Path
 import pytest
 
 from rerankeval.core.errors import ContractError
-from rerankeval.stats.schema import SCHEMA_FILE, checked_verdicts, schema_text
+from rerankeval.stats.schema import MODELS, checked_compare, checked_verdicts, schema_file, schema_text
 
 
-def test_the_committed_schema_is_the_models_rendering():
-    assert SCHEMA_FILE.read_text() == schema_text(), "Fix: python -m rerankeval.stats.schema --write"
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_committed_schemas_are_the_models_rendering(name):
+    assert schema_file(name).read_text() == schema_text(name), "Fix: python -m rerankeval.stats.schema --write"
+
+
+def test_the_demos_comparison_holds_to_its_schema():
+    compare = json.loads(Path("reports/compare.json").read_text())
+    assert checked_compare(compare, "reports/compare.json") is compare
+    compare["comparisons"][0]["family"] = 3
+    with pytest.raises(ContractError, match=r"comparisons\.0\.family: Input should be a valid string"):
+        checked_compare(compare, "reports/compare.json")
 
 
 def test_the_demos_verdicts_hold_to_the_schema_and_a_new_field_must_be_declared():

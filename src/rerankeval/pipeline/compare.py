@@ -12,7 +12,7 @@ from ..serving.measure import verdict_latencies
 from ..stats.agreement import run_agreement
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
-from ..stats.schema import checked_verdicts
+from ..stats.schema import checked_compare, checked_verdicts
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
@@ -81,7 +81,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
             settings.baseline, **settings.resampling(with_method=False))
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot)
-    write_json(paths.compare, result)
+    write_json(paths.compare, checked_compare(result, str(paths.compare)))
     write_json(paths.verdicts, checked_verdicts(verdicts, str(paths.verdicts)))
     for flag in (first_stage["flag"], generator["flag"]):
         if flag:

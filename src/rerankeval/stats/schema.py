@@ -1,9 +1,9 @@
-"""verdicts.json as types: the decision the compare stage writes (and ``rerankeval compare --json`` reads from), checked
-against these models before it is written, with a JSON Schema generated from them (``docs/schemas/``), so a field a
-page reads cannot appear, vanish or change its type unseen.
+"""compare.json and verdicts.json as types: the comparison and the decision the compare stage writes, checked against
+these models before they are written, with JSON Schemas generated from them (``docs/schemas/``), so a field a page
+reads cannot appear, vanish or change its type unseen.
 
     python -m rerankeval.stats.schema           # exit 1 and say when docs/schemas/ differs from the models
-    python -m rerankeval.stats.schema --write   # write docs/schemas/verdicts.schema.json
+    python -m rerankeval.stats.schema --write   # write docs/schemas/{compare,verdicts}.schema.json
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..core.errors import ContractError
 
-SCHEMA_FILE = Path("docs/schemas/verdicts.schema.json")
+SCHEMA_FOLDER = Path("docs/schemas")
 
 
 class _Strict(BaseModel):
@@ -97,32 +97,119 @@ class Verdicts(_Strict):
     verdicts_by_baseline: dict[str, dict[str, Verdict]] | None = None
 
 
-def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:
-    """``verdicts`` when it is what ``Verdicts`` declares; a ``ContractError`` naming the first field that is not."""
+class Interval(_Strict):
+    mean: float | None
+    low: float | None
+    high: float | None
+
+
+class Comparison(_Strict):
+    """One (challenger, baseline, metric): its Δ with the interval of its family, and what the deltas look like."""
+
+    challenger: str
+    baseline: str
+    metric: str
+    baseline_mean: float | None
+    challenger_mean: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    family: str
+    """``release vs <baseline>`` (simultaneous), ``alone: <pair>`` or ``descriptive``."""
+    p_adjusted: float | None
+    p_randomisation: float | None
+    p_ttest: float | None
+    median_delta: float | None
+    cohens_dz: float | None
+    improved: int
+    tied: int
+    regressed: int
+    percentiles: dict[str, float | None]
+    worst_regressions: list[str]
+    ci_seeds: list[int] | None = None
+
+
+class SliceComparison(_Strict):
+    challenger: str
+    metric: str
+    queries: int
+    too_small: bool
+    delta: float | None
+    low: float | None
+    high: float | None
+
+
+class SliceValue(_Strict):
+    value: str
+    comparisons: list[SliceComparison]
+
+
+class Compare(_Strict):
+    """compare.json."""
+
+    baseline: str
+    queries: int
+    split: str
+    method: dict[str, Any]
+    systems: dict[str, dict[str, Interval]]
+    comparisons: list[Comparison]
+    comparisons_by_baseline: dict[str, list[Comparison]] | None = None
+    slices: dict[str, list[SliceValue]]
+    unjudged: dict[str, Any]
+    first_stage: dict[str, Any]
+    generator_sanity: dict[str, Any]
+    language_check: dict[str, Any]
+    worst_regressions: dict[str, list[dict[str, Any]]]
+    seeds: dict[str, Any] | None = None
+    weighted: dict[str, Any] | None = None
+
+
+MODELS = {"compare": Compare, "verdicts": Verdicts}
+"""Each file of the compare stage (``<name>.json``) and the model it holds to."""
+
+
+def _checked(model: type[BaseModel], data: dict[str, Any], where: str) -> dict[str, Any]:
     from pydantic import ValidationError
 
     try:
-        Verdicts.model_validate(verdicts)
+        model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise ContractError(f"{where}: {field}: {first['msg']} (stats.schema.Verdicts declares what verdicts.json "
-                            "holds: a new field is declared there first, and docs/schemas/ regenerated)") from None
-    return verdicts
+        raise ContractError(f"{where}: {field}: {first['msg']} (stats.schema.{model.__name__} declares what the "
+                            "file holds: a new field is declared there first, and docs/schemas/ regenerated)") from None
+    return data
 
 
-def schema_text() -> str:
-    return json.dumps(Verdicts.model_json_schema(), indent=2, sort_keys=True) + "\n"
+def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:
+    """``verdicts`` when it is what ``Verdicts`` declares; a ``ContractError`` naming the first field that is not."""
+    return _checked(Verdicts, verdicts, where)
+
+
+def checked_compare(compare: dict[str, Any], where: str) -> dict[str, Any]:
+    """``compare`` when it is what ``Compare`` declares; a ``ContractError`` naming the first field that is not."""
+    return _checked(Compare, compare, where)
+
+
+def schema_text(name: str) -> str:
+    return json.dumps(MODELS[name].model_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def schema_file(name: str) -> Path:
+    return SCHEMA_FOLDER / f"{name}.schema.json"
 
 
 def main(argv: list[str]) -> int:
-    text = schema_text()
-    if "--write" in argv:
-        SCHEMA_FILE.parent.mkdir(parents=True, exist_ok=True)
-        SCHEMA_FILE.write_text(text, encoding="utf-8")
-        return 0
-    if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text(encoding="utf-8") != text:
-        print(f"{SCHEMA_FILE} differs from stats.schema's models. Fix: python -m rerankeval.stats.schema --write")
+    stale = []
+    for name in MODELS:
+        path, text = schema_file(name), schema_text(name)
+        if "--write" in argv:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        elif not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(str(path))
+    if stale:
+        print(f"{', '.join(stale)} differ from stats.schema's models. Fix: python -m rerankeval.stats.schema --write")
         return 1
     return 0
 
