@@ -47,3 +47,20 @@ def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_interval
         shown = verdict["metrics"][primary]
         assert [shown[key] for key in ("delta", "low", "high", "p_adjusted", "family")] == \
             [expected[system][key] for key in ("delta", "low", "high", "p_adjusted", "family")], system
+
+
+def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_path):
+    import yaml
+
+    from rerankeval.data.trec import read_trec_run
+
+    system = next(name for name in sorted(json.loads(Path("reports/compare.json").read_text())["systems"]))
+    export_run(PATHS, system, tmp_path / "plain.trec")
+    export_run(PATHS, system, tmp_path / "described.trec", ir_metadata=True)
+    lines = (tmp_path / "described.trec").read_text().splitlines()
+    end = lines.index("# ir_metadata.end")
+    assert lines[0] == "# ir_metadata.start" and all(line.startswith("#") for line in lines[:end + 1])
+    record = yaml.safe_load("\n".join(line[2:] for line in lines[1:end]))
+    assert record["tag"] == system and record["data"]["test collection"]["snapshot"]["qrels"]
+    assert record["implementation"]["source"]["commit"]
+    assert read_trec_run(tmp_path / "described.trec").equals(read_trec_run(tmp_path / "plain.trec"))

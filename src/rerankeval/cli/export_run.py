@@ -21,6 +21,9 @@ from .registry import argument, subcommand
         argument("--system", required=True, metavar="NAME", help="a system of the pipeline (its rerank@NAME stage)"),
         argument("--out", required=True, metavar="FILE", help="the TREC run file to write"),
         argument("--runs", metavar="DIR", help="the folder of the runs (default: paths.runs in ./dvc.yaml)"),
+        argument("--ir-metadata", action="store_true",
+                 help="start the file with an ir_metadata record (YAML in # comment lines, which trec_eval 10 skips): "
+                      "the system's settings, model, the snapshot, the code's commit, the platform and libraries"),
     ],
 )
 def _export_run(args: argparse.Namespace) -> int:
@@ -29,17 +32,19 @@ def _export_run(args: argparse.Namespace) -> int:
     from ..workspace.paths import PipelinePaths
 
     paths = PipelinePaths.load()
-    summary = export_run(replace(paths, runs=Path(args.runs)) if args.runs else paths, args.system, args.out)
+    summary = export_run(replace(paths, runs=Path(args.runs)) if args.runs else paths, args.system, args.out,
+                         ir_metadata=args.ir_metadata)
     print(f"export-run: {args.out}: {summary['rows']} rows of {summary['queries']} queries from {summary['run']}; "
           f"the run's own scores, {summary['nudged']} nudged where trec_eval would break a tie otherwise, "
           f"{summary['unscored']} rows the system did not score (fused order) as whole numbers below the scored ones")
     return 0
 
 
-def export_run(paths, system: str, out: str | Path) -> dict:
-    """Write ``system``'s run (``paths``: the ``PipelinePaths``; its digests checked) to ``out``; return what was
-    written."""
+def export_run(paths, system: str, out: str | Path, ir_metadata: bool = False) -> dict:
+    """Write ``system``'s run (``paths``: the ``PipelinePaths``; its digests checked) to ``out``, with an ir_metadata
+    header when asked; return what was written."""
     from ..core.errors import ContractError
+    from ..core.io import table_metadata
     from ..data.trec import write_trec_run
     from ..workspace.paths import SYSTEM_PLACEHOLDER
     from ..workspace.runs import load_runs
@@ -52,6 +57,41 @@ def export_run(paths, system: str, out: str | Path) -> dict:
                             f"{', '.join(found) or '(none: run the pipeline first, `dvc repro`)'}.")
     run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [system])[system]
     scored = run["mode"] == RERANKED
-    nudged = write_trec_run(run.assign(score=run["score"].where(scored)), out, tag=system)
+    header = ir_metadata_header(system, table_metadata(path)) if ir_metadata else ""
+    nudged = write_trec_run(run.assign(score=run["score"].where(scored)), out, tag=system, header=header)
     return {"run": str(path), "rows": len(run), "queries": int(run["query_id"].nunique()), "nudged": nudged,
             "unscored": int((~scored).sum())}
+
+
+def ir_metadata_header(system: str, metadata: dict) -> str:
+    """An ir_metadata record (Breuer et al., SIGIR 2022; what TIREx reads) for a run, as # comment lines between
+    ``ir_metadata.start`` and ``ir_metadata.end``: what ran (the system's settings and model, its weights' sha256),
+    on what (the snapshot's content hashes, the split), from which code (the git commit) and where (the platform and
+    the libraries the run recorded)."""
+    import platform
+    import subprocess
+
+    import yaml
+
+    describe = metadata.get("describe", {})
+    environment = describe.get("environment", {})
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    record = {
+        "tag": system,
+        "research goal": {"description": "a reranker evaluated by rerankeval"},
+        "platform": {"hardware": {"cpu": {"model": environment.get("cpu_model") or platform.processor() or None,
+                                          "architecture": platform.machine()}},
+                     "operating system": {"kernel": platform.release()},
+                     "software": {"libraries": {"python": sorted(f"{name} {version}" for name, version
+                                                                in environment.items()
+                                                                if name not in ("cpu_model", "torch_threads"))}}},
+        "implementation": {"source": {"repository": "rerankeval", "commit": commit}},
+        "method": {"automatic": True, "retrieval": {"reranker": {
+            key: describe.get(key) for key in ("kind", "model", "revision", "weights_sha256", "dtype", "max_length",
+                                                "truncation") if describe.get(key) is not None},
+            "settings": metadata.get("config", {})}},
+        "data": {"test collection": {"split": metadata.get("split"), "snapshot": metadata.get("snapshot"),
+                                     "candidates sha256": metadata.get("candidates_sha256")}},
+    }
+    text = yaml.safe_dump(record, sort_keys=True, allow_unicode=True)
+    return "".join(f"# {line}\n" for line in ["ir_metadata.start", *text.splitlines(), "ir_metadata.end"])

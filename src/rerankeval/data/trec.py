@@ -99,8 +99,10 @@ def _read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> 
                          "corrupted?") from None
 
 
-def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> int:
-    """Write a run as a TREC run file, sorted by query_id and rank; return how many scores were nudged.
+def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str, header: str = "") -> int:
+    """Write a run as a TREC run file, sorted by query_id and rank; return how many scores were nudged. ``header``:
+    comment lines (each starting with #) written first, which trec_eval 10 and ``read_trec_run`` skip (an ir_metadata
+    record).
 
     Ranks come from the run's rank column, or from its scores by trec_eval's order. trec_eval reads only the scores,
     so the scores written must give that same order (``trec_eval_scores``): each row's own score, but where trec_eval
@@ -116,7 +118,14 @@ def write_trec_run(run: pd.DataFrame, path: str | os.PathLike, tag: str) -> int:
         {"query_id": ranked["query_id"], "q0": "Q0", "doc_id": ranked["doc_id"], "rank": ranked["rank"],
          "score": score, "tag": tag}
     )
-    atomic_write_text(path, lambda handle: _write_lines(lines, handle))
+    if any(line and not line.startswith("#") for line in header.splitlines()):
+        raise ValueError("a run file's header must be comment lines, each starting with #")
+
+    def write(handle) -> None:
+        handle.write(header)
+        _write_lines(lines, handle)
+
+    atomic_write_text(path, write)
     return nudged
 
 
