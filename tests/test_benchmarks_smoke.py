@@ -38,7 +38,7 @@ def test_every_script_is_covered():
     covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_local_llm.py",
                "bench_metrics.py", "bench_own_candidates.py", "bench_pipeline_loop.py", "bench_precision.py",
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
-               "bench_family_error.py"}
+               "bench_family_error.py", "bench_stage_times.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -95,6 +95,11 @@ def test_bench_own_candidates():
 
 def test_bench_pipeline_loop():
     assert "dvc status" in run_script("bench_pipeline_loop.py")
+
+
+def test_bench_stage_times_sums_the_latest_run_of_each_stage():
+    out = run_script("bench_stage_times.py")
+    assert "- - snapshot\n    - 1.0" in out and "- - rerank\n    - 5.0" in out and "- - total\n    - 6.0" in out
 
 
 def test_bench_family_error():

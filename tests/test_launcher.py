@@ -88,3 +88,21 @@ def test_the_launcher_runs_the_entry_point():
     result = subprocess.run(["sh", "stages/python", "-m", "rerankeval.pipeline", "nope"], cwd=REPO,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.startswith("pipeline: error: no stage 'nope'."), result.stderr
+
+
+def test_every_stage_run_logs_its_wall_time_and_outcome(tmp_path, monkeypatch):
+    import json
+
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.pipeline import __main__ as entry
+
+    monkeypatch.setattr(entry, "STAGE_TIMES", tmp_path / "logs" / "stage_times.jsonl")
+    assert entry.run_stage("snapshot", lambda: None) == 0
+
+    def refused():
+        raise ConfigError("bad")
+
+    assert entry.run_stage("rerank@x", refused) == 2
+    logged = [json.loads(line) for line in (tmp_path / "logs" / "stage_times.jsonl").read_text().splitlines()]
+    assert [(entry["stage"], entry["exit"]) for entry in logged] == [("snapshot", 0), ("rerank@x", 2)]
+    assert all(entry["seconds"] >= 0 and entry["finished"].endswith("+00:00") for entry in logged)

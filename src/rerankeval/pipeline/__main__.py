@@ -4,14 +4,20 @@ The stages are the stage table's (``pipeline.table``); the artefact paths come f
 (``PipelinePaths``), the settings from params.yaml, only those the stage declares (``pipeline.params``); the stage is
 ``run(params, paths[, system])`` of its module, imported by name when its stage runs: a stage's import closure, which
 ``pipeline.render`` lists as its DVC code deps, is this module's and its own module's, never another stage's. Bad input
-is a message and exit code 2, never a traceback.
+is a message and exit code 2, never a traceback. Each run appends its stage's wall time to ``STAGE_TIMES`` (a log
+beside the outputs, not in them: a timing in an output would change its hash on every run);
+``benchmarks/bench_stage_times.py`` sums the latest of each stage.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from importlib import import_module
+from pathlib import Path
 
 from ..core.errors import ConfigError, RerankevalError
 from ..workspace.paths import PipelinePaths
@@ -25,14 +31,35 @@ USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAG
          f"({', '.join(PER_SYSTEM)} take a system under `systems` in params.yaml)")
 
 
+STAGE_TIMES = Path("logs/stage_times.jsonl")
+"""One JSON line per stage run: stage, seconds, exit code, when it finished (git-ignored)."""
+
+
 def run_stage(name: str, run: Callable[[], None]) -> int:
-    """``run()``; a ``RerankevalError`` is printed as ``<name>: error: ...`` and exit code 2."""
+    """``run()``; a ``RerankevalError`` is printed as ``<name>: error: ...`` and exit code 2. Its wall time is logged
+    (``STAGE_TIMES``) whatever the outcome."""
+    started, code = time.perf_counter(), 2
     try:
         run()
+        code = 0
     except RerankevalError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    finally:
+        log_stage_time(name, time.perf_counter() - started, code)
+    return code
+
+
+def log_stage_time(name: str, seconds: float, code: int) -> None:
+    """Append one line to ``STAGE_TIMES`` (one short write: lines of stages run at once do not interleave); a log
+    that cannot be written costs the stage nothing."""
+    line = json.dumps({"stage": name, "seconds": round(seconds, 3), "exit": code,
+                       "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}) + "\n"
+    try:
+        STAGE_TIMES.parent.mkdir(parents=True, exist_ok=True)
+        with open(STAGE_TIMES, "a", encoding="utf-8") as handle:
+            handle.write(line)
+    except OSError:
+        pass
 
 
 def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
