@@ -50,7 +50,7 @@ def test_real_change_gets_a_ci_excluding_zero_and_identical_systems_collapse():
     [row] = result["comparisons"]
     assert row["delta"] == pytest.approx((after - before).mean(), abs=1e-6)
     assert 0 < row["low"] < row["delta"] < row["high"]
-    assert row["p_randomisation_adjusted"] < 0.01 and result["regressions"] == []
+    assert row["p_adjusted"] < 0.01 and result["regressions"] == []
     assert [(s["column"], s["value"]) for s in result["slices"]] == [("language", "ko")]
     assert result["warnings"] == []
 
@@ -211,7 +211,7 @@ def test_diff_of_two_dvc_revisions(two_revisions, tmp_path):
     assert result["head"].startswith("after (")
     ndcg = next(c for c in result["comparisons"] if c["metric"] == "nDCG@10")
     assert ndcg["delta"] == pytest.approx(0.05) and ndcg["low"] > 0
-    assert ndcg["p_randomisation_adjusted"] < 0.01
+    assert ndcg["p_adjusted"] < 0.01
     assert (ndcg["improved"], ndcg["tied"], ndcg["regressed"]) == (20, 40, 0)
     assert [(s["system"], s["value"]) for s in result["slices"]] == [("reranker", "ko")]
 
@@ -320,3 +320,19 @@ def test_an_s3_remote_takes_the_push_gives_the_pull_and_serves_the_diff(two_revi
         (two_revisions / "data/eval/per_query.parquet").read_bytes()
     assert diff("before", "--repo", str(clone), "--output", str(tmp_path / "diff.md")) == 0
     assert "- `systems.reranker.boost`: `0.0` → `0.15`" in (tmp_path / "diff.md").read_text()
+
+
+def test_a_prs_regression_is_decided_by_the_family_whose_adjusted_p_is_printed():
+    """Three changed systems: one worse, one better, one unmoved. What counts as regressed is the primary metric's
+    simultaneous interval, and it excludes 0 exactly when the printed adjusted p is below alpha."""
+    rng = np.random.default_rng(3)
+    before = {name: rng.uniform(0.2, 0.6, 60) for name in ("worse", "better", "same")}
+    after = {"worse": before["worse"] - 0.08 + rng.normal(0, 0.05, 60),
+             "better": before["better"] + 0.08 + rng.normal(0, 0.05, 60),
+             "same": before["same"] + rng.normal(0, 0.05, 60)}
+    result = diff_revisions(revision("base", before), revision("head", after), SETTINGS, "nDCG@10")
+    primary = [row for row in result["comparisons"] if row["metric"] == "nDCG@10"]
+    assert {row["family"] for row in primary} == {"changed systems on nDCG@10"}
+    for row in primary:
+        assert (row["low"] > 0 or row["high"] < 0) == (row["p_adjusted"] < 0.05), row
+    assert result["regressions"] == ["worse"]

@@ -191,9 +191,9 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
     if result["comparisons"]:
         rows = [[f"`{c['system']}`", c["metric"], fmt(c["base"]), fmt(c["head"]), _delta(c),
                  f"{fmt(c['low'], signed=True)} .. {fmt(c['high'], signed=True)}",
-                 p_value(c["p_randomisation_adjusted"]), f"{c['improved']} / {c['tied']} / {c['regressed']}"]
+                 p_value(c["p_adjusted"]), f"{c['improved']} / {c['tied']} / {c['regressed']}"]
                 for c in result["comparisons"]]
-        parts.append(table(["system", "metric", "base", "head", "Δ", f"{level} CI", f"p ({method['correction']})",
+        parts.append(table(["system", "metric", "base", "head", "Δ", f"{level} CI", "p (adjusted in its family)",
                             "win / tie / loss"], rows))
     else:
         parts.append("No system's per-query metrics changed.")
@@ -223,9 +223,11 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
     footnote = f"{queries['paired']} queries paired by id (base {queries['base']}, head {queries['head']})."
     if result["comparisons"]:
         footnote += (
-            f" Paired bootstrap {method['ci']} CIs from {method['samples']} resamples (seed {method['seed']}); "
-            f"randomisation test with {method['permutations']} sign flips, {method['correction']}-adjusted over "
-            f"{len(result['comparisons'])} comparisons; win/tie/loss counts queries (tie: |Δ| ≤ "
+            f" {primary}: the changed systems are one family, their CIs and p by "
+            f"{method.get('procedure', 'the release procedure')} ({method['samples']} resamples, seed "
+            f"{method['seed']}), which alone decides a regression; other metrics: paired bootstrap {method['ci']} "
+            f"CIs, randomisation test with {method['permutations']} sign flips, {method['correction']}-adjusted "
+            f"among themselves; win/tie/loss counts queries (tie: |Δ| ≤ "
             f"{method['tie_tolerance']:g}). ▲ / ▼: the CI excludes 0. Slice CIs are not adjusted for multiplicity; "
             f"⚠ = fewer than {method['min_slice_size']} queries.")
     parts.append(f"<sub>{footnote}</sub>")

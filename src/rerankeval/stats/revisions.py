@@ -1,8 +1,10 @@
 """The diff of two revisions' evaluate outputs: is the change between them real?
 
 The per-query metrics of both revisions are paired by (system, query_id) and every system × metric delta gets a
-paired bootstrap CI, a family-adjusted randomisation p-value and win/tie/loss counts; then the slices whose delta on
-the primary metric moved. A system only in head is shown against head's baseline with the comparison head's own
+paired CI, an adjusted p-value and win/tie/loss counts; then the slices whose delta on the primary metric moved. The
+primary metric's deltas of the changed systems are one family, their intervals and adjusted p from one procedure
+(``stats.family``, as the compare stage's release family), which alone decides what the PR regressed; the other
+metrics are descriptive, Holm-adjusted among themselves. A system only in head is shown against head's baseline with the comparison head's own
 compare stage made (its compare.json): one set of resamples per comparison, never a second one here. Pure: the
 revisions are read by ``report.prdiff.load_revision`` and rendered by ``report.prdiff.markdown_comment``.
 """
@@ -20,6 +22,7 @@ from . import domains
 from .comparison import finite
 from .config import CompareConfig
 from .deltas import Comparison
+from .family import PROCEDURE, simultaneous_intervals
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,8 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         "primary_metric": primary_metric,
         "method": {"ci": settings.ci_method, "confidence": settings.confidence, "samples": settings.samples,
                    "seed": settings.seed, "permutations": settings.permutations, "correction": settings.correction,
-                   "tie_tolerance": settings.tie_tolerance, "min_slice_size": settings.min_slice_size},
+                   "tie_tolerance": settings.tie_tolerance, "min_slice_size": settings.min_slice_size,
+                   "procedure": PROCEDURE},
         "params_changed": params_changes(base.params, head.params),
         "warnings": warnings,
         "systems": {"changed": changed, "unchanged": [s for s in systems if s not in changed],
@@ -99,21 +103,31 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
     intervals = domains.family_intervals(paired, **boot)
     tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
                                         correction=settings.correction)
+    primary = [j for j, (_, metric) in enumerate(family) if metric == primary_metric]
+    decided = simultaneous_intervals(
+        domains.PairedFamily(tuple(paired.comparisons[j] for j in primary), paired.base[:, primary],
+                             paired.challenger[:, primary]), [0] * len(primary),
+        n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+    at = {j: k for k, j in enumerate(primary)}
+    descriptive = [j for j in range(len(family)) if j not in at]
+    holm = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive], settings.correction)))
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=0)
     for j, (system, metric) in enumerate(family):
+        shown = (decided.intervals, at[j]) if j in at else (intervals, j)
+        low, high = shown[0].low[shown[1]], shown[0].high[shown[1]]
         result["comparisons"].append({
             "system": system, "metric": metric,
             "base": finite(np.nanmean(base_scores[system][:, metrics.index(metric)])),
             "head": finite(np.nanmean(head_scores[system][:, metrics.index(metric)])),
-            "delta": finite(intervals.mean[j]), "low": finite(intervals.low[j]), "high": finite(intervals.high[j]),
+            "delta": finite(shown[0].mean[shown[1]]), "low": finite(low), "high": finite(high),
+            "family": f"changed systems on {primary_metric}" if j in at else "descriptive",
+            "p_adjusted": finite(decided.p_adjusted[at[j]] if j in at else holm[j]),
             "p_randomisation": finite(tests.p_randomisation[j]),
-            "p_randomisation_adjusted": finite(tests.p_randomisation_adjusted[j]),
             "improved": summaries[j].improved, "tied": summaries[j].tied, "regressed": summaries[j].regressed,
         })
-        if metric == primary_metric and intervals.high[j] < 0:
+        if j in at and high < 0:
             result["regressions"].append(system)
 
-    primary = [j for j, (_, metric) in enumerate(family) if metric == primary_metric]
     labels = head.slices.reindex(query_ids)
     for column in labels.columns:
         primary_family = domains.PairedFamily(tuple(paired.comparisons[j] for j in primary),
