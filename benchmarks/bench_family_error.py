@@ -80,10 +80,11 @@ def main() -> None:
     cache = Path(args.out).with_suffix(f".{args.label}.jsonl")
     done = [json.loads(line) for line in cache.read_text().splitlines()] if cache.exists() else []
     seen = {found["seed"] for found in done}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     with open(cache, "a") as handle:
         for seed in range(args.trials):
             if seed not in seen:
-                found = one_trial(seed)
+                found = {**one_trial(seed), "commit": head}  # the code each trial ran, for the record
                 done.append(found)
                 handle.write(json.dumps(found) + "\n")
                 handle.flush()
@@ -92,7 +93,7 @@ def main() -> None:
     any_accept = sum(found["accept"] > 0 for found in done) / trials
     any_reject = sum(found["reject"] > 0 for found in done) / trials
     any_error = sum(found["accept"] + found["reject"] > 0 for found in done) / trials
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = ", ".join(sorted({found["commit"] for found in done}))
     record = {"trials": trials, "any_false_accept": round(any_accept, 4), "any_false_reject": round(any_reject, 4),
               "any_error": round(any_error, 4),
               "monte_carlo_se": round(float(np.sqrt(any_error * (1 - any_error) / trials)), 4), "commit": commit,
@@ -109,8 +110,9 @@ def main() -> None:
                        "conditions": conditions},
         "notes": [f"Each trial: {QUERIES} queries, {POOL} graded candidates each, six runs drawn from one noisy ranker "
                   f"(the first the baseline), through `rerankeval compare --json --samples 2000 --trials 20`; an error "
-                  "is a trial in which any challenger is ACCEPTed or REJECTed. Per label the commit it ran at; the "
-                  "finished trials are cached beside this file (family_error.<label>.jsonl) and a re-run resumes."],
+                  "is a trial in which any challenger is ACCEPTed or REJECTed. Per label the commit its trials ran "
+                  "at; the finished trials are cached beside this file (family_error.<label>.jsonl, each with its "
+                  "commit) and a re-run resumes."],
         "tables": [{"title": "Share of null trials with some challenger wrongly decided",
                     "columns": ["label", "commit", "trials", "any false ACCEPT", "any false REJECT", "any error",
                                 "Monte Carlo se"],

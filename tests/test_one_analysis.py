@@ -46,7 +46,7 @@ def test_identical_runs_have_an_empty_interval_and_p_one():
     assert found.intervals.low.tolist() == [0.0, 0.0] and found.p_adjusted.tolist() == [1.0, 1.0]
 
 
-def test_five_null_challengers_are_wrongly_decided_together_about_as_often_as_one_alone():
+def test_five_null_challengers_are_wrongly_decided_together_near_the_stated_level():
     rng = np.random.default_rng(5)
     shared = rng.normal(0, 0.1, (100, 1))
     deltas = shared + rng.normal(0, 0.1, (100, 5))  # five correlated challengers, as rerankers of one baseline are

@@ -226,23 +226,6 @@ def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
     return _measures(text)
 
 
-def trec_eval_counts(run, qrels, queries: list[str], level: int, judged_only: bool):
-    """Per query (rows in ``queries``' order) trec_eval's num_ret, num_rel and num_rel_ret: documents retrieved
-    (judged ones only with ``judged_only``), graded ``level`` or more, and both."""
-    import pandas as pd
-
-    grades = {(str(q), str(d)): int(g) for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"])}
-    retrieved = run[["query_id", "doc_id"]].astype(str)
-    if judged_only:
-        retrieved = retrieved[[key in grades for key in zip(retrieved["query_id"], retrieved["doc_id"])]]
-    relevant = [grades.get(key, 0) >= level for key in zip(retrieved["query_id"], retrieved["doc_id"])]
-    judged = qrels.assign(query_id=qrels["query_id"].astype(str))
-    counts = pd.DataFrame({"num_ret": retrieved.groupby("query_id").size(),
-                           "num_rel": judged[judged["relevance"] >= level].groupby("query_id").size(),
-                           "num_rel_ret": retrieved[relevant].groupby("query_id").size()})
-    return counts.reindex(queries).fillna(0).astype(int)
-
-
 @_subcommand(
     "trec_eval",
     "trec_eval 10's command line (trec_eval [-q] [-c] [-M N] [-l N] [-J] [-m MEASURE]... QRELS RUN) and output",
@@ -266,6 +249,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..data.trec import read_qrels, read_run
+    from ..eval.counts import trec_eval_counts
     from ..eval.engine import evaluate
     from ..eval.measures.base import NOT_COMPUTED_TREC_EVAL
     from ..eval.ranks import assign_ranks

@@ -142,10 +142,10 @@ def excerpt(text: str, chars: int) -> str:
 
 
 def queue_tsv(queue: pd.DataFrame) -> str:
-    """The queue as TSV: a header of ``QUEUE_COLUMNS``, one pair a line, Δs with 6 decimals."""
+    """The queue as TSV: a header of ``QUEUE_COLUMNS``, one pair a line, numbers with 6 decimals (Δs signed)."""
     lines = ["\t".join(QUEUE_COLUMNS)]
     for row in queue[list(QUEUE_COLUMNS)].itertuples(index=False):
-        cells = [_cell(value) for value in row]
+        cells = [_cell(value, signed=column not in UNSIGNED) for column, value in zip(QUEUE_COLUMNS, row)]
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
 
@@ -163,9 +163,13 @@ def read_queue_tsv(text: str, where: str) -> pd.DataFrame:
     return frame.astype({"priority": np.int64, "top_grade": np.int64})
 
 
-def _cell(value: object) -> str:
+UNSIGNED = ("expected_move", "chance_relevant")
+"""Columns that are a size or a share, not a Δ: written without a sign."""
+
+
+def _cell(value: object, signed: bool = True) -> str:
     if isinstance(value, (float, np.floating)):
-        return "" if np.isnan(value) else f"{value:+.6f}"
+        return "" if np.isnan(value) else f"{value:+.6f}" if signed else f"{value:.6f}"
     return _BREAKS.sub(" ", str(value))  # ids keep their spaces; the texts are one line already
 
 

@@ -9,7 +9,7 @@ from ..core.io import read_table, table_metadata, write_json
 from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
-from ..stats.agreement import run_agreement
+from ..stats.agreement import agreement_summary
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.schema import checked_compare, checked_verdicts
@@ -114,8 +114,7 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
         found = precision_variant(variant, twin, quality, seconds, boot)
-        found["agreement"] = agreement_summary(run_agreement(runs[twin], runs[variant], k=AGREEMENT_DEPTH,
-                                                             p=AGREEMENT_PERSISTENCE), boot)
+        found["agreement"] = agreement_summary(runs[twin], runs[variant], boot)
         precision.append(found)
     composites = {}
     for system in systems:
@@ -125,18 +124,6 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
                 "cold_seconds": mean_interval(cold_seconds(timed_queries(latency, warmup)).to_numpy(), boot),
                 "skipped": mean_interval((latency["mode"] == SKIPPED).to_numpy(dtype=np.float64), boot)}
     return {"metric": metric, "precision": precision, "composites": composites}
-
-
-AGREEMENT_DEPTH, AGREEMENT_PERSISTENCE = 10, 0.9
-"""Top 10, as the primary metric reads it; RBO's p = 0.9 gives those 10 ranks about 86% of its weight."""
-
-
-def agreement_summary(per_query: pd.DataFrame, boot: dict) -> dict:
-    """Each agreement measure's mean over queries with its bootstrap CI, and the largest score difference."""
-    return {"k": AGREEMENT_DEPTH, "p": AGREEMENT_PERSISTENCE, "queries": int(len(per_query)),
-            **{name: mean_interval(per_query[name].to_numpy(dtype=np.float64), boot)
-               for name in ("rbo", "tau", "overlap", "changed")},
-            "max_score_diff": float(per_query["max_score_diff"].max()) if len(per_query) else None}
 
 
 def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, traits: dict[str, KindTraits],

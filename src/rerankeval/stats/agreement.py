@@ -23,7 +23,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from .variants import mean_interval
+
 AGREEMENT_COLUMNS = ("rbo", "tau", "overlap", "changed", "max_score_diff")
+DEPTH, PERSISTENCE = 10, 0.9
+"""The top 10, as the primary metric reads it; RBO's p = 0.9 gives those 10 ranks about 86% of its weight."""
 
 
 def rbo_ext(reference: list, other: list, p: float) -> float:
@@ -67,7 +71,8 @@ def query_agreement(reference: pd.DataFrame, other: pd.DataFrame, k: int, p: flo
             "max_score_diff": float((scores["a"] - scores["b"]).abs().max()) if len(scores) else float("nan")}
 
 
-def run_agreement(reference: pd.DataFrame, other: pd.DataFrame, *, k: int = 10, p: float = 0.9) -> pd.DataFrame:
+def run_agreement(reference: pd.DataFrame, other: pd.DataFrame, *, k: int = DEPTH,
+                  p: float = PERSISTENCE) -> pd.DataFrame:
     """Per query (index query_id, in order) the agreement of ``other`` with ``reference`` on the queries both rank;
     each run: query_id, doc_id, rank, score."""
     if k < 1:
@@ -76,3 +81,13 @@ def run_agreement(reference: pd.DataFrame, other: pd.DataFrame, *, k: int = 10, 
     rows = {query: query_agreement(frame, theirs[query], k, p)
             for query, frame in reference.groupby("query_id", sort=True) if query in theirs}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(AGREEMENT_COLUMNS)).rename_axis("query_id")
+
+
+def agreement_summary(reference: pd.DataFrame, other: pd.DataFrame, boot: dict) -> dict:
+    """``run_agreement`` at ``DEPTH`` and ``PERSISTENCE``: each measure's mean over queries with its bootstrap CI
+    (``boot``: the comparison's resampling settings), and the largest score difference."""
+    per_query = run_agreement(reference, other)
+    return {"k": DEPTH, "p": PERSISTENCE, "queries": int(len(per_query)),
+            **{name: mean_interval(per_query[name].to_numpy(dtype=np.float64), boot)
+               for name in ("rbo", "tau", "overlap", "changed")},
+            "max_score_diff": float(per_query["max_score_diff"].max()) if len(per_query) else None}

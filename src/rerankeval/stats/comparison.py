@@ -1,7 +1,8 @@
-"""Turn per-query metrics into a decision: paired CIs, corrected p-values, per-query deltas, slices, verdicts.
+"""Turn per-query metrics into a decision: paired CIs, adjusted p-values, per-query deltas, slices, verdicts.
 
 Every interval (system means, deltas, slices) comes from the same bootstrap resamples of the query set, so the
-numbers are consistent with each other; the one exception is the primary metric's CI of a pair involving a system
+numbers are consistent with each other (the release decision's primary intervals are simultaneous over their family,
+``stats.family``); the one exception is the primary metric's CI of a pair involving a system
 trained with several seeds, which also counts the between-seed variance (``stats.seed_comparison``). Pure:
 DataFrames in, a JSON-ready dict out.
 """
@@ -92,11 +93,14 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     """The comparison (deterministic: the same inputs give the same bytes) and the verdicts (which also weigh the
     measured latency, so they carry timing). ``slices``: one row per query (index query_id), a column per label.
 
-    One family spans every (challenger, baseline) pair of ``CompareConfig.references`` (each baseline on every
-    metric, and each claim's ``against`` that is no baseline on the primary metric): one set of resamples, one
-    multiplicity correction. compare.json's ``comparisons`` and
-    ``slices`` and verdicts.json's ``verdicts`` are against the first baseline, as with one;
-    ``comparisons_by_baseline`` and ``verdicts_by_baseline`` hold the other references' pairs.
+    Every (challenger, baseline) pair of ``CompareConfig.references`` (each baseline on every metric, and each
+    claim's ``against`` that is no baseline on the primary metric) is compared over one set of resamples. On the
+    primary metric, each reference's release challengers (``facts.reference_systems`` excluded) form one family whose
+    intervals and adjusted p come from one procedure (``stats.family``; ``compare.inference: per_comparison``: each
+    pair alone), and a reference system is decided alone; every other comparison is descriptive, Holm-adjusted (or
+    ``compare.correction``) among themselves. compare.json's ``comparisons`` and ``slices`` and verdicts.json's
+    ``verdicts`` are against the first baseline, as with one; ``comparisons_by_baseline`` and
+    ``verdicts_by_baseline`` hold the other references' pairs.
 
     ``per_query_seeds``: each training seed's per-query measures of the systems trained with several seeds (whose
     ``per_query`` rows are the mean over seeds); a pair involving one gets the seed-aware primary CI
@@ -154,7 +158,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     primary_intervals = with_seed_intervals(simultaneous.intervals, {on_primary.index(j): found
                                                                      for j, found in on_seeds.items()})
     descriptive = [j for j in range(len(family)) if j not in release_p]
-    descriptive_p = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive], settings.correction)))
+    descriptive_p = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive],
+                                                                  settings.correction)))
     summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
     comparisons: dict[str, list[dict]] = {reference: [] for reference in references}
     for j, item in enumerate(family):
@@ -239,7 +244,9 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             verdicts[item.baseline][item.challenger] = verdict
 
     family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
-    first_family_size = len(families.get(_family_label(("release", settings.baseline)), {}).get("members", [None]))
+    # The slice tests the rule page states: the first baseline's release family's (a challenger alone: 1 member).
+    first_family = families.get(_family_label(("release", settings.baseline)))
+    first_family_size = len(first_family["members"]) if first_family else 1
     method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
               "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
               "tests": ["paired randomisation (sign flip)", "paired t-test"],

@@ -4,9 +4,10 @@ The per-query metrics of both revisions are paired by (system, query_id) and eve
 paired CI, an adjusted p-value and win/tie/loss counts; then the slices whose delta on the primary metric moved. The
 primary metric's deltas of the changed systems are one family, their intervals and adjusted p from one procedure
 (``stats.family``, as the compare stage's release family), which alone decides what the PR regressed; the other
-metrics are descriptive, Holm-adjusted among themselves. A system only in head is shown against head's baseline with the comparison head's own
-compare stage made (its compare.json): one set of resamples per comparison, never a second one here. Pure: the
-revisions are read by ``report.prdiff.load_revision`` and rendered by ``report.prdiff.markdown_comment``.
+metrics are descriptive, Holm-adjusted among themselves. A system only in head is shown against head's baseline with
+the comparison head's own compare stage made (its compare.json): one set of resamples per comparison, never a second
+one here. Pure: the revisions are read by ``report.prdiff.load_revision`` and rendered by
+``report.prdiff.markdown_comment``.
 """
 
 from __future__ import annotations
