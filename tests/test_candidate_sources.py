@@ -250,7 +250,7 @@ def test_conf_selects_a_source_whose_file_is_the_freeze_stages_dep():
     assert "${retrieval.depends_on}" in freeze_deps
     bad = composed_with("retrieval=run", "retrieval.run=prod.trec", "+retrieval.fusion_depth=5")
     with pytest.raises(ConfigError, match=r"retrieval.fusion_depth: unknown setting. Known settings here: "
-                                          r"depends_on, run, source, top_n"):
+                                          r"access, depends_on, run, source, top_n"):
         Params.parse(bad, "")
 
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO_DIR = ROOT / "datasets" / "demo"
 SOURCE_DIR = ROOT / "datasets" / "demo-src"
 GENERATOR = SOURCE_DIR / "generate.py"
-DOC_TYPES = {"error_code", "error_index", "release_note", "plan", "manual", "policy", "api", "guide", "faq",
+DOC_TYPES = {"runbook", "error_code", "error_index", "release_note", "plan", "manual", "policy", "api", "guide", "faq",
              "announcement", "checklist"}
 DOC_LANGS = {"en", "ko", "ko_en"}
 
@@ -146,8 +146,8 @@ def test_corpus_records(collection):
         meta = record["metadata"]
         assert set(record) == {"_id", "title", "text", "metadata"}
         assert re.fullmatch(r"d\d{4}-p\d+", record["_id"]) and record["_id"].startswith(meta["parent_id"] + "-")
-        assert {"parent_id", "doc_type", "lang", "product"} <= set(meta) <= {"parent_id", "doc_type", "lang",
-                                                                              "product", "version"}
+        assert {"parent_id", "doc_type", "lang", "product"} <= set(meta) <= {
+            "parent_id", "doc_type", "lang", "product", "version", "acl", "valid_from", "valid_to", "superseded_by"}
         assert meta["doc_type"] in DOC_TYPES and meta["lang"] in DOC_LANGS
         assert record["title"].strip() and len(record["text"].split()) >= 8
         parents.add(meta["parent_id"])
@@ -314,3 +314,21 @@ def test_some_high_ranking_passages_are_left_unjudged(gen, collection, grades):
         top10 = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
         with_distractor += any(never_judged[i] for i in top10)
     assert with_distractor >= 0.25 * len(test), f"only {with_distractor} of {len(test)}"
+
+
+def test_access_and_validity_labels(gen, collection):
+    """access.yaml: staff-only runbooks after every other page, portal pages for customers, the superseded price-list
+    editions dated, and every question asked by a customer as of a date (data.access reads them)."""
+    access = yaml.safe_load((gen.SOURCE_DIR / "access.yaml").read_text(encoding="utf-8"))
+    runbooks = [r for r in collection.corpus if r["metadata"]["doc_type"] == "runbook"]
+    assert runbooks and all(r["metadata"]["acl"] == access["restricted"]["acl"] for r in runbooks)
+    assert min(r["_id"] for r in runbooks) > max(r["_id"] for r in collection.corpus
+                                                 if r["metadata"]["doc_type"] != "runbook")  # no other id moved
+    by_id = {r["_id"]: r for r in collection.corpus}
+    old = [r for r in collection.corpus if "superseded_by" in r["metadata"]]
+    assert old and all(by_id[r["metadata"]["superseded_by"]]["metadata"]["valid_from"] == r["metadata"]["valid_to"]
+                       for r in old)
+    groups = {tuple(q["metadata"]["user_groups"]) for q in collection.queries}
+    assert groups == {tuple(access["questions"]["user_groups"])}
+    assert {q["metadata"]["as_of"] for q in collection.queries} == {access["questions"]["as_of"],
+                                                                  access["questions"]["historical_as_of"]}

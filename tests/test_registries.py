@@ -156,6 +156,8 @@ def test_a_candidate_source_is_a_config_class_that_names_its_implementation(monk
     for table in ("_entries", "_aliases", "_lookup"):  # registered for this test only
         monkeypatch.setattr(SOURCES, table, dict(getattr(SOURCES, table)))
     SOURCES.add("greeting", GreetingConfig)
+    # The access filter runs on whatever a source froze (tests/test_access.py); this test's source freezes nothing.
+    monkeypatch.setattr("rerankeval.retrieval.sources.filter_frozen", lambda frozen, snapshot, access: frozen)
     typed = TypeAdapter(RetrievalConfig).validate_python({"source": "greeting", "greeting": "hi"})
     assert isinstance(typed, GreetingConfig) and freeze_candidates("snap", typed) == "frozen"
     from tests.plugin_source import FROZEN

@@ -111,6 +111,7 @@ class Source:
     questions: dict[str, list[dict]]  # intent -> hand-written question records
     question_templates: dict
     unanswerable: list[dict]  # question records (with intent and a pinned split) the corpus cannot answer
+    access: dict  # restricted runbooks, portal pages, superseded editions, who asks as of when (access.yaml)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -152,6 +153,7 @@ def _load_source(source_dir: Path) -> Source:
         questions=load_yaml(source_dir / "questions.yaml"),
         question_templates=load_yaml(source_dir / "question_templates.yaml"),
         unanswerable=load_yaml(source_dir / "unanswerable.yaml"),
+        access=load_yaml(source_dir / "access.yaml"),
     )
 
 
@@ -201,6 +203,15 @@ class _CorpusBuilder:
             self.records.append({"_id": passage_id, "title": title, "text": text, "metadata": metadata})
             self._by_topic.setdefault(topic, []).append((section, lang, passage_id))
         return parent
+
+    def entries(self, topic: str) -> list[tuple[str, str, str]]:
+        """(section, lang, passage id) of every passage of ``topic``; fails on an unknown topic."""
+        if topic not in self._by_topic:
+            raise KeyError(f"no page with topic {topic!r}")
+        return list(self._by_topic[topic])
+
+    def metadata(self, passage_id: str) -> dict:
+        return next(record["metadata"] for record in self.records if record["_id"] == passage_id)
 
     def find(self, topic: str, section: str, langs: frozenset[str]) -> list[str]:
         """Passage ids of one section of ``topic`` in the given languages; fails on an unknown topic or section."""
@@ -297,7 +308,48 @@ def _build_corpus(source: Source, rng: random.Random) -> tuple[_CorpusBuilder, d
         for page in source.pages[doc_type]:
             builder.add(page["topic"], page["lang"], page["title"], page["sections"].items(), doc_type=doc_type,
                         product=page["product"], version=page.get("version"))
+    _restricted_runbooks(builder, source)
+    _document_labels(builder, source)
     return builder, twin_parents
+
+
+def _restricted_runbooks(builder: _CorpusBuilder, source: Source) -> None:
+    """The staff-only runbooks of access.yaml, after every other page (no other id moves)."""
+    spec = source.access["restricted"]
+    codes = {err["code"]: (product, err) for product, errs in source.error_codes.items() for err in errs}
+    for code in spec["codes"]:
+        product, err = codes[code]
+        for lang in source.error_pages["products"][product]["languages"]:
+            values = {"code": code, "name": err["name"][lang]}
+            sections = [("overview", err["overview"][lang]), ("fix", err["fix"][lang]),
+                        ("staff", _fill(spec["staff_note"][lang], values).strip())]
+            builder.add(f"runbook-{code}", lang, _fill(spec["title"][lang], values), sections, doc_type="runbook",
+                        product=product)
+
+
+def _document_labels(builder: _CorpusBuilder, source: Source) -> None:
+    """acl on the runbooks and the portal pages; validity and successors on the superseded editions."""
+    access = source.access
+    restricted = {pid for code in access["restricted"]["codes"] for _, _, pid in builder.entries(f"runbook-{code}")}
+    successor: dict[str, tuple[str, str]] = {}
+    for change in access["superseded"]:
+        new = {(section, lang): pid for section, lang, pid in builder.entries(change["new"])}
+        for section, lang, pid in builder.entries(change["old"]):
+            successor[pid] = (new[(section, lang)], change["on"])
+        for pid in new.values():
+            builder.metadata(pid)["valid_from"] = change["on"]
+    for record in builder.records:
+        metadata = record["metadata"]
+        if record["_id"] in restricted:
+            metadata["acl"] = list(access["restricted"]["acl"])
+        elif metadata["doc_type"] in access["portal_doc_types"]:
+            metadata["acl"] = list(access["portal_acl"])
+        if record["_id"] in successor:
+            metadata["superseded_by"], metadata["valid_to"] = successor[record["_id"]]
+
+
+def superseded_passages(builder: _CorpusBuilder, source: Source) -> set[str]:
+    return {pid for change in source.access["superseded"] for _, _, pid in builder.entries(change["old"])}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -441,10 +493,17 @@ def generate(seed: int = DEFAULT_SEED, source_dir: Path = SOURCE_DIR) -> DemoCol
     twin_of = _twin_of(source)
     queries: list[dict] = []
     qrels: dict[str, list[tuple[str, str, int]]] = {split: [] for split in SPLITS}
+    asked = source.access["questions"]
+    superseded = superseded_passages(builder, source)
     for number, (question, split) in enumerate(zip(questions, splits, strict=True), start=1):
         query_id = f"q{number:04d}"
-        queries.append({"_id": query_id, "text": question.text, "metadata": {**question.metadata, "split": split}})
         grades = _judge(builder, twin_of, question)
+        # A question a superseded edition answers is about that edition's time (access.yaml).
+        historical = any(grades[pid] >= 2 for pid in superseded if pid in grades)
+        labels = {"user_groups": list(asked["user_groups"]),
+                  "as_of": asked["historical_as_of" if historical else "as_of"]}
+        queries.append({"_id": query_id, "text": question.text,
+                        "metadata": {**question.metadata, "split": split, **labels}})
         qrels[split].extend((query_id, passage_id, grades[passage_id]) for passage_id in sorted(grades))
     return DemoCollection(corpus=builder.records, queries=queries, qrels=qrels, twin_parents=twin_parents)
 

@@ -28,6 +28,8 @@ import pyarrow as pa
 
 from ..core.errors import CollectionError
 from ..core.hashing import canonical_json, sha256_text
+from .access import (DOC_COLUMNS, QUERY_COLUMNS, RESERVED, LabelReader, check_successors, doc_labels_of, label_notes,
+                     label_warnings, used_columns)
 from .traffic import WEIGHT_KEY, query_weights
 
 CORPUS_SCHEMA = pa.schema(
@@ -239,9 +241,13 @@ def _as_id(value: Any, path: Path, line_no: int) -> str:
     return str(value)
 
 
-def read_corpus(path: Path) -> pa.Table:
+def read_corpus(path: Path, labels: LabelReader | None = None) -> pa.Table:
+    """The corpus table; with the access and validity labels its documents carry (``data.access``) as columns after
+    CORPUS_SCHEMA's, when any does."""
+    labels = labels or LabelReader()
     seen: dict[str, int] = {}
     rows: dict[str, list] = {name: [] for name in CORPUS_SCHEMA.names}
+    doc_labels: dict[str, dict] = {}
     for line_no, record in _read_jsonl(path):
         doc_id = _as_id(record["_id"], path, line_no)
         if doc_id in seen:
@@ -256,6 +262,7 @@ def read_corpus(path: Path) -> pa.Table:
             raise CollectionError(f"{path}:{line_no}: \"metadata\" must be an object.")
         parent_id = str(metadata.get("parent_id", doc_id))
         metadata_json = canonical_json(metadata)
+        doc_labels[doc_id] = labels.document(metadata, path, line_no)
         rows["doc_id"].append(doc_id)
         rows["title"].append(title)
         rows["text"].append(text)
@@ -265,7 +272,12 @@ def read_corpus(path: Path) -> pa.Table:
         rows["row_sha256"].append(sha256_text(canonical_json([doc_id, title, text, parent_id, metadata_json])))
     if not seen:
         raise CollectionError(f"{path}: no documents. Fix: point dataset.path at a BEIR folder with a corpus.")
-    return pa.table(rows, schema=CORPUS_SCHEMA)
+    check_successors(doc_labels, seen, path)
+    # Label columns only when some document has them, so that other collections' tables are unchanged.
+    columns = used_columns(list(doc_labels.values()), DOC_COLUMNS)
+    for name in columns:
+        rows[name] = [doc_labels[doc_id][name] for doc_id in rows["doc_id"]]
+    return pa.table(rows, schema=pa.schema(list(CORPUS_SCHEMA) + [(name, DOC_COLUMNS[name]) for name in columns]))
 
 
 def read_qrels_tsv(path: str | Path, *, require_header: bool = False) -> pd.DataFrame:
@@ -313,7 +325,7 @@ def _query_text(record: dict, query_id: str, path: Path, line_no: int) -> str:
     return text
 
 
-def _read_queries(folder: Path, splits: list[str]) -> dict[str, tuple[Path, int, dict]]:
+def _read_queries(folder: Path, splits: list[str], labels: LabelReader) -> dict[str, tuple[Path, int, dict]]:
     files = [folder / "queries.jsonl"] + [folder / f"queries_{split}.jsonl" for split in splits]
     records: dict[str, tuple[Path, int, dict]] = {}
     for path in files:
@@ -327,6 +339,7 @@ def _read_queries(folder: Path, splits: list[str]) -> dict[str, tuple[Path, int,
                                       f"{first_path.name}:{first_line}). Fix: list every query once, in one file.")
             _query_text(record, query_id, path, line_no)
             _check_answer_fields(record, query_id, path, line_no)
+            record["_labels"] = labels.query(record.get("metadata") or {}, path, line_no)
             records[query_id] = (path, line_no, record)
     if not records:
         raise CollectionError(f"{folder / 'queries.jsonl'}: no queries found.")
@@ -393,20 +406,29 @@ def load_beir(folder: str | Path, splits: list[str] | None = None) -> Collection
         if not (folder / "qrels" / f"{split}.tsv").exists():
             raise CollectionError(f"{folder / 'qrels' / (split + '.tsv')}: missing; available splits: "
                                   f"{available_splits(folder)}. Fix: set dataset.splits accordingly.")
-    corpus = read_corpus(folder / "corpus.jsonl")
+    labels = LabelReader()
+    corpus = read_corpus(folder / "corpus.jsonl", labels)
     doc_ids = set(corpus.column("doc_id").to_pylist())
-    query_records = _read_queries(folder, splits)
+    query_records = _read_queries(folder, splits, labels)
     judgments, query_split, notes = _judgments(folder, splits, query_records, doc_ids)
+    notes += labels.notes()
 
     query_ids = sorted(query_split)
     if not query_ids:
         raise CollectionError(f"{folder / 'qrels'}: the qrels judge no query. Fix: check the query ids in the qrels "
                               "files against queries.jsonl.")
     weights = query_weights(folder, query_ids, query_records)
+    notes += label_notes(doc_labels_of(corpus), folder / "corpus.jsonl")
     return Collection(corpus=corpus, queries=_queries_table(query_ids, query_records, query_split, weights),
                       qrels=_qrels_table(judgments), slice_columns=_slice_columns(
                           {qid: query_records[qid][2].get("metadata") or {} for qid in query_ids}), notes=notes,
-                      warnings=_warnings(folder, splits, corpus, query_records, query_split, judgments))
+                      warnings=_warnings(folder, splits, corpus, query_records, query_split, judgments)
+                      + _label_warnings(folder, corpus, query_records, query_ids))
+
+
+def _label_warnings(folder: Path, corpus: pa.Table, query_records: dict, query_ids: list[str]) -> list[str]:
+    query_labels = {query_id: query_records[query_id][2]["_labels"] for query_id in query_ids}
+    return label_warnings(doc_labels_of(corpus), query_labels, folder / "corpus.jsonl", folder / "queries.jsonl")
 
 
 def _warnings(folder: Path, splits: list[str], corpus: pa.Table, query_records: dict, query_split: dict,
@@ -508,8 +530,9 @@ def _queries_table(query_ids: list[str], query_records: dict, query_split: dict,
     # Answer fields only when the collection has them, so that other collections' rows (and hashes) are unchanged.
     has_gold = any("answers" in record or "answerable" in record for record in metadata.values())
     answer_fields = list(ANSWER_FIELDS) if has_gold else []
+    label_fields = used_columns([query_records[qid][2]["_labels"] for qid in query_ids], QUERY_COLUMNS)
     columns: dict[str, list] = {"query_id": query_ids, "text": [], "split": [], "row_sha256": []}
-    for column in [*slice_columns, *answer_fields]:
+    for column in [*slice_columns, *answer_fields, *label_fields]:
         columns[column] = []
     for position, query_id in enumerate(query_ids):
         text = query_records[query_id][2]["text"]
@@ -523,11 +546,17 @@ def _queries_table(query_ids: list[str], query_records: dict, query_split: dict,
             hashed.append(gold)
             for name in answer_fields:
                 columns[name].append(gold[name])
+        if label_fields:  # hashed only when present, so unlabelled collections keep their hashes
+            labels = query_records[query_id][2]["_labels"]
+            hashed.append({name: labels[name] for name in label_fields})
+            for name in label_fields:
+                columns[name].append(labels[name])
         columns["row_sha256"].append(sha256_text(canonical_json(hashed)))
         for column in slice_columns:
             columns[column].append(slices[column])
     schema = pa.schema(list(QUERIES_BASE_SCHEMA) + [(column, pa.string()) for column in slice_columns]
-                       + [(name, ANSWER_FIELDS[name]) for name in answer_fields])
+                       + [(name, ANSWER_FIELDS[name]) for name in answer_fields]
+                       + [(name, QUERY_COLUMNS[name]) for name in label_fields])
     if weights is not None:  # traffic weights (data.traffic), hashed with the row
         columns[WEIGHT_KEY] = weights
         schema = schema.append(pa.field(WEIGHT_KEY, pa.float64()))
@@ -560,7 +589,7 @@ def _slice_columns(metadata: dict[str, dict]) -> list[str]:
         for key, value in record.items():
             if isinstance(value, (str, int, bool)):
                 values.setdefault(key, set()).add(str(value))
-    reserved = set(QUERIES_BASE_SCHEMA.names) | {WEIGHT_KEY} | set(ANSWER_FIELDS)
+    reserved = set(QUERIES_BASE_SCHEMA.names) | {WEIGHT_KEY} | set(ANSWER_FIELDS) | RESERVED
     return sorted(
         key for key, seen in values.items()
         if key not in reserved and 1 < len(seen) <= MAX_SLICE_VALUES and len(seen) < len(metadata)

@@ -24,6 +24,9 @@ class EvaluationConfig(StrictConfig):
     depths: list[int] = []
     depth_measures: list[MeasureName] = []
     no_relevant: Literal["drop", "zero"] = "drop"
+    guardrails: list[MeasureName] = ["ACLViolation@10", "Stale@5", "StaleFirst@10"]
+    """Guardrail measures (``eval.measures.guardrails``), computed for every system when the collection carries the
+    labels they read (documents' acl for ACLViolation; validity for Stale and StaleFirst), else left out."""
     hourly_price_usd: float = Field(ge=0)
     """Machine price for cost per query (one query at a time)."""
     warmup_queries: int = Field(2, ge=0)

@@ -4,6 +4,7 @@ split, with contexts selected from the fused order by the same select rule the s
 from __future__ import annotations
 
 from ..core.io import write_json
+from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot
 from ..rag.generators import GENERATORS, BuildContext, Example, build_generator, parse_generator_config
 from ..rag.passages import corpus_texts, load_passages
@@ -33,7 +34,10 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                  with_text=False)
     fused = candidates[candidates["query_id"].isin(set(gold["query_id"]))].rename(columns={"fused_rank": "rank"})
     passages = load_passages(snapshot, paths.candidates)
-    chosen = context_lists(context_table(fused, passages, rag.select))
+    labels = AccessLabels(snapshot.table("corpus"), snapshot.table("queries"),
+                          params.retrieval.access.queries_without_groups)
+    may_see = labels.may_see_one if labels.restricts and params.retrieval.access.filter else None
+    chosen = context_lists(context_table(fused, passages, rag.select, may_see=may_see))
     examples = [Example(row.text, [passages.text[d] for d in chosen.get(row.query_id, [])],
                         list(row.answers) if row.answers is not None else [], bool(row.answerable))
                 for row in gold.sort_values("query_id").itertuples()]

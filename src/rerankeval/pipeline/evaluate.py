@@ -10,9 +10,11 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.io import read_table, table_metadata, write_json, write_table
+from ..data.access import AccessLabels, guardrail_flags
 from ..data.snapshot import Snapshot
+from ..eval.engine import evaluate
 from ..eval.funnel import depth_curve, first_stage_metrics, means, per_query_metrics
-from ..eval.measures import parse_measure
+from ..eval.measures import Measure, parse_measure
 from ..eval.seeds import per_seed_metrics, with_seed_means
 from ..rag.answer_measures import answer_metrics, join_measures
 from ..rag.answers import ANSWERS_SCHEMA
@@ -43,6 +45,11 @@ def run(params: Params, paths: PipelinePaths) -> None:
     per_query = with_seed_means(per_query, per_seed)
     if params.rag.measures:
         per_query = with_answer_measures(per_query, params, paths, snapshot)
+    labels = AccessLabels(snapshot.table("corpus"), snapshot.table("queries"),
+                          params.retrieval.access.queries_without_groups)
+    guardrails = labelled_guardrails([parse_measure(name) for name in evaluation.guardrails], labels)
+    if guardrails:
+        per_query = with_guardrails(per_query, runs, labels, query_ids, guardrails)
     curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
 
     # Each retriever that ranked the corpus (none for a run or replay source), then the candidates' own order under
@@ -66,6 +73,9 @@ def run(params: Params, paths: PipelinePaths) -> None:
     metrics = {"queries": len(set(per_query["query_id"])), "candidate_source": source, "systems": means(per_query),
                "first_stage": means(first_stage, key="retriever"),
                "fusion": table_metadata(paths.first_stage).get("fusion", {})}
+    access = table_metadata(paths.candidates).get("access")
+    if access is not None and (labels.restricts or "cannot_filter" in access):  # what the freeze's filter removed
+        metrics["access"] = access
     write_json(paths.metrics, metrics)
     headline = str(depth_measures[0] if depth_measures else measures[0])
     for system, values in metrics["systems"].items():
@@ -86,3 +96,29 @@ def with_answer_measures(per_query: pd.DataFrame, params: Params, paths: Pipelin
     values = answer_metrics(contexts, answers, queries, snapshot.table("qrels").to_pandas(),
                             dict(zip(corpus["doc_id"], corpus["parent_id"])), query_ids, measures)
     return join_measures(per_query, values, all_queries)
+
+
+NO_JUDGMENTS = pd.DataFrame({"query_id": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
+                             "relevance": pd.Series(dtype="int64")})
+GUARDRAIL_LABELS = {"ACLViolation": "restricts", "Stale": "dated", "StaleFirst": "dated"}
+"""Which labels each guardrail family reads (an ``AccessLabels`` property): without them it measures nothing."""
+
+
+def labelled_guardrails(measures: list[Measure], labels: AccessLabels) -> list[Measure]:
+    """The guardrail measures whose labels the collection carries."""
+    return [measure for measure in measures if getattr(labels, GUARDRAIL_LABELS.get(measure.name, "restricts"))]
+
+
+def with_guardrails(per_query: pd.DataFrame, runs: dict[str, pd.DataFrame], labels: AccessLabels,
+                    query_ids: list[str], measures: list[Measure]) -> pd.DataFrame:
+    """The per-query table with each system's guardrail measures (``eval.measures.guardrails``) from its run file."""
+    frames = []
+    for system, run in runs.items():
+        # No judgments: these measures read labels, not grades; the per-query table decides which queries count.
+        values = evaluate(run[["query_id", "doc_id", "rank"]], NO_JUDGMENTS, measures,
+                          queries=query_ids, no_relevant="zero",
+                          sources={"guardrails": guardrail_flags(run, labels)})
+        frames.append(values.rename_axis("query_id").reset_index().assign(system=system))
+    found = pd.concat(frames, ignore_index=True)
+    return per_query.merge(found, on=["system", "query_id"], how="left")
+

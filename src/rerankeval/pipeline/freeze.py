@@ -16,7 +16,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
     snapshot = Snapshot(paths.snapshot)
     started = time.perf_counter()
     frozen = freeze_candidates(snapshot, params.retrieval)
-    write_candidates(paths.candidates, paths.passages, frozen.candidates, frozen.passages, frozen.provenance)
+    write_candidates(paths.candidates, paths.passages, frozen.candidates, frozen.passages, frozen.provenance,
+                     (paths.withheld, frozen.withheld))
     write_table(paths.first_stage, frozen.first_stage, frozen.provenance)
     for line in frozen.log:
         print(f"freeze: {line}")

@@ -35,7 +35,8 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     check_provenance(paths.candidates, candidates_metadata.get("snapshot", {}), retrieval_inputs(snapshot))
     check_first_stage_reads(params, configs, candidates_metadata)
 
-    candidates_of = split_candidates(params, snapshot, paths.candidates, paths.fallback)
+    candidates_of = split_candidates(params, snapshot, paths.candidates, paths.fallback,
+                                     unfiltered=not config.access_filter)
     candidates, query_views, _, _ = candidates_of(split)
     per_seed = seeded_configs(params, configs, system_name)
     seeds = list(per_seed)
@@ -79,5 +80,8 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     # An external run's rows the candidates leave out are said here, not dropped silently.
     coverage = f", {coverage_text(described['run_coverage'])}" if "run_coverage" in described else ""
     seeded = f", {len(seeds)} training seeds (timed: seed {seeds[0]})" if seeds else ""
+    if not config.access_filter:
+        print(f"rerank[{system_name}]: warning: access_filter is false: it reranked the candidates its users may not "
+              "see too (a demonstration of the ACLViolation guardrail, never a release)")
     print(f"rerank[{system_name}]: {len(latency)} queries, depth {config.depth}, {fallbacks} fallbacks, "
           f"{int(latency['cache_hits'].sum())} cache hits, {latency['wall_s'].sum():.1f}s{coverage}{seeded}")

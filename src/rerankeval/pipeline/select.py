@@ -6,6 +6,7 @@ import time
 
 from ..core.hashing import sha256_file
 from ..core.io import write_table
+from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot
 from ..rag.passages import load_passages
 from ..rag.select import context_table
@@ -26,7 +27,12 @@ def run(params: Params, paths: PipelinePaths, system: str) -> None:
     if config.mmr_lambda is not None and config.similarity == "dense":
         pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
         similarity = dense_similarity(passages, pool, params.retrieval, paths.candidates)
-    table = context_table(ranked, passages, config, similarity)
+    labels = AccessLabels(snapshot.table("corpus"), snapshot.table("queries"),
+                          params.retrieval.access.queries_without_groups)
+    # A system configured with access_filter: false ignores access here too (systems.registry.SystemConfig).
+    filtered = (labels.restricts and params.retrieval.access.filter
+                and params.systems[system].get("access_filter", True) is not False)
+    table = context_table(ranked, passages, config, similarity, labels.may_see_one if filtered else None)
     write_table(paths.context(system), table, {"system": system, "select": config.to_dict(),
                                                "split": params.dataset.eval_split,
                                                "run_sha256": sha256_file(paths.run(system))})

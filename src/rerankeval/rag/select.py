@@ -88,8 +88,11 @@ def token_similarity(passages: Passages) -> Similarity:
 
 
 def select_context(ranking: Sequence[Ranked], passages: Passages, config: SelectConfig,
-                   similarity: Similarity | None = None) -> list[ContextPassage]:
-    """The context of one query from its ranking (any order; sorted by rank here)."""
+                   similarity: Similarity | None = None,
+                   visible: Callable[[str], bool] | None = None) -> list[ContextPassage]:
+    """The context of one query from its ranking (any order; sorted by rank here). ``visible``: whether the asking
+    user may see a document (``data.access``); a neighbour they may not see ends the expansion on its side, so no
+    unauthorized text reaches the generator through the corpus's adjacency."""
     pool = sorted(ranking, key=lambda item: item.rank)[: config.pool_depth]
     similarity = similarity or token_similarity(passages)
     budget = config.max_tokens
@@ -108,7 +111,7 @@ def select_context(ranking: Sequence[Ranked], passages: Passages, config: Select
         remaining.remove(pick)
         per_parent[pick.parent_id] = per_parent.get(pick.parent_id, 0) + 1
         used_tokens += count_tokens(passages.text[pick.doc_id])
-    return _expand(chosen, passages, config, used_tokens)
+    return _expand(chosen, passages, config, used_tokens, visible)
 
 
 def _mmr_pick(eligible: list[Ranked], chosen: list[Ranked], config: SelectConfig, similarity: Similarity) -> Ranked:
@@ -122,7 +125,8 @@ def _mmr_pick(eligible: list[Ranked], chosen: list[Ranked], config: SelectConfig
     return best
 
 
-def _expand(chosen: list[Ranked], passages: Passages, config: SelectConfig, used_tokens: int) -> list[ContextPassage]:
+def _expand(chosen: list[Ranked], passages: Passages, config: SelectConfig, used_tokens: int,
+            visible: Callable[[str], bool] | None = None) -> list[ContextPassage]:
     def entry(doc_id: str, rank: int | None, source: str) -> ContextPassage:
         return ContextPassage(doc_id, passages.parent[doc_id], rank, source, count_tokens(passages.text[doc_id]))
 
@@ -131,6 +135,10 @@ def _expand(chosen: list[Ranked], passages: Passages, config: SelectConfig, used
     context: list[ContextPassage] = []
     for item in chosen:
         before, after = passages.neighbours(item.doc_id, config.neighbours) if config.neighbours else ([], [])
+        if visible is not None:  # stop at the first neighbour the user may not see, on each side
+            before = before[len(before) - next((k for k, doc in enumerate(reversed(before)) if not visible(doc)),
+                                               len(before)):]
+            after = after[:next((k for k, doc in enumerate(after) if not visible(doc)), len(after))]
         accepted = set()
         # Nearest first: next chunk, previous chunk, the one after that, ... while the budget lasts.
         nearest = [doc for pair in zip([*after, *[None] * len(before)], [*reversed(before), *[None] * len(after)])
@@ -173,13 +181,16 @@ def context_rows(query_id: str, context: Sequence[ContextPassage], passages: Pas
 
 
 def context_table(ranked: pd.DataFrame, passages: Passages, config: SelectConfig,
-                  similarity: Similarity | None = None) -> pa.Table:
-    """CONTEXT_SCHEMA rows for every query of ``ranked`` (query_id, doc_id, parent_id, rank), in query-id order."""
+                  similarity: Similarity | None = None,
+                  may_see: Callable[[str, str], bool] | None = None) -> pa.Table:
+    """CONTEXT_SCHEMA rows for every query of ``ranked`` (query_id, doc_id, parent_id, rank), in query-id order.
+    ``may_see(query_id, doc_id)``: the access check neighbour expansion obeys (``select_context``)."""
     columns: dict[str, list] = {name: [] for name in CONTEXT_SCHEMA.names}
     similarity = similarity or token_similarity(passages)
     for query_id, frame in ranked.sort_values(["query_id", "rank"]).groupby("query_id", sort=True):
         ranking = [Ranked(d, p, int(r)) for d, p, r in zip(frame["doc_id"], frame["parent_id"], frame["rank"])]
-        chosen = select_context(ranking, passages, config, similarity)
+        visible = None if may_see is None else (lambda doc_id, query_id=query_id: may_see(query_id, doc_id))
+        chosen = select_context(ranking, passages, config, similarity, visible)
         for name, values in context_rows(query_id, chosen, passages, config.near_duplicate_jaccard).items():
             columns[name] += values
     return pa.table(columns, schema=CONTEXT_SCHEMA)

@@ -38,6 +38,9 @@ CANDIDATES_SCHEMA = pa.schema(
     ]
 )
 PASSAGES_SCHEMA = pa.schema([("passage_sha256", pa.string()), ("passage", pa.string())])
+WITHHELD_SCHEMA = CANDIDATES_SCHEMA.append(pa.field("passage", pa.string()))
+"""The withheld file: the candidates the access filter removed (``retrieval.access``), with their fused rank before
+the filter and their text (kept out of the passages file every system reads)."""
 FIRST_STAGE_SCHEMA = pa.schema(
     [
         ("retriever", pa.string()),
@@ -61,13 +64,21 @@ def passages_table(digests: Sequence[str], texts: Sequence[str]) -> pa.Table:
 
 
 def write_candidates(candidates_path: str | Path, passages_path: str | Path, candidates: pa.Table,
-                     passages: pa.Table, metadata: dict[str, Any]) -> None:
-    """Write the passages, then the candidates recording the passages file's name (relative) and sha256."""
+                     passages: pa.Table, metadata: dict[str, Any], withheld: tuple[str | Path, pa.Table] | None = None
+                     ) -> None:
+    """Write the passages (and the withheld file, when given: its path and table), then the candidates recording each
+    file's name (relative) and sha256."""
     candidates_path, passages_path = Path(candidates_path), Path(passages_path)
     write_table(passages_path, passages, metadata)
     relative = os.path.relpath(passages_path.resolve(), candidates_path.resolve().parent)
-    write_table(candidates_path, candidates, {**metadata, "passages": {
-        "file": Path(relative).as_posix(), "sha256": sha256_file(passages_path), "rows": passages.num_rows}})
+    files = {"passages": {"file": Path(relative).as_posix(), "sha256": sha256_file(passages_path),
+                          "rows": passages.num_rows}}
+    if withheld is not None:
+        withheld_path, table = Path(withheld[0]), withheld[1]
+        write_table(withheld_path, table, {key: value for key, value in metadata.items() if key != "access"})
+        files["withheld"] = {"file": Path(os.path.relpath(withheld_path.resolve(), candidates_path.resolve().parent))
+                             .as_posix(), "sha256": sha256_file(withheld_path), "rows": table.num_rows}
+    write_table(candidates_path, candidates, {**metadata, **files})
 
 
 def candidate_source(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -112,9 +123,14 @@ def load_passages(candidates_path: str | Path) -> dict[str, str]:
 
 
 def load_candidates(path: str | Path, *, query_ids: Sequence[str] | None = None,
-                    columns: Sequence[str] | None = None, with_text: bool = True) -> pd.DataFrame:
+                    columns: Sequence[str] | None = None, with_text: bool = True,
+                    unfiltered: bool = False) -> pd.DataFrame:
     """The frozen candidates as one frame (``columns`` of CANDIDATES_SCHEMA, all by default), restricted to
-    ``query_ids`` when given, with each row's verified ``passage`` text when ``with_text``."""
+    ``query_ids`` when given, with each row's verified ``passage`` text when ``with_text``. ``unfiltered``: with the
+    candidates the access filter withheld back in their places (their fused ranks as before the filter), for a
+    system configured with ``access_filter: false`` only."""
+    if unfiltered:
+        return _unfiltered(path, query_ids, columns, with_text)
     table = read_table(path, CANDIDATES_SCHEMA)
     if query_ids is not None:
         table = table.filter(pc.is_in(table.column("query_id"), value_set=pa.array(list(query_ids), pa.string())))
@@ -132,3 +148,40 @@ def load_candidates(path: str | Path, *, query_ids: Sequence[str] | None = None,
                                 f"{passages_path_of(path)} does not hold (first: {digest[:12]}). Fix: "
                                 "`dvc repro --force freeze`.")
     return frame
+
+
+def _unfiltered(path: str | Path, query_ids: Sequence[str] | None, columns: Sequence[str] | None,
+                with_text: bool) -> pd.DataFrame:
+    """The candidates with the withheld ones merged back: each query's fused ranks as the source gave them."""
+    kept = load_candidates(path, query_ids=query_ids, with_text=with_text)
+    recorded = table_metadata(path).get("withheld")
+    if not recorded:
+        raise ContractError(f"{path}: no withheld file is recorded in its metadata; it was frozen by an older "
+                            "rerankeval. Fix: `dvc repro --force freeze`.")
+    withheld_path = Path(path).parent / recorded["file"]
+    if not withheld_path.exists() or sha256_file(withheld_path) != recorded.get("sha256"):
+        raise ContractError(f"{withheld_path}: missing, or not the file {path} recorded. Fix: `dvc repro --force "
+                            "freeze` (or `dvc checkout`) restores both.")
+    table = read_table(withheld_path, WITHHELD_SCHEMA)
+    if query_ids is not None:
+        table = table.filter(pc.is_in(table.column("query_id"), value_set=pa.array(list(query_ids), pa.string())))
+    withheld = table.to_pandas()
+    for digest, text in zip(withheld["passage_sha256"], withheld["passage"]):
+        if sha256_text(text) != digest:
+            raise ContractError(f"{withheld_path}: a passage does not match its sha256 {digest[:12]}; the file was "
+                                "altered after it was frozen. Fix: `dvc repro --force freeze`.")
+    if not with_text:
+        withheld = withheld.drop(columns="passage")
+    # Each query's original positions: the withheld rows keep theirs, the kept rows fill the others in their order.
+    kept = kept.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
+    taken = withheld.groupby("query_id")["fused_rank"].apply(set).to_dict()
+    original = []
+    for query_id, count in kept.groupby("query_id", sort=False).size().items():
+        used = taken.get(query_id, set())
+        free = (rank for rank in range(1, count + len(used) + 1) if rank not in used)
+        original += [next(free) for _ in range(count)]
+    kept["fused_rank"] = np.array(original, dtype=np.int32)
+    merged = pd.concat([kept, withheld[kept.columns]], ignore_index=True)
+    merged = merged.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
+    wanted = list(columns or CANDIDATES_SCHEMA.names) + (["passage_sha256", "passage"] if with_text else [])
+    return merged[list(dict.fromkeys(wanted))]

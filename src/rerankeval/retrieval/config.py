@@ -75,6 +75,18 @@ class DenseConfig(StrictConfig):
     not depend on it, benchmarks/bench_encoders.py; 16 keeps both cores busy and commits often)."""
 
 
+class AccessConfig(StrictConfig):
+    """``retrieval.access``: removing, before any system scores anything, the candidates the asking user may not see
+    (``data.access``: documents' ``acl``, queries' ``user_groups``)."""
+
+    filter: bool = True
+    """Remove each query's candidates its user may not see (the removed ones go to the withheld file, which only a
+    system configured with ``access_filter: false`` reads, to show what an unfiltered pipeline would do)."""
+    queries_without_groups: Literal["public", "refuse"] = "public"
+    """What a query without ``user_groups`` may see when documents carry acl: the public documents, or the freeze is
+    refused naming the query."""
+
+
 SOURCE_KEYS = ("source", "depends_on")
 """Where the candidates come from, not how they are ranked: left out of ``settings()`` (a hybrid freeze records the
 same provenance, and writes the same bytes, as before sources existed)."""
@@ -94,7 +106,8 @@ class SourceConfig(StrictConfig):
     depends_on: str | None = None
     """The file the freeze stage depends on (dvc.yaml ``${retrieval.depends_on}``); null outside DVC."""
     top_n: int = Field(100, ge=1)
-    """Candidates frozen per query."""
+    """Candidates frozen per query (before the access filter removes what the user may not see)."""
+    access: AccessConfig = AccessConfig()
 
     @model_validator(mode="after")
     def _watch_the_input(self) -> "SourceConfig":

@@ -28,8 +28,9 @@ from .power import power_statement
 from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
-from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, LatencyEvidence, SavingEvidence,
-                      SliceEvidence, UnjudgedEvidence, decide)
+from .guardrails import guardrail_evidence, guardrail_table
+from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, GuardrailEvidence, LatencyEvidence,
+                      SavingEvidence, SliceEvidence, UnjudgedEvidence, decide)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,12 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     scores = metric_arrays(per_query, systems, list(dict.fromkeys(metrics + watch)))
     query_ids = per_query[per_query["system"] == settings.baseline].sort_values("query_id")["query_id"].to_numpy()
     boot = settings.resampling()
+    # Guardrails: the measures the evaluate stage computed (it does when the collection carries their labels).
+    guarded = list(dict.fromkeys(str(rule.measure) for rule in settings.guardrails
+                                 if str(rule.measure) in per_query.columns))
+    unguarded = [f"guardrail {rule.measure} not checked: the collection carries no label it reads (data.access)"
+                 for rule in settings.guardrails if str(rule.measure) not in guarded]
+    guard_scores = metric_arrays(per_query, systems, guarded) if guarded else {}
 
     # Measures undefined on some queries (NaN: ranking measures without a relevant document, answer measures outside
     # their domain) are averaged over their domain; see stats.domains. Complete measures are computed as before.
@@ -228,7 +235,9 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                                facts if item.baseline == settings.baseline else replace(
                                    facts, identical_to_baseline={}, baseline_flag=None),
                                unjudged["rate"], settings.confidence,
-                               saving_evidence(claims[k], item.challenger, item.baseline, facts, settings))
+                               saving_evidence(claims[k], item.challenger, item.baseline, facts, settings),
+                               guardrail_evidence(guard_scores, item.challenger, item.baseline, settings.guardrails,
+                                                  boot) if guarded else (), unguarded)
             at_null, at_alternative = rates.at_null[position].to_dict(), rates.at_alternative[position].to_dict()
             verdict["operating_characteristics"] = (
                 {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
@@ -279,6 +288,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         "slices": slice_results,
         "unjudged": unjudged,
     }
+    if guarded:
+        result["guardrails"] = guardrail_table(guard_scores, systems, guarded, boot)
     if on_seeds:
         result["seeds"] = seeds_record(on_seeds, queries_only, rule.primary_metric, settings.confidence,
                                        settings.seed)
@@ -353,7 +364,8 @@ def _seed_family(per_query_seeds: pd.DataFrame | None, family, on_primary: list[
 def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference: str,
              evidence: tuple[DeltaEvidence, tuple[SliceEvidence, ...]], facts: RunFacts,
              unjudged_rate: Mapping[str, float | None], confidence: float,
-             saving: SavingEvidence | None) -> dict[str, Any]:
+             saving: SavingEvidence | None, guardrails: tuple[GuardrailEvidence, ...] = (),
+             unguarded: Sequence[str] = ()) -> dict[str, Any]:
     """``challenger``'s decision against ``reference`` for ``claim`` (``saving``: what its claim saves, if it
     claims non-inferiority), as verdicts.json stores it (less its simulated operating characteristics)."""
     delta, slice_evidence = evidence
@@ -372,13 +384,20 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
                                 facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
         fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
         identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
-        saving=saving, caveats=caveats), claim)
+        saving=saving, caveats=caveats, guardrails=guardrails), claim)
     entry: dict[str, Any] = {
         "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
         "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
         "confidence": confidence, "reasons": list(verdict.reasons),
         "notes": [*verdict.notes, *(f"{reference} too: {caveat.message} (the same for both sides, so not a reason "
-                                    "between them)" for caveat in shared)]}
+                                    "between them)" for caveat in shared), *unguarded]}
+    if guardrails:
+        entry["guardrails"] = [{"measure": found.measure, "challenger": found.challenger_mean,
+                                "against": found.reference_mean, "queries_with_any": found.queries_with_any,
+                                "queries": found.queries, **({"zero": True} if found.zero else {
+                                    "max_increase": found.max_increase, "increase": found.increase.mean,
+                                    "ci": [found.increase.ci_low, found.increase.ci_high]})}
+                               for found in guardrails]
     if claim.claim == "noninferior":
         entry["claim"] = {**claim.to_dict(), "against": reference}
     if saving is not None:

@@ -133,6 +133,25 @@ class GeneratorCheck(StrictConfig):
     metric: MeasureName = "AnswerF1"
 
 
+class GuardrailRule(StrictConfig):
+    """``compare.guardrails``: a guardrail the release cannot trade away for quality, checked before any quality check.
+
+    ``zero``: any query with a non-zero value REJECTs (``ACLViolation@k``: a document the asking user may not see).
+    ``max_increase``: the challenger's mean may exceed the compared system's by at most this much (absolute, e.g. 0.02
+    for ``Stale@5``); REJECT when the paired CI of the increase lies entirely above it, INCONCLUSIVE when the mean
+    increase does without that evidence. A collection without the labels a guardrail reads skips it with a note."""
+
+    measure: MeasureName
+    zero: bool = False
+    max_increase: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> "GuardrailRule":
+        if self.zero == (self.max_increase is not None):
+            raise ValueError("a guardrail has one budget: zero: true (none allowed) or max_increase: <share>")
+        return self
+
+
 class CompareConfig(StrictConfig):
     """The ``compare`` block of params.yaml.
 
@@ -161,6 +180,7 @@ class CompareConfig(StrictConfig):
     unjudged: UnjudgedWatch = UnjudgedWatch()
     simulation: SimulationConfig = SimulationConfig()
     generator_check: GeneratorCheck = GeneratorCheck()
+    guardrails: list[GuardrailRule] = []
     release: ReleaseRule
 
     @model_validator(mode="before")

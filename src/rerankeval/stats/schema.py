@@ -55,6 +55,9 @@ class Verdict(_Strict):
     claim: dict[str, Any] | None = None
     saving: dict[str, Any] | None = None
     ci_seeds: list[int] | None = None
+    guardrails: list[dict[str, Any]] | None = None
+    """Each guardrail (``compare.guardrails``) of this pair: the two means, the challenger's queries with a non-zero
+    value, and for a ``max_increase`` budget the paired increase with its CI; absent without labelled data."""
 
 
 class FamilyRates(_Strict):
@@ -162,6 +165,9 @@ class Compare(_Strict):
     worst_regressions: dict[str, list[dict[str, Any]]]
     seeds: dict[str, Any] | None = None
     weighted: dict[str, Any] | None = None
+    guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
+    """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
+    carries no access or validity labels."""
 
 
 MODELS = {"compare": Compare, "verdicts": Verdicts}

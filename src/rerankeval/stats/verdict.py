@@ -156,6 +156,22 @@ class SavingEvidence:
 
 
 @dataclass(frozen=True)
+class GuardrailEvidence:
+    """One guardrail measure (``compare.guardrails``) of the challenger and of the system it is compared with: the
+    means, the challenger's queries with a non-zero value, and (for a ``max_increase`` budget) the paired increase
+    with its CI."""
+
+    measure: str
+    zero: bool
+    max_increase: float | None
+    challenger_mean: float
+    reference_mean: float
+    queries_with_any: int
+    queries: int
+    increase: DeltaEvidence | None = None
+
+
+@dataclass(frozen=True)
 class Caveat:
     """Why the quality evidence cannot carry a decision on some queries: on every query (``column`` None) or on
     the slice ``column`` == ``value``."""
@@ -185,6 +201,7 @@ class Evidence:
     baseline_flag: str | None = None
     saving: SavingEvidence | None = None
     caveats: tuple[Caveat, ...] = ()
+    guardrails: tuple[GuardrailEvidence, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,6 +238,7 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
     # The order is the precedence of the reason that decides: the first failed hard check for REJECT, the first
     # failed soft check for INCONCLUSIVE.
     checks = (
+        *_guardrail_checks(evidence.guardrails),
         *_identical_run(evidence.identical_queries),
         *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
         *_fallback_checks(rule, evidence.fallbacks, notes),
@@ -248,6 +266,34 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
 
 
 # --------------------------------------------------------------------------- checks
+
+
+def _guardrail_checks(guardrails: tuple[GuardrailEvidence, ...]) -> list[Check]:
+    """Listed first, and never softened by a caveat: no quality gain buys a guardrail back."""
+    checks = []
+    for found in guardrails:
+        name = f"guardrail {found.measure}"
+        if found.zero:
+            share = found.queries_with_any / found.queries if found.queries else 0.0
+            passed = found.queries_with_any == 0
+            checks.append(Check(name, passed, True, (
+                f"guardrail {found.measure}: {found.queries_with_any} of {found.queries} queries ({share:.1%}) show "
+                "a document the asking user may not see; zero allowed, whatever the quality gain") if not passed
+                else f"guardrail {found.measure}: 0 of {found.queries} queries, as required"))
+            continue
+        assert found.increase is not None and found.max_increase is not None  # GuardrailRule: one budget
+        rise = found.increase
+        head = (f"guardrail {found.measure}: {found.challenger_mean:.4f} vs {found.reference_mean:.4f}, increase "
+                f"{rise.mean:+.4f}, {_ci_text(rise.ci_low, rise.ci_high, rise.confidence)}")
+        budget = f"max_increase {found.max_increase:+.4f}"
+        if rise.ci_low > found.max_increase:
+            checks.append(Check(name, False, True, f"{head} lies above {budget}"))
+        elif rise.mean > found.max_increase:
+            checks.append(Check(name, False, False, f"{head}: mean above {budget} but not established; blocks "
+                                                    "ACCEPT"))
+        else:
+            checks.append(Check(name, True, True, f"{head}, within {budget}"))
+    return checks
 
 
 def _identical_run(identical_queries: int | None) -> list[Check]:

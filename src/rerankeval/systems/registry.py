@@ -36,6 +36,10 @@ class SystemConfig(StrictConfig):
     """Per-query compute budget; a query over it falls back to the fused order."""
     depends_on: str | None = None
     """What DVC watches for this system besides the candidates (dvc.yaml): its model directory or run file."""
+    access_filter: bool = True
+    """false: this system reranks the candidates as they were before the access filter (the withheld ones back in
+    their places, ``retrieval.access``) and its context ignores access too: what a pipeline without the filter would
+    show its users, to see the ACLViolation guardrail REJECT it. Never for a release."""
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ def fallback_files(folder: Path, split: str) -> dict[str, Path]:
 
 
 def split_candidates(params, snapshot: Snapshot, candidates_path: str | Path,
-                     fallback_dir: str | Path | None) -> Callable[[str], SplitCandidates]:
+                     fallback_dir: str | Path | None, unfiltered: bool = False) -> Callable[[str], SplitCandidates]:
     """``candidates_of(split)``: that split's candidates (texts verified against their hashes, fused order), query
     views and qrels; from the ``fallback`` stage's output (``fallback_dir``; None: the evaluated split only) when the
-    snapshot lacks the split."""
+    snapshot lacks the split. ``unfiltered``: the evaluated split's candidates as before the access filter, for a
+    system configured with ``access_filter: false`` (``retrieval.candidates.load_candidates``)."""
 
     def candidates_of(split: str) -> SplitCandidates:
         if split not in snapshot.splits:
@@ -40,7 +41,8 @@ def split_candidates(params, snapshot: Snapshot, candidates_path: str | Path,
             return fallback_split(params, snapshot, split, Path(fallback_dir))
         queries = snapshot.queries_of(split)
         query_ids = queries["query_id"].tolist()
-        candidates = load_candidates(candidates_path, query_ids=query_ids)
+        candidates = load_candidates(candidates_path, query_ids=query_ids,
+                                     unfiltered=unfiltered and split == params.dataset.eval_split)
         qrels = snapshot.table("qrels").to_pandas()
         labels = [column for column in snapshot.slice_columns if column in queries.columns]
         return SplitCandidates(candidates, _views(queries, labels), qrels[qrels["query_id"].isin(set(query_ids))],

@@ -44,6 +44,7 @@ class PipelinePaths:
     snapshot: Path
     candidates: Path
     passages: Path
+    withheld: Path
     first_stage: Path
     fallback: Path
     code: Path
@@ -157,7 +158,7 @@ class PipelinePaths:
             "code": [self.code],
             "fallback": [self.fallback],
             "snapshot": [self.snapshot],
-            "freeze": [self.candidates, self.passages, self.first_stage],
+            "freeze": [self.candidates, self.passages, self.withheld, self.first_stage],
             "train": [],
             "rerank": [self.run(system), self.run_latency(system), self.seed_runs(system)],
             "latency": [self.latency, self.loadtest],

@@ -13,6 +13,7 @@ _GRADED = dict(parameters=("rel",), needs="rag", cutoff=False, defines_no_releva
 declare_input("rag", "answers:rag_input")
 declare_input("candidate_order", "candidates:candidate_input")
 declare_input("ranking", "ranking:ranking_input")
+declare_input("guardrails", "guardrails:guardrail_input")
 
 declare("AnswerEM", **_GOLD, summary="exact match with any gold answer (SQuAD 1.1 / KorQuAD 1.0 rule; "
         "unanswerable: 1 when abstained)",
@@ -108,3 +109,13 @@ declare("Bpref", cutoff=False, parameters=("rel",), trec_eval="bpref",
 declare("Judged", cutoff=True,
         summary="judged documents in the top k / documents in the top k (1 - unjudged rate)",
         kernel="ranking:judged")
+declare("ACLViolation", cutoff=True, needs="guardrails", defines_no_relevant=True,
+        summary="1 if a document the asking user may not see is in the top k (its acl grants none of the user's "
+        "groups), else 0; a hard guardrail: any violation REJECTs",
+        kernel="guardrails:acl_violation")
+declare("Stale", cutoff=True, needs="guardrails", defines_no_relevant=True,
+        summary="outdated documents in the top k (at the query's as-of date) / documents in the top k",
+        kernel="guardrails:stale")
+declare("StaleFirst", cutoff=True, needs="guardrails", defines_no_relevant=True,
+        summary="1 if an outdated document is in the top k with no later version of it ranked above it, else 0",
+        kernel="guardrails:stale_first")

@@ -17,14 +17,17 @@ from __future__ import annotations
 from importlib import import_module
 
 from ...data.snapshot import Snapshot
+from ..access import filter_frozen
 from ..config import SourceConfig
 from .base import FrozenSet
 
 
 def freeze_candidates(snapshot: Snapshot, config: SourceConfig) -> FrozenSet:
-    """The candidates of ``config``'s source (``retrieval.source``) for every query of ``snapshot``."""
+    """The candidates of ``config``'s source (``retrieval.source``) for every query of ``snapshot``, without what
+    each query's user may not see (``retrieval.access``: whatever the source, before any system reads them)."""
     module, _, function = type(config).implementation.partition(":")
-    return getattr(import_module(module, __package__.rpartition(".")[0]), function)(snapshot, config)
+    frozen = getattr(import_module(module, __package__.rpartition(".")[0]), function)(snapshot, config)
+    return filter_frozen(frozen, snapshot, config.access)
 
 
 __all__ = ["FrozenSet", "freeze_candidates"]

@@ -37,6 +37,9 @@ class FrozenSet:
     """Recorded in the three files' metadata: the snapshot's hashes, the settings, the source."""
     log: list[str] = field(default_factory=list)
     """What the freeze stage prints (the dense model chosen, the fusion weights, what a source's file lacked)."""
+    withheld: pa.Table | None = None
+    """The candidates the access filter removed, with their text (``retrieval.access.WITHHELD_SCHEMA``); None before
+    the filter ran."""
 
 
 def candidate_table(columns: Mapping[str, Sequence | pa.Array]) -> pa.Table:

@@ -1,0 +1,133 @@
+"""The access filter: each query's candidates its user may not see are removed at freeze, before any system scores
+anything, so that no reranker (a hosted API least of all) is ever sent an unauthorized text or id.
+
+Whatever the candidate source, the filter runs on its frozen set (``retrieval.sources.freeze_candidates``): the
+candidates keep their order with the fused ranks renumbered 1..n, the passages file keeps only the texts still
+referred to, and each retriever's own top list (first_stage.parquet) loses the same documents. What was removed goes
+to the withheld file with its text and its rank before the filter: only a system configured with
+``access_filter: false`` reads it (to show what a pipeline without the filter would rank), nothing else does. The
+record (the candidates' metadata ``access``) counts what was removed, from which retriever, and says when a source
+cannot be filtered: documents without labels while queries name groups, or replay candidates outside the corpus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data.access import AccessLabels
+from ..data.snapshot import Snapshot
+from .candidates import candidate_source, passages_table
+from .config import AccessConfig
+from .sources.base import FrozenSet
+
+def labels_of(snapshot: Snapshot, config: AccessConfig) -> AccessLabels:
+    return AccessLabels(snapshot.table("corpus"), snapshot.table("queries"), config.queries_without_groups)
+
+
+def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -> FrozenSet:
+    """The frozen set without what each query's user may not see, the removed rows as its ``withheld``; the record of
+    what was removed goes into the provenance under ``access`` and a line into the log."""
+    labels = labels_of(snapshot, config)
+    candidates = frozen.candidates
+    query_ids = candidates.column("query_id").to_pylist()
+    doc_ids = candidates.column("doc_id").to_pylist()
+    known = set(snapshot.table("corpus").column("doc_id").to_pylist())
+    visible = np.ones(len(doc_ids), dtype=bool)
+    if config.filter and labels.restricts:
+        starts = np.flatnonzero(np.r_[True, np.array(query_ids[1:], dtype=object) != np.array(query_ids[:-1],
+                                                                                              dtype=object)]) \
+            if query_ids else np.array([], dtype=np.int64)
+        for start, end in zip(starts, [*starts[1:], len(query_ids)]):
+            visible[start:end] = labels.may_see(query_ids[start], doc_ids[start:end])
+    record: dict[str, Any] = {"filter": config.filter, "queries_without_groups": config.queries_without_groups,
+                              "labelled_documents": len(labels.acl)}
+    outside = sum(doc_id not in known for doc_id in doc_ids)
+    with_groups = sum(groups is not None for groups in labels.groups.values())
+    if with_groups and not labels.restricts:
+        record["cannot_filter"] = (f"{with_groups} queries name the user's groups but no document carries an acl: the "
+                                   "candidates could not be filtered (every document counts as public)")
+    elif outside and labels.restricts:
+        record["cannot_filter"] = (f"{outside} candidates name documents outside the corpus, whose acl is unknown: "
+                                   "they were kept as public")
+    removed = ~visible
+    record["removed"] = int(removed.sum())
+    record["queries_with_removed"] = len({query_ids[i] for i in np.flatnonzero(removed)})
+    # From each first-stage retriever's own top list; a source without them (a run, a replay) is its own first stage.
+    record["removed_from"] = (_removed_per_retriever(frozen.first_stage, labels if config.filter else None)
+                              if frozen.first_stage.num_rows else
+                              {candidate_source(frozen.provenance)["name"]: record["removed"]})
+    if not config.filter and labels.restricts:
+        record["unfiltered"] = "retrieval.access.filter is false: every system sees what its user may not"
+    withheld = _withheld(candidates, removed, frozen.passages)
+    kept = candidates.filter(pa.array(visible))
+    kept = kept.set_column(kept.schema.get_field_index("fused_rank"), "fused_rank", _renumbered(kept))
+    used = set(kept.column("passage_sha256").to_pylist())
+    passages = frozen.passages.filter(pc.is_in(frozen.passages.column("passage_sha256"),
+                                               value_set=pa.array(sorted(used), pa.string())))
+    first_stage = _filtered_first_stage(frozen.first_stage, labels if config.filter else None)
+    line = (f"access: removed {record['removed']} candidates the user may not see from {record['queries_with_removed']}"
+            f" queries ({', '.join(f'{name} {count}' for name, count in record['removed_from'].items())})"
+            if config.filter else "access: retrieval.access.filter is false: nothing removed")
+    log = [line] + ([f"access: cannot filter: {record['cannot_filter']}"] if "cannot_filter" in record else [])
+    provenance = {**frozen.provenance, "access": record}
+    return replace(frozen, candidates=kept, passages=passages_table(passages.column("passage_sha256").to_pylist(),
+                                                                    passages.column("passage").to_pylist()),
+                   first_stage=first_stage, provenance=provenance, log=[*frozen.log, *log], withheld=withheld)
+
+
+def _renumbered(candidates: pa.Table) -> pa.Array:
+    """Fused ranks 1..n per query, in the (query, fused rank) order the table is in."""
+    query_ids = np.array(candidates.column("query_id").to_pylist(), dtype=object)
+    if not len(query_ids):
+        return pa.array([], pa.int32())
+    new_query = np.r_[True, query_ids[1:] != query_ids[:-1]]
+    starts = np.flatnonzero(new_query)
+    positions = np.arange(len(query_ids)) - np.repeat(starts, np.diff(np.r_[starts, len(query_ids)]))
+    return pa.array(positions + 1, pa.int32())
+
+
+def _withheld(candidates: pa.Table, removed: np.ndarray, passages: pa.Table) -> pa.Table:
+    rows = candidates.filter(pa.array(removed))
+    text = dict(zip(passages.column("passage_sha256").to_pylist(), passages.column("passage").to_pylist()))
+    return rows.append_column("passage", pa.array([text[digest] for digest in rows.column("passage_sha256")
+                                                  .to_pylist()], pa.string()))
+
+
+def _visible_rows(table: pa.Table, labels: AccessLabels | None) -> np.ndarray:
+    visible = np.ones(table.num_rows, dtype=bool)
+    if labels is None or not labels.restricts:
+        return visible
+    query_ids = table.column("query_id").to_pylist()
+    doc_ids = table.column("doc_id").to_pylist()
+    for row, (query_id, doc_id) in enumerate(zip(query_ids, doc_ids)):
+        if doc_id in labels.acl:
+            visible[row] = bool(labels.may_see(query_id, [doc_id])[0])
+    return visible
+
+
+def _removed_per_retriever(first_stage: pa.Table, labels: AccessLabels | None) -> dict[str, int]:
+    """Per first-stage retriever: how many of its own top-list entries the filter removes."""
+    visible = _visible_rows(first_stage, labels)
+    retrievers = first_stage.column("retriever").to_pylist()
+    counts: dict[str, int] = {}
+    for retriever, seen in zip(retrievers, visible):
+        counts[retriever] = counts.get(retriever, 0) + int(not seen)
+    return dict(sorted(counts.items()))
+
+
+def _filtered_first_stage(first_stage: pa.Table, labels: AccessLabels | None) -> pa.Table:
+    """Each retriever's own top list without what the user may not see, ranks renumbered 1..n."""
+    kept = first_stage.filter(pa.array(_visible_rows(first_stage, labels)))
+    if not kept.num_rows:
+        return kept
+    keys = np.array([f"{r}\x00{q}" for r, q in zip(kept.column("retriever").to_pylist(),
+                                                    kept.column("query_id").to_pylist())], dtype=object)
+    new_group = np.r_[True, keys[1:] != keys[:-1]]
+    starts = np.flatnonzero(new_group)
+    ranks = np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)])) + 1
+    return kept.set_column(kept.schema.get_field_index("rank"), "rank", pa.array(ranks, pa.int32()))

@@ -1,0 +1,61 @@
+"""Guardrails in the analysis: each system's rate of every guardrail measure with its CI, and each pair's evidence
+for the verdict (``verdict.GuardrailEvidence``), from the per-query values the evaluate stage wrote.
+
+The rates are means over every evaluated query with their bootstrap CI (``domains.mean_intervals``); an increase is
+the paired bootstrap CI of the challenger's minus the compared system's values (``resampling.bootstrap_ci``), at the
+comparison's confidence: a guardrail is checked on its own, not as a member of the release family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .config import GuardrailRule
+from .domains import mean_intervals
+from .resampling import bootstrap_ci
+from .verdict import DeltaEvidence, GuardrailEvidence
+
+
+def guardrail_table(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str],
+                    measures: Sequence[str], boot: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """compare.json's ``guardrails``: per measure and system, its mean with CI and the queries with a non-zero value."""
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for measure in measures:
+        values = np.column_stack([scores[system][measure] for system in systems])
+        found = mean_intervals(values, **boot)
+        table[measure] = {system: {"mean": _rounded(found.mean[j]), "low": _rounded(found.low[j]),
+                                   "high": _rounded(found.high[j]),
+                                   "queries_with_any": int(np.count_nonzero(values[:, j] > 0)),
+                                   "queries": int(len(values))}
+                          for j, system in enumerate(systems)}
+    return table
+
+
+def guardrail_evidence(scores: Mapping[str, Mapping[str, np.ndarray]], challenger: str, reference: str,
+                       rules: Sequence[GuardrailRule], boot: Mapping[str, Any]) -> tuple[GuardrailEvidence, ...]:
+    """The evidence of each guardrail whose measure was evaluated, for ``challenger`` against ``reference``."""
+    found = []
+    for rule in rules:
+        name = str(rule.measure)
+        if name not in scores[challenger]:
+            continue
+        mine, theirs = scores[challenger][name], scores[reference][name]
+        delta = None
+        if rule.max_increase is not None:
+            intervals = bootstrap_ci((mine - theirs)[:, None], **boot)
+            delta = DeltaEvidence.from_intervals(name, intervals, 0)
+            delta = DeltaEvidence(name, round(delta.mean, 6), round(delta.ci_low, 6), round(delta.ci_high, 6),
+                                  delta.confidence)
+        found.append(GuardrailEvidence(measure=name, zero=rule.zero, max_increase=rule.max_increase,
+                                       challenger_mean=round(float(mine.mean()), 6),
+                                       reference_mean=round(float(theirs.mean()), 6),
+                                       queries_with_any=int(np.count_nonzero(mine > 0)), queries=int(len(mine)),
+                                       increase=delta))
+    return tuple(found)
+
+
+def _rounded(value: float) -> float | None:
+    return round(float(value), 6) if np.isfinite(value) else None

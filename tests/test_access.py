@@ -1,0 +1,375 @@
+"""Access control and validity (issue: guardrails): labels read and refused by file, line and field; the freeze
+stage removes what the asking user may not see before any system scores anything; the guardrail measures and the
+verdict's hard guardrail; and a recording test that no unauthorized text or id leaves the process, for every system
+kind and the generator."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rerankeval.core.errors import CollectionError
+from rerankeval.data.access import AccessDenied, AccessLabels, guardrail_flags
+from rerankeval.data.beir import load_beir
+from rerankeval.data.snapshot import Snapshot, write_snapshot
+from rerankeval.eval.engine import evaluate
+from rerankeval.retrieval.candidates import load_candidates, write_candidates
+from rerankeval.retrieval.config import AccessConfig, RunConfig
+from rerankeval.retrieval.sources import freeze_candidates
+from rerankeval.stats.config import ReleaseRule
+from rerankeval.stats.verdict import Caveat, DeltaEvidence, Evidence, GuardrailEvidence, decide
+from tests.conftest import write_beir
+from tests.test_http_rerank import fake_api  # noqa: F401  (the recording HTTP reranker, a fixture)
+
+MARKER = "SECRET-7731"
+NEIGHBOUR_MARKER = "SECRET-NEIGHBOUR-4412"
+RUNBOOK = "SECRET-RUNBOOK-9902"
+
+
+def labelled(tmp_path, *, corpus_extra=(), query_meta=None, doc_meta=None):
+    """Public documents p1..p4, a restricted one (acl staff) sharing p1's words, and two price-list editions."""
+    corpus = [{"_id": "p1", "text": "router reset steps hold the button", "metadata": {"parent_id": "m"}},
+              {"_id": "secret", "text": f"router reset steps {MARKER} staff override", "metadata": {
+                  "acl": ["staff"], "parent_id": "m", **(doc_meta or {})}},
+              {"_id": "p2", "text": "billing questions and invoices"},
+              {"_id": "old", "text": "price list basic plan 30 days", "metadata": {
+                  "superseded_by": "new", "valid_to": "2024-04-01"}},
+              {"_id": "new", "text": "price list basic plan 60 days", "metadata": {"valid_from": "2024-04-01"}},
+              *corpus_extra]
+    queries = [{"_id": "q1", "text": "router reset steps", "metadata": {
+                   "user_groups": ["customers"], "as_of": "2024-06-01", **(query_meta or {})}},
+               {"_id": "q2", "text": "basic plan price list", "metadata": {"user_groups": ["customers", "staff"],
+                                                                          "as_of": "2024-06-01"}}]
+    qrels = {"test": [("q1", "p1", 2), ("q1", "p2", 0), ("q2", "new", 2), ("q2", "old", 1)]}
+    return write_beir(tmp_path / "beir", corpus, queries, qrels)
+
+
+# ------------------------------------------------------------------------------------------ reading the labels
+
+
+def test_labels_are_typed_columns_normalised_to_utc_and_never_slices(tmp_path):
+    collection = load_beir(labelled(tmp_path, query_meta={"as_of": "2024-06-01T09:00:00+09:00"}))
+    corpus = collection.corpus.to_pandas().set_index("doc_id")
+    assert list(corpus.loc["secret", "acl"]) == ["staff"] and corpus.loc["p1", "acl"] is None
+    assert corpus.loc["old", "valid_to"] == "2024-04-01T00:00:00Z" and corpus.loc["old", "superseded_by"] == "new"
+    queries = collection.queries.to_pandas().set_index("query_id")
+    assert queries.loc["q1", "as_of"] == "2024-06-01T00:00:00Z"  # 09:00 in UTC+9 is midnight UTC
+    assert list(queries.loc["q2", "user_groups"]) == ["customers", "staff"]
+    assert "as_of" not in collection.slice_columns and "user_groups" not in collection.slice_columns
+    assert any("documents carry metadata.acl" in note for note in collection.notes)
+
+
+def test_a_collection_without_labels_keeps_its_tables(tiny_beir):
+    collection = load_beir(tiny_beir)
+    assert "acl" not in collection.corpus.schema.names and "as_of" not in collection.queries.schema.names
+
+
+@pytest.mark.parametrize("doc_meta, message", [
+    ({"acl": "staff"}, r"corpus.jsonl:2: metadata.acl must be a list of non-empty strings"),
+    ({"acl": ["staff", 7]}, r"corpus.jsonl:2: metadata.acl must be a list"),
+    ({"acl": [f"g{i}" for i in range(1001)]}, r"corpus.jsonl:2: metadata.acl lists 1001 groups"),
+    ({"valid_to": "03/04/2024"}, r"corpus.jsonl:2: metadata.valid_to: '03/04/2024' is not an ISO 8601 date"),
+    ({"valid_from": "2024-02-30"}, r"corpus.jsonl:2: metadata.valid_from: '2024-02-30' is not a valid date"),
+    ({"valid_from": "2024-05-01", "valid_to": "2024-01-01"}, r"corpus.jsonl:2: metadata.valid_from .* is not before"),
+    ({"superseded_by": "nowhere"}, r"corpus.jsonl:2: metadata.superseded_by names 'nowhere', which is not in"),
+    ({"superseded_by": "secret"}, r"leads back to 'secret' \(a cycle\)"),
+    ({"status": "archived"}, r"corpus.jsonl:2: metadata.status must be one of current, outdated"),
+])
+def test_bad_document_labels_are_refused_naming_file_line_and_field(tmp_path, doc_meta, message):
+    with pytest.raises(CollectionError, match=message):
+        load_beir(labelled(tmp_path, doc_meta=doc_meta))
+
+
+@pytest.mark.parametrize("query_meta, message", [
+    ({"user_groups": "customers"}, r"queries.jsonl:1: metadata.user_groups must be a list"),
+    ({"as_of": 20240601}, r"queries.jsonl:1: metadata.as_of: a date must be a string"),
+    ({"as_of": "June 1st"}, r"queries.jsonl:1: metadata.as_of: 'June 1st' is not an ISO 8601 date"),
+])
+def test_bad_query_labels_are_refused_naming_file_line_and_field(tmp_path, query_meta, message):
+    with pytest.raises(CollectionError, match=message):
+        load_beir(labelled(tmp_path, query_meta=query_meta))
+
+
+def test_suspicious_labels_are_warned_and_zoneless_dates_noted(tmp_path):
+    folder = labelled(tmp_path, query_meta={"user_groups": ["custmers"], "as_of": "2024-06-01T10:00"})
+    collection = load_beir(folder)
+    assert any("groups no document's acl grants" in warning and "'custmers'" in warning
+               for warning in collection.warnings)
+    assert any("1 date-times without a time zone read as UTC" in note for note in collection.notes)
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "router reset steps"}) + "\n"
+                                          + json.dumps({"_id": "q2", "text": "basic plan price list"}) + "\n")
+    warnings = load_beir(folder).warnings
+    assert any("2 queries have no metadata.user_groups" in warning for warning in warnings)
+    assert any("2 queries have no metadata.as_of" in warning for warning in warnings)
+
+
+# ------------------------------------------------------------------------------------------ what a user may see
+
+
+def labels_of(tmp_path, **kwargs) -> AccessLabels:
+    collection = load_beir(labelled(tmp_path, **kwargs))
+    return AccessLabels(collection.corpus, collection.queries)
+
+
+def test_access_staleness_and_stale_first_at_the_as_of_date(tmp_path):
+    labels = labels_of(tmp_path)
+    docs = ["p1", "secret", "old", "new"]
+    assert labels.may_see("q1", docs).tolist() == [True, False, True, True]
+    assert labels.may_see("q2", docs).tolist() == [True, True, True, True]
+    assert labels.stale("q1", docs).tolist() == [False, False, True, False]
+    assert labels.stale_first("q2", ["old", "p1", "new"]).tolist() == [True, False, False]
+    assert labels.stale_first("q2", ["new", "old"]).tolist() == [False, False]  # its successor is above it
+
+
+def test_before_the_successor_is_in_force_the_old_edition_is_current(tmp_path):
+    labels = labels_of(tmp_path, query_meta={"as_of": "2024-03-01"})
+    assert labels.stale("q1", ["old", "new"]).tolist() == [False, True]  # the new one is not yet valid
+
+
+def test_a_query_without_groups_sees_public_documents_or_is_refused_by_policy(tmp_path):
+    folder = labelled(tmp_path)
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "router reset steps"}) + "\n"
+                                          + json.dumps({"_id": "q2", "text": "basic plan price list"}) + "\n")
+    collection = load_beir(folder)
+    public = AccessLabels(collection.corpus, collection.queries, "public")
+    assert public.may_see("q1", ["p1", "secret"]).tolist() == [True, False]
+    with pytest.raises(AccessDenied, match=r"'q1' has no metadata.user_groups .*queries_without_groups is refuse"):
+        AccessLabels(collection.corpus, collection.queries, "refuse").may_see("q1", ["p1"])
+
+
+# ------------------------------------------------------------------------------------------ the freeze filter
+
+
+def frozen_from_run(tmp_path, run_lines: str, access: AccessConfig = AccessConfig()):
+    folder = labelled(tmp_path)
+    write_snapshot(load_beir(folder), tmp_path / "snapshot", source={})
+    run = tmp_path / "team.trec"
+    run.write_text(run_lines)
+    return freeze_candidates(Snapshot(tmp_path / "snapshot"), RunConfig(source="run", run=str(run), top_n=10,
+                                                                         access=access))
+
+
+RUN = ("q1 Q0 secret 1 9 team\nq1 Q0 p1 2 8 team\nq1 Q0 old 3 7 team\nq1 Q0 new 4 6 team\n"
+       "q2 Q0 secret 1 9 team\nq2 Q0 old 2 8 team\nq2 Q0 new 3 7 team\n")
+
+
+def test_the_freeze_removes_what_the_user_may_not_see_and_records_it(tmp_path):
+    frozen = frozen_from_run(tmp_path, RUN)
+    kept = frozen.candidates.to_pandas()
+    assert kept[kept["query_id"] == "q1"]["doc_id"].tolist() == ["p1", "old", "new"]
+    assert kept[kept["query_id"] == "q1"]["fused_rank"].tolist() == [1, 2, 3]  # renumbered
+    assert "secret" in kept[kept["query_id"] == "q2"]["doc_id"].tolist()  # q2's user is staff
+    withheld = frozen.withheld.to_pandas()
+    assert withheld[["query_id", "doc_id", "fused_rank"]].values.tolist() == [["q1", "secret", 1]]
+    assert MARKER in withheld["passage"].iloc[0]
+    record = frozen.provenance["access"]
+    assert record["removed"] == 1 and record["queries_with_removed"] == 1 and record["removed_from"] == {"run": 1}
+    assert any("removed 1 candidates" in line for line in frozen.log)
+
+
+def test_only_staff_queries_keep_the_restricted_text_in_the_passages_file(tmp_path):
+    run = "q1 Q0 secret 1 9 team\nq1 Q0 p1 2 8 team\nq2 Q0 old 1 8 team\n"
+    frozen = frozen_from_run(tmp_path, run)
+    assert MARKER not in " ".join(frozen.passages.column("passage").to_pylist())
+
+
+def test_filter_off_removes_nothing_and_says_so(tmp_path):
+    frozen = frozen_from_run(tmp_path, RUN, AccessConfig(filter=False))
+    assert frozen.candidates.num_rows == 7 and frozen.withheld.num_rows == 0
+    assert "unfiltered" in frozen.provenance["access"]
+
+
+def test_a_source_over_unlabelled_documents_says_it_cannot_filter(tmp_path, tiny_beir):
+    queries = tiny_beir / "queries.jsonl"
+    records = [json.loads(line) for line in queries.read_text().splitlines()]
+    queries.write_text("".join(json.dumps({**r, "metadata": {**r.get("metadata", {}), "user_groups": ["x"]}}) + "\n"
+                               for r in records))
+    write_snapshot(load_beir(tiny_beir), tmp_path / "snapshot", source={})
+    run = tmp_path / "team.trec"
+    run.write_text("q0 Q0 d0a 1 9 team\n")
+    frozen = freeze_candidates(Snapshot(tmp_path / "snapshot"), RunConfig(source="run", run=str(run), top_n=10))
+    assert "no document carries an acl" in frozen.provenance["access"]["cannot_filter"]
+    assert any("cannot filter" in line for line in frozen.log)
+
+
+def test_the_unfiltered_view_puts_the_withheld_candidates_back_in_their_places(tmp_path):
+    frozen = frozen_from_run(tmp_path, RUN)
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                     frozen.passages, frozen.provenance, (tmp_path / "withheld.parquet", frozen.withheld))
+    plain = load_candidates(tmp_path / "candidates.parquet", query_ids=["q1"])
+    assert "secret" not in plain["doc_id"].tolist()
+    unfiltered = load_candidates(tmp_path / "candidates.parquet", query_ids=["q1"], unfiltered=True)
+    assert unfiltered["doc_id"].tolist() == ["secret", "p1", "old", "new"]
+    assert unfiltered["fused_rank"].tolist() == [1, 2, 3, 4] and MARKER in unfiltered["passage"].iloc[0]
+
+
+# ------------------------------------------------------------------------------------------ measures and verdict
+
+
+def test_guardrail_measures_one_value_per_query(tmp_path):
+    labels = labels_of(tmp_path)
+    run = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 2, "doc_id": ["secret", "p1", "old", "new", "new", "old"],
+                        "rank": [1, 2, 3, 4, 1, 2]})
+    none = pd.DataFrame({"query_id": pd.Series(dtype=str), "doc_id": pd.Series(dtype=str),
+                         "relevance": pd.Series(dtype="int64")})
+    values = evaluate(run, none, ["ACLViolation@1", "ACLViolation@10", "Stale@2", "Stale@4", "StaleFirst@10"],
+                      queries=["q1", "q2"], no_relevant="zero",
+                      sources={"guardrails": guardrail_flags(run, labels)})
+    assert values.loc["q1"].tolist() == [1.0, 1.0, 0.0, 0.25, 1.0]
+    assert values.loc["q2"].tolist() == [0.0, 0.0, 0.5, 0.5, 0.0]  # staff may see it; old below new
+
+
+RULE = ReleaseRule(primary_metric="nDCG@10", min_delta=0.01)
+
+
+def evidence(**guardrail) -> Evidence:
+    found = GuardrailEvidence(**{"measure": "ACLViolation@10", "zero": True, "max_increase": None,
+                                 "challenger_mean": 0.0, "reference_mean": 0.0, "queries_with_any": 0,
+                                 "queries": 50, **guardrail})
+    return Evidence(primary=DeltaEvidence("nDCG@10", 0.08, 0.05, 0.11), slices=(), guardrails=(found,),
+                    caveats=(Caveat("every query: the generator cannot tell rankings apart"),))
+
+
+def test_one_violation_rejects_whatever_the_quality_gain_and_is_listed_first():
+    verdict = decide(RULE, evidence(challenger_mean=0.02, queries_with_any=1))
+    assert verdict.decision == "REJECT" and verdict.reasons[0] == verdict.decided_by
+    assert verdict.decided_by.startswith("guardrail ACLViolation@10: 1 of 50 queries (2.0%)")
+    assert "zero allowed" in verdict.decided_by  # a caveat softens quality checks, never a guardrail
+    assert decide(RULE, evidence()).checks[0].passed
+
+
+def test_an_established_stale_increase_rejects_an_unestablished_one_blocks_accept():
+    rise = dict(measure="Stale@5", zero=False, max_increase=0.02, challenger_mean=0.2, reference_mean=0.1)
+    established = decide(RULE, evidence(**rise, increase=DeltaEvidence("Stale@5", 0.1, 0.05, 0.15)))
+    assert established.decision == "REJECT" and "lies above max_increase +0.0200" in established.decided_by
+    unsure = decide(RULE, evidence(**rise, increase=DeltaEvidence("Stale@5", 0.05, -0.01, 0.11)))
+    assert not unsure.checks[0].passed and not unsure.checks[0].hard
+    within = decide(RULE, evidence(**rise, increase=DeltaEvidence("Stale@5", 0.0, -0.03, 0.03)))
+    assert within.checks[0].passed
+
+
+# ------------------------------------------------------------------------------------------ context selection
+
+
+def test_neighbour_expansion_stops_at_a_chunk_the_user_may_not_see():
+    from rerankeval.rag.config import SelectConfig
+    from rerankeval.rag.passages import Passages
+    from rerankeval.rag.select import Ranked, select_context
+
+    passages = Passages(text={"a": "one", "b": NEIGHBOUR_MARKER, "c": "three"}, parent={"a": "P", "b": "P", "c": "P"},
+                        previous={"b": "a", "c": "b"}, next={"a": "b", "b": "c"})
+    config = SelectConfig(neighbours=2, max_passages=5)
+    open_context = [p.doc_id for p in select_context([Ranked("a", "P", 1)], passages, config)]
+    assert open_context == ["a", "b", "c"]
+    guarded = [p.doc_id for p in select_context([Ranked("a", "P", 1)], passages, config, visible=lambda d: d != "b")]
+    assert guarded == ["a"]
+
+
+# ------------------------------------------------------------------------------------------ nothing leaves the process
+
+
+@pytest.mark.slow
+def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_run(tmp_path, fake_api, capsys,
+                                                                                   monkeypatch):
+    """Every system kind reranks the filtered candidates: a recording HTTP reranker, the learned kinds' pair cache, a
+    team's run naming the restricted document, composites over them, and the OpenAI-compatible generator (a recording
+    fake endpoint) see no restricted text or id; the same pipeline with ``access_filter: false`` does send it, so the
+    recording would catch a leak."""
+    from rerankeval.core.io import read_table
+    from rerankeval.pipeline import generate, rerank, select
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.retrieval.freeze import freeze
+    from rerankeval.retrieval.sources.base import FrozenSet
+    from rerankeval.retrieval.access import filter_frozen
+    from rerankeval.core.io import write_json, write_table
+    from rerankeval.data.snapshot import retrieval_inputs
+    from rerankeval.retrieval.config import HybridConfig
+    from tests.fake_openai import FakeOpenAI
+    from tests.stage_fixtures import tiny_paths
+    from tests.test_models import save_tiny_bert
+    from tests.test_params import composed
+    from tests.test_retrieval import FakeRetriever, PriorRetriever
+
+    # Runbooks only the security group may see (no query's user is in it), beside public chunks of their manuals.
+    restricted = [{"_id": f"secret{k}", "text": f"router reset steps hold the button {RUNBOOK} override {k}",
+                   "metadata": {"acl": ["security"], "parent_id": f"manual{k}"}} for k in range(3)]
+    neighbours = [{"_id": f"pub{k}", "text": "router reset steps hold the button", "metadata": {
+        "parent_id": f"manual{k}"}} for k in range(3)]
+    folder = labelled(tmp_path, corpus_extra=[*neighbours, *restricted])
+    paths = tiny_paths(tmp_path)
+    write_snapshot(load_beir(folder), paths.snapshot, source={})
+    snapshot = Snapshot(paths.snapshot)
+    config = HybridConfig(top_n=20, fusion_depth=20)  # every document is a candidate of every query
+    raw = freeze(snapshot.table("corpus"), snapshot.table("queries"), config, snapshot.table("qrels"),
+                 lexical_retriever=FakeRetriever, dense_retriever=PriorRetriever)
+    frozen = filter_frozen(FrozenSet(raw.candidates, raw.passages, raw.first_stage, {
+        "snapshot": retrieval_inputs(snapshot), "retrieval": config.settings(), "fusion": raw.fusion}),
+        snapshot, AccessConfig())
+    assert frozen.withheld.num_rows >= 6  # both queries lost every runbook
+    write_candidates(paths.candidates, paths.passages, frozen.candidates, frozen.passages, frozen.provenance,
+                     (paths.withheld, frozen.withheld))
+    write_table(paths.first_stage, frozen.first_stage, frozen.provenance)
+
+    model = save_tiny_bert(tmp_path / "tiny_ce", "BertForSequenceClassification")
+    encoder = save_tiny_bert(tmp_path / "tiny_bi", "BertModel")
+    server = fake_api(["ok"])
+    cache = str(tmp_path / "score_cache")
+    learned = {"model": str(model), "depth": 20, "max_length": 48, "batch_size": 4, "cache_dir": cache}
+    team_run = tmp_path / "team.trec"
+    team_run.write_text("".join(f"q1 Q0 {doc} {rank} {10 - rank} team\n"
+                                for rank, doc in enumerate(["secret0", "p1", "pub0", "p2"], start=1)))
+    api = {"kind": "http_rerank", "base_url": f"http://127.0.0.1:{server.server_address[1]}", "model": "fake-1",
+           "depth": 20, "cache_dir": cache, "backoff_s": 0.01, "request_timeout_s": 5.0}
+    systems = {
+        "fusion": {"kind": "fusion", "depth": 20}, "bm25": {"kind": "bm25", "depth": 20},
+        "dense": {"kind": "dense", "depth": 20}, "oracle": {"kind": "oracle", "depth": 20},
+        "random": {"kind": "random", "depth": 20, "seed": 0},
+        "ce": {"kind": "cross_encoder", **learned}, "flag": {"kind": "flag_reranker", **learned},
+        "bi": {"kind": "bi_encoder", **learned, "model": str(encoder)},
+        "api": api, "team": {"kind": "trec_run", "path": str(team_run), "depth": 20},
+        "blend": {"kind": "blend", "components": ["api", "fusion"], "weight": 0.5, "depth": 20},
+        "cascade": {"kind": "cascade", "first": "column:bm25_score", "second": "ce", "depth": 20, "second_depth": 6},
+        "routed": {"kind": "routed", "depth": 20, "rules": [{"when": {"identifier_in_query": True}, "then": "skip"}],
+                   "default": "blend"},
+        "leaky": {**api, "access_filter": False},
+    }
+    params = composed()
+    params["dataset"] = {**params["dataset"], "name": "labelled", "path": str(folder), "critical_slices": []}
+    params["systems"], params["system_names"] = systems, list(systems)
+    with FakeOpenAI() as llm:
+        params["rag"]["generator"] = {"kind": "openai_compatible", "base_url": llm.base_url, "model": "fake",
+                                      "cache_dir": str(tmp_path / "llm_cache"), "backoff_s": 0.01, "max_retries": 1,
+                                      "api_key_env": None}
+        params["rag"]["select"] = {**params["rag"]["select"], "neighbours": 2}
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        write_json(paths.calibration, {"result": {}})
+        sent_by = {}
+
+        def run_system(name):
+            before_api, before_llm = len(server.requests), len(llm.requests)
+            loaded = load_params(tmp_path / "params.yaml")
+            rerank.run(loaded, paths, name)
+            select.run(loaded, paths, name)
+            generate.run(loaded, paths, name)
+            sent_by[name] = (json.dumps([body for _, body, _ in server.requests[before_api:]]),
+                             json.dumps(llm.requests[before_llm:], ensure_ascii=False))
+
+        for name in systems:
+            if name != "leaky":
+                run_system(name)
+        out = capsys.readouterr()
+        assert RUNBOOK not in out.out + out.err
+        for path in tmp_path.rglob("*"):  # every run, context, answer, cache and record written so far
+            # The collection holds the restricted text by design (the snapshot too), the withheld file apart.
+            if path.is_file() and not {"beir", "snapshot"} & set(path.parts) and path != paths.withheld:
+                assert RUNBOOK.encode() not in path.read_bytes(), f"a restricted text was written to {path}"
+        run_system("leaky")
+    for name in systems:
+        run = read_table(paths.run(name)).to_pandas()
+        leaked = RUNBOOK in sent_by[name][0] or RUNBOOK in sent_by[name][1] or \
+            bool(set(run["doc_id"]) & {"secret0", "secret1", "secret2"})
+        assert leaked == (name == "leaky"), f"{name}: {'a restricted text left the process' if leaked else ''}"
+    assert RUNBOOK in sent_by["leaky"][0]  # the recording catches a leak
+    assert sent_by["api"][0] != "[]" and sent_by["fusion"][1] != "[]"  # both recorders saw traffic
