@@ -373,3 +373,22 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
         assert leaked == (name == "leaky"), f"{name}: {'a restricted text left the process' if leaked else ''}"
     assert RUNBOOK in sent_by["leaky"][0]  # the recording catches a leak
     assert sent_by["api"][0] != "[]" and sent_by["fusion"][1] != "[]"  # both recorders saw traffic
+
+
+def test_a_replay_file_is_filtered_too_and_says_what_it_could_not_check(tmp_path):
+    from rerankeval.retrieval.config import ReplayConfig
+
+    folder = labelled(tmp_path)
+    write_snapshot(load_beir(folder), tmp_path / "snapshot", source={})
+    line = {"query_id": "q1", "candidate_source": "prod-v7", "candidates": [
+        {"document_id": doc, "text": text, "retrieval_rank": rank, "retrieval_score": 10.0 - rank}
+        for rank, (doc, text) in enumerate([("secret", f"router reset {MARKER}"), ("p1", "router reset steps"),
+                                            ("outside9", "a document the corpus does not hold")], start=1)]}
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps(line) + "\n")
+    frozen = freeze_candidates(Snapshot(tmp_path / "snapshot"), ReplayConfig(source="replay", path=str(replay),
+                                                                             top_n=10))
+    assert frozen.candidates.column("doc_id").to_pylist() == ["p1", "outside9"]
+    assert MARKER not in " ".join(frozen.passages.column("passage").to_pylist())
+    assert "1 candidates name documents outside the corpus" in frozen.provenance["access"]["cannot_filter"]
+    assert frozen.provenance["access"]["removed_from"] == {"prod-v7": 1}

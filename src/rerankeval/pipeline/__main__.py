@@ -20,6 +20,7 @@ from importlib import import_module
 from pathlib import Path
 
 from ..core.errors import ConfigError, RerankevalError
+from ..core.privacy import redact_logs
 from ..workspace.paths import PipelinePaths
 from .params import load_params
 from .table import STAGES as TABLE
@@ -93,4 +94,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    redact_logs()  # the process's stdout and stderr: personal data in a query or a passage never reaches a log
     sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.io import read_table, table_metadata, write_json
+from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
@@ -80,9 +81,11 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                                                                   rule.primary_metric])),
             settings.baseline, **settings.resampling(with_method=False))
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
-    queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot)
-    write_json(paths.compare, checked_compare(result, str(paths.compare)))
-    write_json(paths.verdicts, checked_verdicts(verdicts, str(paths.verdicts)))
+    # Written for people as well as programs: personal data in query texts is redacted (core.privacy).
+    redact = redactor(params.privacy)
+    queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot, redact)
+    write_json(paths.compare, redact_values(checked_compare(result, str(paths.compare)), redact))
+    write_json(paths.verdicts, redact_values(checked_verdicts(verdicts, str(paths.verdicts)), redact))
     for flag in (first_stage["flag"], generator["flag"]):
         if flag:
             print(f"compare: warning: {flag}")

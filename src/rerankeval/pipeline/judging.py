@@ -3,7 +3,7 @@ give an INCONCLUSIVE verdict's test its power are part of the analysis (``stats.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
@@ -18,10 +18,11 @@ from .params import Params
 
 def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str, pd.DataFrame],
                         traits: Mapping[str, KindTraits], qrels: pd.DataFrame, queries: pd.DataFrame,
-                        snapshot: Snapshot) -> int:
+                        snapshot: Snapshot, redact: Callable[[str], str] = str) -> int:
     """Write ``paths.judging_queue``: the unjudged pairs in the top k (the unjudged watch's cutoff) of the baseline
     and of every reranker under test (reference systems, i.e. first stages and bounds, are no release candidates),
-    ordered by how far judging each moves the primary Δ against the (first) baseline. Returns the pairs written;
+    ordered by how far judging each moves the primary Δ against the (first) baseline, ``redact`` applied to the
+    text an assessor reads (``core.privacy``). Returns the pairs written;
     a primary metric that is not a ranking measure, or no reranker to compare, gives the header alone."""
     settings = params.compare
     metric = parse_measure(settings.release.primary_metric)
@@ -38,5 +39,5 @@ def write_judging_queue(params: Params, paths: PipelinePaths, runs: Mapping[str,
                           no_relevant=params.evaluation.no_relevant,
                           chance_relevant=relevant_chance(classes.fillna(True), qrels))
     corpus = snapshot.table("corpus").select(["doc_id", "title", "text"]).to_pandas()
-    write_text(paths.judging_queue, queue_tsv(with_assessor_text(queue, queries["text"].to_dict(), corpus)))
+    write_text(paths.judging_queue, redact(queue_tsv(with_assessor_text(queue, queries["text"].to_dict(), corpus))))
     return len(queue)

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from ..core.io import read_json, read_table, table_metadata, write_text
+from ..core.privacy import redactor
 from ..data.snapshot import Snapshot
 from ..eval.judging import read_queue_tsv
 from ..report.answers import AnswerInputs
@@ -56,12 +57,13 @@ def run(params: Params, paths: PipelinePaths) -> None:
         plots=paths.plots.relative_to(folder).as_posix(), decision=paths.report.relative_to(folder).as_posix(),
         details=paths.details.relative_to(folder).as_posix(),
         explorer=(paths.site / "explorer.html").relative_to(folder).as_posix()))
-    write_text(paths.report, report.decision)
-    write_text(paths.details, report.details)
-    write_text(paths.record, yaml.safe_dump(report.record, sort_keys=False, allow_unicode=True))
+    redact = redactor(params.privacy)  # what people read shows no personal data (core.privacy)
+    write_text(paths.report, redact(report.decision))
+    write_text(paths.details, redact(report.details))
+    write_text(paths.record, redact(yaml.safe_dump(report.record, sort_keys=False, allow_unicode=True)))
     build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare["split"],
                                                    "queries": inputs.compare["queries"]},
-               paths.site, paths.plots, [paths.report, paths.details])
+               paths.site, paths.plots, [paths.report, paths.details], redact)
     print(f"report: {paths.report} (details: {paths.details}), site: {paths.site / 'index.html'}")
 
 
@@ -81,7 +83,8 @@ def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> S
         answers={s: read_table(paths.answer(s), ANSWERS_SCHEMA).to_pandas() for s in systems},
         passages=load_passages(paths.candidates),
         reference=[s for s in systems if KindTraits.from_metadata(inputs.run_metadata[s].get("traits"),
-                                                                  f"run of {s}").reference])
+                                                                  f"run of {s}").reference],
+        access=inputs.metrics.get("access"))
 
 
 def _model_card(model_dir: Path) -> dict | None:

@@ -204,7 +204,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     decision_inputs = decision.DecisionInputs(
         verdicts=inputs.verdicts, compare=compare, traits=traits, costs=costs, hourly_price=hourly_price,
         generator=str(inputs.answers.generator.get("kind", "n/a")),
-        swept=inputs.sweeps is not None and len(inputs.sweeps) > 0)
+        swept=inputs.sweeps is not None and len(inputs.sweeps) > 0, access=inputs.metrics.get("access"))
     decision_text = md.render([decision.decision_page(md.decision_header(context), decision_inputs, plots_link,
                                                       links.details)])
     details = md.render([

@@ -12,6 +12,7 @@ from typing import Any
 from ..stats.verdict import ci_label
 from ..systems.roles import KindTraits
 from . import claims
+from .guardrails import guardrail_section
 from .markdown import ci, delta_ci, fmt, table, verdict_rule
 
 ROLE_NAMES = {"ceiling": "ceiling (bound)", "floor": "floor (bound)", "first_stage": "first-stage order"}
@@ -33,6 +34,8 @@ class DecisionInputs:
     """The generator kind (``rag.generator.kind``)."""
     swept: bool
     """Whether policy sweeps are on the frontier plot (their settings are read off the evaluated queries)."""
+    access: Mapping[str, Any] | None = None
+    """What the freeze's access filter removed (metrics.json ``access``); None without access labels."""
 
 
 def decision_page(header: Sequence[str], inputs: DecisionInputs, plots_link: str, details_link: str) -> str:
@@ -41,6 +44,9 @@ def decision_page(header: Sequence[str], inputs: DecisionInputs, plots_link: str
     parts = ["\n".join(header), *verdict_rule(verdicts), decision_table(inputs)]
     notes = [latency_note(verdicts), answer_note(inputs)]
     parts += [note for note in notes if note]
+    guardrails = guardrail_section(inputs.compare, verdicts, inputs.access, table)
+    if guardrails:
+        parts.append(guardrails)
     references = reference_table(inputs)
     if references:
         parts += [f"### Reference systems vs `{verdicts['baseline']}` (bounds and first-stage orders, not release "

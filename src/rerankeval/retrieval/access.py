@@ -74,6 +74,11 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
             f" queries ({', '.join(f'{name} {count}' for name, count in record['removed_from'].items())})"
             if config.filter else "access: retrieval.access.filter is false: nothing removed")
     log = [line] + ([f"access: cannot filter: {record['cannot_filter']}"] if "cannot_filter" in record else [])
+    without = sum(groups is None for groups in labels.groups.values())
+    if labels.restricts and without:  # the policy, printed (under refuse, may_see stopped the freeze above)
+        record["queries_without_groups_count"] = without
+        log.append(f"access: {without} queries have no user_groups: they see the public documents only "
+                   "(retrieval.access.queries_without_groups: public)")
     provenance = {**frozen.provenance, "access": record}
     return replace(frozen, candidates=kept, passages=passages_table(passages.column("passage_sha256").to_pylist(),
                                                                     passages.column("passage").to_pylist()),

@@ -304,6 +304,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                  "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
     if rule.claims:
         rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
+    if settings.guardrails:
+        rule_text["guardrails"] = [guard.to_dict() for guard in settings.guardrails]
     decided = {
         "baseline": settings.baseline,
         **({"baselines": settings.baselines} if len(settings.baselines) > 1 else {}),
@@ -392,7 +394,10 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         "notes": [*verdict.notes, *(f"{reference} too: {caveat.message} (the same for both sides, so not a reason "
                                     "between them)" for caveat in shared), *unguarded]}
     if guardrails:
-        entry["guardrails"] = [{"measure": found.measure, "challenger": found.challenger_mean,
+        outcome = {check.name: "held" if check.passed else "violated" if check.hard else "unsettled"
+                   for check in verdict.checks if check.name.startswith("guardrail ")}
+        entry["guardrails"] = [{"measure": found.measure, "outcome": outcome[f"guardrail {found.measure}"],
+                                "challenger": found.challenger_mean,
                                 "against": found.reference_mean, "queries_with_any": found.queries_with_any,
                                 "queries": found.queries, **({"zero": True} if found.zero else {
                                     "max_increase": found.max_increase, "increase": found.increase.mean,

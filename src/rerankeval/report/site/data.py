@@ -50,6 +50,8 @@ class SiteInputs:
     """sha256 -> text of the frozen passages (only the selected contexts' are shown)."""
     reference: Sequence[str] = ()
     """Systems that are bounds or first-stage orders (oracle, random), listed apart from the challengers."""
+    access: Mapping[str, Any] | None = None
+    """What the freeze's access filter removed (metrics.json ``access``); None without access labels."""
 
 
 def _number(value: Any, digits: int = 6) -> float | None:

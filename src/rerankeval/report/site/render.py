@@ -12,6 +12,7 @@ from typing import Any
 
 from ...stats.verdict import ci_label
 from ..claims import plain
+from ..guardrails import guardrail_section
 from ..markdown import inference_text
 from .assets import EXPLORER_JS, STYLESHEET
 
@@ -71,9 +72,21 @@ def _verdict_rows(rows: Sequence[Mapping[str, Any]], several: bool) -> list[list
             for r in rows]
 
 
+def _inline(text: str) -> str:
+    """A report cell's Markdown (`code`, **strong**) as HTML, the text escaped."""
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text)))
+
+
+def guardrails_html(compare: Mapping[str, Any], verdicts: Mapping[str, Any], access: Mapping[str, Any] | None) -> str:
+    """report.md's guardrail section (``report.guardrails``), the same cells as HTML."""
+    return guardrail_section(compare, verdicts, access, lambda header, rows: _table(
+        header, [[_inline(cell) for cell in row] for row in rows], [], "guardrails")).replace(
+        "### Guardrails", "<h2>Guardrails</h2>", 1)
+
+
 def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                systems: Sequence[str], plots_link: str, plots: Sequence[str],
-               documents: Sequence[tuple[str, str]]) -> str:
+               documents: Sequence[tuple[str, str]], guardrails: str = "") -> str:
     """The decision: the verdict table as report.md has it (challengers, then reference systems apart), with each
     system's p95 and cost, then the plots that carry the decision."""
     rule = verdicts["rule"]
@@ -97,6 +110,9 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
         parts += ["<h2>Reference systems</h2><p class=\"note\">Bounds and first-stage orders, not release "
                   "candidates: their rows show how far the challengers are from them.</p>",
                   _table(columns, _verdict_rows(references, several), numeric, "references")]
+    if guardrails:
+        parts.append("\n".join(part if part.startswith("<") else f"<p>{_inline(part)}</p>"
+                               for part in guardrails.split("\n\n")))
     parts.append("<p class=\"note\">p95: the dedicated latency measurement the verdict's latency check read (the "
                  "same figure as report.md); ⚠: not trusted to REJECT, the reason on hover and on each system's page. "
                  "The quality run's own timings are on the details page.</p>")

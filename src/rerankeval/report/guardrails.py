@@ -1,0 +1,92 @@
+"""The guardrail table, one for report.md and the site: each system's rate of every guardrail measure with its CI
+(ACLViolation: the queries that show a document their user may not see), its fallbacks (timeouts and scoring
+failures), and whether its verdict's guardrails held; and the line saying what the access filter removed before any
+system scored anything, or that the candidate source could not be filtered. Cells are text read off compare.json,
+verdicts.json and metrics.json: nothing is computed here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .markdown import fmt
+
+
+def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the guardrail table; no rows when the collection carries no labels the guardrails read."""
+    found = compare.get("guardrails") or {}
+    if not found:
+        return [], []
+    measures = list(found)
+    systems = list(next(iter(found.values())))
+    zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.get("rule", {}).get("guardrails", [])}
+    baseline = verdicts["baseline"]
+    header = ["system", *measures, "fallbacks", "guardrails"]
+    rows = []
+    for system in systems:
+        cells = [f"`{system}`"]
+        for measure in measures:
+            value = found[measure][system]
+            if zero.get(measure):
+                share = value["queries_with_any"] / value["queries"] if value["queries"] else 0.0
+                cells.append(f"{value['queries_with_any']} of {value['queries']} queries"
+                             + (f" ({share:.1%})" if value["queries_with_any"] else ""))
+            else:
+                cells.append(f"{fmt(value['mean'])} [{fmt(value['low'])}, {fmt(value['high'])}]")
+        fallbacks = verdicts.get("fallbacks", {}).get(system)
+        cells.append(f"{fallbacks['fallbacks']}/{fallbacks['queries']}" if fallbacks else "n/a")
+        cells.append("baseline" if system == baseline else _outcome(verdicts["verdicts"].get(system)))
+        rows.append(cells)
+    return header, rows
+
+
+def _outcome(verdict: Mapping[str, Any] | None) -> str:
+    if verdict is None or not verdict.get("guardrails"):
+        return "n/a"
+    broken = [g["measure"] for g in verdict["guardrails"] if g["outcome"] == "violated"]
+    unsettled = [g["measure"] for g in verdict["guardrails"] if g["outcome"] == "unsettled"]
+    if broken:
+        return "**violated**: " + ", ".join(broken)
+    return "unsettled: " + ", ".join(unsettled) if unsettled else "held"
+
+
+def access_line(access: Mapping[str, Any] | None) -> str:
+    """What the freeze's access filter did (metrics.json ``access``), or why it could not filter; empty without
+    access labels."""
+    if not access:
+        return ""
+    if "cannot_filter" in access:
+        return f"Access filter: the candidate source cannot be filtered: {access['cannot_filter']}."
+    if not access.get("filter", True):
+        return ("Access filter: off (retrieval.access.filter is false): every system saw what its users may not; "
+                "ACLViolation shows what they were shown.")
+    sources = ", ".join(f"{name} {count}" for name, count in access.get("removed_from", {}).items())
+    return (f"Access filter: {access['removed']} candidates the asking user may not see were removed from "
+            f"{access['queries_with_removed']} queries before any system scored anything ({sources}); a system "
+            "configured with access_filter: false reranks them, to show what the guardrail catches.")
+
+
+def guardrail_rule_text(verdicts: Mapping[str, Any]) -> str:
+    """The guardrails in a sentence (verdicts.json ``rule.guardrails``): checked before any quality check."""
+    rules = verdicts.get("rule", {}).get("guardrails") or []
+    if not rules:
+        return ""
+    budgets = [f"{rule['measure']}: none allowed" if rule.get("zero") else
+               f"{rule['measure']}: at most {rule['max_increase']:+.4f} over the compared system (REJECT when the "
+               "increase's CI lies above it)" for rule in rules]
+    return ("Guardrails are checked before any quality check and no quality gain buys them back: "
+            + "; ".join(budgets) + ".")
+
+
+def guardrail_section(compare: Mapping[str, Any], verdicts: Mapping[str, Any], access: Mapping[str, Any] | None,
+                      render_table) -> str:
+    """The heading, the rule, what the access filter did and the table (``render_table(header, rows)``); empty when
+    the collection carries no labels."""
+    header, rows = guardrail_table(compare, verdicts)
+    line = access_line(access)
+    if not rows and not line:
+        return ""
+    parts = ["### Guardrails", *filter(None, [guardrail_rule_text(verdicts), line])]
+    if rows:
+        parts.append(render_table(header, rows))
+    return "\n\n".join(parts)

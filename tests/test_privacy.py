@@ -1,0 +1,111 @@
+"""Private queries (issue: guardrails): personal data redacted from everything written for people, while the
+measures read the text; caches keyed by hashes and kept per tenant on request."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from rerankeval.core.caches import cache_dir
+from rerankeval.core.config import StrictConfig  # noqa: F401  (PrivacyConfig is one)
+from rerankeval.core.errors import ConfigError
+from rerankeval.core.privacy import PrivacyConfig, RedactingStream, redact_values, redactor
+
+REPO = Path(__file__).resolve().parents[1]
+PLANTED = ("jane.doe@example.com", "415-555-0142", "900101-1234567")
+"""The personal data the demo's two questions carry (datasets/demo-src/unanswerable.yaml)."""
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("write to jane.doe@example.com today", "write to [redacted:email] today"),
+    ("call +1 415-555-0142 or 010-1234-5678 or +82 10 1234 5678", "call [redacted:phone] or [redacted:phone] or "
+                                                                  "[redacted:phone]"),
+    ("주민등록번호 900101-1234567 로", "주민등록번호 [redacted:kr_rrn] 로"),
+    ("card 4111 1111 1111 1111 charged", "card [redacted:card] charged"),
+    ("card 4111-1111-1111-1111", "card [redacted:card]"),
+])
+def test_each_kind_is_redacted(text, expected):
+    assert redactor()(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "PAY-1042 on 2024-04-01 costs $30 per TB", "version 1.2.3 at 12:30", "request id 7f3a 000123 2000",
+    "1234567890123", "order 4111111111111112",  # fails the Luhn check: no card
+])
+def test_ids_dates_prices_and_non_cards_are_left_alone(text):
+    assert redactor()(text) == text
+
+
+def test_the_demo_collection_has_no_false_positive_outside_the_planted_questions():
+    redact = redactor()
+    changed = []
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        for line in (REPO / "datasets" / "demo" / name).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            text = f"{record.get('title', '')} {record['text']}"
+            if redact(text) != text:
+                changed.append(record["_id"])
+    assert changed == ["q0251", "q0252"]
+
+
+def test_configured_kinds_and_own_patterns():
+    only_email = redactor(PrivacyConfig(redact=["email"], patterns=[r"ACC-\d{6}"]))
+    assert only_email("a@b.io 010-1234-5678 ACC-123456") == "[redacted:email] 010-1234-5678 [redacted:custom]"
+    with pytest.raises(ConfigError, match=r"privacy.patterns.*not a regular expression"):
+        PrivacyConfig.parse({"patterns": ["(unclosed"]}, "privacy")
+
+
+def test_json_values_are_redacted_keys_included_and_structure_kept():
+    found = redact_values({"q jane.doe@example.com": ["x 900101-1234567", 3, None]}, redactor())
+    assert found == {"q [redacted:email]": ["x [redacted:kr_rrn]", 3, None]}
+
+
+def test_a_log_stream_redacts_whole_lines_even_when_written_in_pieces():
+    sink = io.StringIO()
+    stream = RedactingStream(sink, redactor())
+    stream.write("query: jane.doe@exa")
+    assert sink.getvalue() == ""  # held until the line ends: half an address would slip through
+    stream.write("mple.com\nnext 900101-1234567")
+    stream.flush()
+    assert sink.getvalue() == "query: [redacted:email]\nnext [redacted:kr_rrn]"
+
+
+def test_a_tenant_gets_its_own_cache_folder_named_by_a_hash(monkeypatch):
+    monkeypatch.delenv("RERANKEVAL_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    shared = cache_dir("data/score_cache")
+    monkeypatch.setenv("RERANKEVAL_CACHE_TENANT", "acme-bank")
+    first = cache_dir("data/score_cache")
+    monkeypatch.setenv("RERANKEVAL_CACHE_TENANT", "globex")
+    second = cache_dir("data/score_cache")
+    assert len({shared, first, second}) == 3 and first.parent == shared
+    assert "acme" not in str(first) and first.name.startswith("tenant-")
+
+
+def test_the_stage_logs_are_redacted(tmp_path):
+    """The pipeline's entry point redacts its own stdout and stderr (run as DVC runs it, a process of its own)."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from rerankeval.core.privacy import redact_logs; redact_logs(); "
+              "print('query jane.doe@example.com'); print('rrn 900101-1234567', file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout == "query [redacted:email]\n" and done.stderr == "rrn [redacted:kr_rrn]\n"
+    source = (REPO / "src" / "rerankeval" / "pipeline" / "__main__.py").read_text()
+    assert "redact_logs()" in source.split('if __name__ == "__main__":')[1]
+
+
+def test_nothing_written_for_people_holds_the_planted_personal_data():
+    """The demo's reports, site, compare and verdict files, judging queue and caches (after `make demo`) name the two
+    questions but show neither their e-mail address, phone number nor resident registration number."""
+    written = [path for folder in ("reports", "data/score_cache", "data/runs", "data/contexts", "data/answers",
+                                   "data/eval", "logs")
+               for path in (REPO / folder).rglob("*") if path.is_file()]
+    assert any(path.name == "explorer.html" for path in written) and any(path.suffix == ".tsv" for path in written)
+    for path in written:
+        data = path.read_bytes()
+        for planted in PLANTED:
+            assert planted.encode() not in data, f"{planted} is written in {path.relative_to(REPO)}"
+    explorer = (REPO / "reports" / "site" / "explorer.html").read_text(encoding="utf-8")
+    assert "[redacted:email]" in explorer and "[redacted:kr_rrn]" in explorer  # the questions are there, redacted
