@@ -392,3 +392,41 @@ def test_a_replay_file_is_filtered_too_and_says_what_it_could_not_check(tmp_path
     assert MARKER not in " ".join(frozen.passages.column("passage").to_pylist())
     assert "1 candidates name documents outside the corpus" in frozen.provenance["access"]["cannot_filter"]
     assert frozen.provenance["access"]["removed_from"] == {"prod-v7": 1}
+
+
+def test_a_critical_slice_whose_stale_rate_rises_beyond_the_budget_rejects_with_evidence():
+    from rerankeval.stats.verdict import SliceEvidence
+
+    rise = dict(measure="Stale@5", zero=False, max_increase=0.02, challenger_mean=0.05, reference_mean=0.04,
+                increase=DeltaEvidence("Stale@5", 0.01, -0.01, 0.03))
+    korean = SliceEvidence("language", "ko", 40, 0.09, 0.04, 0.14, confidence=0.99, adjusted_for=5)
+    tiny = SliceEvidence("intent", "temporal", 8, 0.2, -0.1, 0.5, too_small=True)
+    verdict = decide(RULE, evidence(**rise, slices=(korean, tiny)))
+    assert verdict.decision == "REJECT"
+    assert verdict.decided_by.startswith("guardrail Stale@5 in critical slice language=ko (n=40): increase +0.0900")
+    assert "adjusted for 5 slice tests" in verdict.decided_by
+    small = next(c for c in verdict.checks if c.name == "guardrail Stale@5 intent=temporal")
+    assert not small.passed and not small.hard  # too small to REJECT: it blocks ACCEPT
+    assert verdict.checks[0].passed and "within it in 0 of 2 critical slices" in verdict.checks[0].message
+
+
+def test_a_replay_file_may_label_documents_the_corpus_lacks_and_bad_labels_are_refused(tmp_path):
+    from rerankeval.retrieval.config import ReplayConfig
+
+    folder = labelled(tmp_path)
+    write_snapshot(load_beir(folder), tmp_path / "snapshot", source={})
+
+    def replay(candidates):
+        path = tmp_path / "replay.jsonl"
+        path.write_text(json.dumps({"query_id": "q1", "candidate_source": "prod-v7", "candidates": [
+            {"document_id": doc, "text": f"text of {doc}", "retrieval_rank": rank, "retrieval_score": 10.0 - rank,
+             **extra} for rank, (doc, extra) in enumerate(candidates, start=1)]}) + "\n")
+        return freeze_candidates(Snapshot(tmp_path / "snapshot"), ReplayConfig(source="replay", path=str(path),
+                                                                               top_n=10))
+
+    frozen = replay([("ext-staff", {"acl": ["staff"]}), ("ext-public", {}), ("p1", {"acl": ["staff"]})])
+    assert frozen.candidates.column("doc_id").to_pylist() == ["ext-public", "p1"]  # the corpus says p1 is public
+    assert frozen.provenance["access"]["acl_conflicts"] == 1
+    assert any("another acl in the source than in the corpus (first: 'p1')" in line for line in frozen.log)
+    with pytest.raises(CollectionError, match=r"replay.jsonl, line 1: candidate 1 \('ext'\): acl must be a list"):
+        replay([("ext", {"acl": "staff"})])

@@ -201,6 +201,20 @@ def doc_labels_of(corpus: pa.Table) -> dict[str, dict[str, Any]]:
             for row, doc_id in enumerate(corpus.column("doc_id").to_pylist())}
 
 
+def label_summary(corpus: pa.Table, queries: pa.Table) -> list[str]:
+    """What labels a collection carries, one line each (``check-collection``'s summary); none without labels."""
+    lines = []
+    documents = [f"{name} {corpus.num_rows - corpus.column(name).null_count}" for name in DOC_COLUMNS
+                 if name in corpus.schema.names]
+    if documents:
+        lines.append(f"document labels: {', '.join(documents)} of {corpus.num_rows}")
+    asked = [f"{name} {queries.num_rows - queries.column(name).null_count}" for name in QUERY_COLUMNS
+             if name in queries.schema.names]
+    if asked:
+        lines.append(f"query labels: {', '.join(asked)} of {queries.num_rows}")
+    return lines
+
+
 def label_notes(doc_labels: Mapping[str, Mapping[str, Any]], corpus_path: Path) -> list[str]:
     """What the labels mean for the documents without one (said, not warned: public documents carry no acl)."""
     with_acl = sum(label.get("acl") is not None for label in doc_labels.values())

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..core.errors import CollectionError
 from ..core.hashing import canonical_json, sha256_text
 from .access import (DOC_COLUMNS, QUERY_COLUMNS, RESERVED, LabelReader, check_successors, doc_labels_of, label_notes,
-                     label_warnings, used_columns)
+                     label_summary, label_warnings, used_columns)
 from .traffic import WEIGHT_KEY, query_weights
 
 CORPUS_SCHEMA = pa.schema(
@@ -386,7 +386,8 @@ def summary(collection: Collection) -> list[str]:
             "judgments: " + "; ".join(f"{split} {sum(counts.values())} (grade: count "
                                       + ", ".join(f"{g}: {n}" for g, n in sorted(counts.items())) + ")"
                                       for split, counts in sorted(grades.items())),
-            f"slice columns: {', '.join(collection.slice_columns) or 'none'}"]
+            f"slice columns: {', '.join(collection.slice_columns) or 'none'}",
+            *label_summary(collection.corpus, collection.queries)]
 
 
 def available_splits(folder: Path) -> list[str]:

@@ -68,6 +68,11 @@ def run(params: Params, paths: PipelinePaths) -> None:
     result, verdicts = compare(per_query, slices, settings, rule, facts,
                                read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
+    # Beside the guardrails: evaluated queries a system answered with no document at all (every candidate removed by
+    # the access filter, or none retrieved). A reranker only permutes, so this is the candidates' rate, shown per
+    # system (an access_filter: false system differs), not a check that could fail.
+    verdicts["empty_results"] = {system: {"empty": int(len(set(query_ids) - set(run["query_id"]))),
+                                          "queries": len(query_ids)} for system, run in runs.items()}
     result["first_stage"] = first_stage
     result["generator_sanity"], result["language_check"] = generator, language
     verdicts["generator_flag"] = generator["flag"]

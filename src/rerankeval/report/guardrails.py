@@ -1,6 +1,6 @@
 """The guardrail table, one for report.md and the site: each system's rate of every guardrail measure with its CI
-(ACLViolation: the queries that show a document their user may not see), its fallbacks (timeouts and scoring
-failures), and whether its verdict's guardrails held; and the line saying what the access filter removed before any
+(ACLViolation: the queries that show a document their user may not see), its empty results and fallbacks (timeouts
+and scoring failures), and whether its verdict's guardrails held; and the line saying what the access filter removed before any
 system scored anything, or that the candidate source could not be filtered. Cells are text read off compare.json,
 verdicts.json and metrics.json: nothing is computed here."""
 
@@ -21,7 +21,7 @@ def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> 
     systems = list(next(iter(found.values())))
     zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.get("rule", {}).get("guardrails", [])}
     baseline = verdicts["baseline"]
-    header = ["system", *measures, "fallbacks", "guardrails"]
+    header = ["system", *measures, "empty results", "fallbacks", "guardrails"]
     rows = []
     for system in systems:
         cells = [f"`{system}`"]
@@ -33,6 +33,8 @@ def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> 
                              + (f" ({share:.1%})" if value["queries_with_any"] else ""))
             else:
                 cells.append(f"{fmt(value['mean'])} [{fmt(value['low'])}, {fmt(value['high'])}]")
+        empty = (verdicts.get("empty_results") or {}).get(system)
+        cells.append(f"{empty['empty']}/{empty['queries']}" if empty else "n/a")
         fallbacks = verdicts.get("fallbacks", {}).get(system)
         cells.append(f"{fallbacks['fallbacks']}/{fallbacks['queries']}" if fallbacks else "n/a")
         cells.append("baseline" if system == baseline else _outcome(verdicts["verdicts"].get(system)))

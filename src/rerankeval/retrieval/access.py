@@ -37,6 +37,11 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     query_ids = candidates.column("query_id").to_pylist()
     doc_ids = candidates.column("doc_id").to_pylist()
     known = set(snapshot.table("corpus").column("doc_id").to_pylist())
+    # The source's own labels (a replay file's acl) for documents outside the corpus; the corpus's decide the others.
+    conflicts = sorted(doc for doc, groups in frozen.acl.items()
+                       if doc in known and labels.acl.get(doc) != frozenset(groups))
+    labels.acl.update({doc: frozenset(groups) for doc, groups in frozen.acl.items() if doc not in known})
+    known |= set(frozen.acl)
     visible = np.ones(len(doc_ids), dtype=bool)
     if config.filter and labels.restricts:
         starts = np.flatnonzero(np.r_[True, np.array(query_ids[1:], dtype=object) != np.array(query_ids[:-1],
@@ -54,6 +59,8 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     elif outside and labels.restricts:
         record["cannot_filter"] = (f"{outside} candidates name documents outside the corpus, whose acl is unknown: "
                                    "they were kept as public")
+    if conflicts:
+        record["acl_conflicts"] = len(conflicts)
     removed = ~visible
     record["removed"] = int(removed.sum())
     record["queries_with_removed"] = len({query_ids[i] for i in np.flatnonzero(removed)})
@@ -74,6 +81,9 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
             f" queries ({', '.join(f'{name} {count}' for name, count in record['removed_from'].items())})"
             if config.filter else "access: retrieval.access.filter is false: nothing removed")
     log = [line] + ([f"access: cannot filter: {record['cannot_filter']}"] if "cannot_filter" in record else [])
+    if conflicts:
+        log.append(f"access: {len(conflicts)} documents carry another acl in the source than in the corpus (first: "
+                   f"{conflicts[0]!r}); the corpus's decides")
     without = sum(groups is None for groups in labels.groups.values())
     if labels.restricts and without:  # the policy, printed (under refuse, may_see stopped the freeze above)
         record["queries_without_groups_count"] = without

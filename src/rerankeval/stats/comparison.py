@@ -190,6 +190,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
 
     aligned = slices.reindex(query_ids)
     labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
+    every_query_labels = labels  # the guardrails are defined on every query (the primary metric's domain may not be)
     # compare.json's slices are against the first baseline (the verdicts weigh every pair's own, see below).
     first = [j for j, item in enumerate(family) if item.baseline == settings.baseline]
     against_first = domains.PairedFamily(tuple(family[j] for j in first), paired.base[:, first],
@@ -237,7 +238,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                                unjudged["rate"], settings.confidence,
                                saving_evidence(claims[k], item.challenger, item.baseline, facts, settings),
                                guardrail_evidence(guard_scores, item.challenger, item.baseline, settings.guardrails,
-                                                  boot) if guarded else (), unguarded)
+                                                  boot, every_query_labels, rule.critical_slices,
+                                                  settings.min_slice_size) if guarded else (), unguarded)
             at_null, at_alternative = rates.at_null[position].to_dict(), rates.at_alternative[position].to_dict()
             verdict["operating_characteristics"] = (
                 {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
@@ -394,14 +396,20 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         "notes": [*verdict.notes, *(f"{reference} too: {caveat.message} (the same for both sides, so not a reason "
                                     "between them)" for caveat in shared), *unguarded]}
     if guardrails:
-        outcome = {check.name: "held" if check.passed else "violated" if check.hard else "unsettled"
-                   for check in verdict.checks if check.name.startswith("guardrail ")}
-        entry["guardrails"] = [{"measure": found.measure, "outcome": outcome[f"guardrail {found.measure}"],
+        failed = [check for check in verdict.checks if check.name.startswith("guardrail ") and not check.passed]
+
+        def outcome_of(measure: str) -> str:  # its own check and its critical slices' together
+            mine = [check for check in failed if check.name.split(" ")[1] == measure]
+            return "violated" if any(c.hard for c in mine) else "unsettled" if mine else "held"
+
+        entry["guardrails"] = [{"measure": found.measure, "outcome": outcome_of(found.measure),
                                 "challenger": found.challenger_mean,
                                 "against": found.reference_mean, "queries_with_any": found.queries_with_any,
                                 "queries": found.queries, **({"zero": True} if found.zero else {
                                     "max_increase": found.max_increase, "increase": found.increase.mean,
-                                    "ci": [found.increase.ci_low, found.increase.ci_high]})}
+                                    "ci": [found.increase.ci_low, found.increase.ci_high],
+                                    "slices_above_budget": [f"{item.column}={item.value}" for item in found.slices
+                                                            if item.mean > found.max_increase]})}
                                for found in guardrails]
     if claim.claim == "noninferior":
         entry["claim"] = {**claim.to_dict(), "against": reference}

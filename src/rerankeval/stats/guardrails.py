@@ -3,7 +3,9 @@ for the verdict (``verdict.GuardrailEvidence``), from the per-query values the e
 
 The rates are means over every evaluated query with their bootstrap CI (``domains.mean_intervals``); an increase is
 the paired bootstrap CI of the challenger's minus the compared system's values (``resampling.bootstrap_ci``), at the
-comparison's confidence: a guardrail is checked on its own, not as a member of the release family.
+comparison's confidence: a guardrail is checked on its own, not as a member of the release family. Within each
+critical slice (the dataset's ``critical_slices``, as the quality budgets) the increase gets its slice CI,
+Bonferroni-adjusted for the slices large enough to REJECT (``resampling.slice_ci``), against the same budget.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import GuardrailRule
+from .config import CriticalSlice, GuardrailRule
 from .domains import mean_intervals
-from .resampling import bootstrap_ci
-from .verdict import DeltaEvidence, GuardrailEvidence
+from .evidence import adjusted_confidence
+from .resampling import bootstrap_ci, slice_ci
+from .verdict import DeltaEvidence, GuardrailEvidence, SliceEvidence
 
 
 def guardrail_table(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str],
@@ -35,8 +38,11 @@ def guardrail_table(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Seq
 
 
 def guardrail_evidence(scores: Mapping[str, Mapping[str, np.ndarray]], challenger: str, reference: str,
-                       rules: Sequence[GuardrailRule], boot: Mapping[str, Any]) -> tuple[GuardrailEvidence, ...]:
-    """The evidence of each guardrail whose measure was evaluated, for ``challenger`` against ``reference``."""
+                       rules: Sequence[GuardrailRule], boot: Mapping[str, Any],
+                       labels: Mapping[str, np.ndarray] | None = None, critical: Sequence[CriticalSlice] = (),
+                       min_slice_size: int = 20) -> tuple[GuardrailEvidence, ...]:
+    """The evidence of each guardrail whose measure was evaluated, for ``challenger`` against ``reference``;
+    ``labels``: each slice column's label per query (the scores' order), of which ``critical`` names the checked."""
     found = []
     for rule in rules:
         name = str(rule.measure)
@@ -49,12 +55,33 @@ def guardrail_evidence(scores: Mapping[str, Mapping[str, np.ndarray]], challenge
             delta = DeltaEvidence.from_intervals(name, intervals, 0)
             delta = DeltaEvidence(name, round(delta.mean, 6), round(delta.ci_low, 6), round(delta.ci_high, 6),
                                   delta.confidence)
+            slices = _slice_increases(mine - theirs, labels or {}, critical, boot, min_slice_size)
         found.append(GuardrailEvidence(measure=name, zero=rule.zero, max_increase=rule.max_increase,
                                        challenger_mean=round(float(mine.mean()), 6),
                                        reference_mean=round(float(theirs.mean()), 6),
                                        queries_with_any=int(np.count_nonzero(mine > 0)), queries=int(len(mine)),
-                                       increase=delta))
+                                       increase=delta, slices=slices if rule.max_increase is not None else ()))
     return tuple(found)
+
+
+def _slice_increases(increase: np.ndarray, labels: Mapping[str, np.ndarray], critical: Sequence[CriticalSlice],
+                     boot: Mapping[str, Any], min_slice_size: int) -> tuple[SliceEvidence, ...]:
+    """The increase within every critical slice, each CI adjusted for the slices that are large enough to REJECT."""
+    columns = [column for column in dict.fromkeys(spec.column for spec in critical) if column in labels]
+
+    def wanted(column: str, value) -> bool:
+        return any(spec.matches(column, value) for spec in critical)
+
+    eligible = sum(int(count >= min_slice_size) for column in columns
+                   for value, count in zip(*np.unique(labels[column], return_counts=True)) if wanted(column, value))
+    level = adjusted_confidence(boot["confidence"], eligible)
+    slices = []
+    for column in columns:
+        found = slice_ci(increase[:, None], labels[column], min_slice_size=min_slice_size,
+                         **{**boot, "confidence": level})
+        slices += [item for item in SliceEvidence.from_intervals(column, found, 0, adjusted_for=max(eligible, 1))
+                   if wanted(column, item.value)]
+    return tuple(slices)
 
 
 def _rounded(value: float) -> float | None:

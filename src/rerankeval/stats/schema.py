@@ -93,6 +93,8 @@ class Verdicts(_Strict):
     latency_source: dict[str, str]
     latency_untrusted: dict[str, str]
     fallbacks: dict[str, dict[str, int]]
+    empty_results: dict[str, dict[str, int]] | None = None
+    """Per system: evaluated queries it answered with no document (``empty``) of ``queries``."""
     generator_flag: str | None
     inactive_claims: list[str]
     variants: dict[str, Any]

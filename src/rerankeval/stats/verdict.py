@@ -169,6 +169,8 @@ class GuardrailEvidence:
     queries_with_any: int
     queries: int
     increase: DeltaEvidence | None = None
+    slices: tuple["SliceEvidence", ...] = ()
+    """The increase within each critical slice (``max_increase`` budgets only), its CI adjusted for the slices."""
 
 
 @dataclass(frozen=True)
@@ -286,14 +288,34 @@ def _guardrail_checks(guardrails: tuple[GuardrailEvidence, ...]) -> list[Check]:
         head = (f"guardrail {found.measure}: {found.challenger_mean:.4f} vs {found.reference_mean:.4f}, increase "
                 f"{rise.mean:+.4f}, {_ci_text(rise.ci_low, rise.ci_high, rise.confidence)}")
         budget = f"max_increase {found.max_increase:+.4f}"
+        within = [s for s in found.slices if s.mean <= found.max_increase]
+        in_slices = f"; within it in {len(within)} of {len(found.slices)} critical slices" if found.slices else ""
         if rise.ci_low > found.max_increase:
             checks.append(Check(name, False, True, f"{head} lies above {budget}"))
         elif rise.mean > found.max_increase:
             checks.append(Check(name, False, False, f"{head}: mean above {budget} but not established; blocks "
                                                     "ACCEPT"))
         else:
-            checks.append(Check(name, True, True, f"{head}, within {budget}"))
+            checks.append(Check(name, True, True, f"{head}, within {budget}{in_slices}"))
+        checks += [_guardrail_slice_check(found, item) for item in found.slices if item.mean > found.max_increase]
     return checks
+
+
+def _guardrail_slice_check(found: GuardrailEvidence, item: SliceEvidence) -> Check:
+    """A critical slice whose guardrail rate rose beyond the budget: REJECT with evidence (its adjusted CI above the
+    budget, a slice large enough), else it blocks ACCEPT."""
+    name = f"guardrail {found.measure} {item.column}={item.value}"
+    head = f"guardrail {found.measure} in critical slice {item.column}={item.value} (n={item.n_queries}"
+    budget = f"max_increase {found.max_increase:+.4f}"
+    if item.too_small:
+        return Check(name, False, False, f"{head}, too small to REJECT): increase {item.mean:+.4f} above {budget}; "
+                                         "blocks ACCEPT")
+    ci = _ci_text(item.ci_low, item.ci_high, item.confidence) + (
+        f" (adjusted for {item.adjusted_for} slice tests)" if item.adjusted_for > 1 else "")
+    if item.ci_low > found.max_increase:
+        return Check(name, False, True, f"{head}): increase {item.mean:+.4f}, {ci} lies above {budget}")
+    return Check(name, False, False, f"{head}): increase {item.mean:+.4f} above {budget} but not established ({ci}); "
+                                     "blocks ACCEPT")
 
 
 def _identical_run(identical_queries: int | None) -> list[Check]:

@@ -12,6 +12,8 @@ A replay file is JSON Lines, one line per query (UTF-8, any order)::
   the snapshot's qrels, so ``document_id`` must be the qrels' id.
 - Candidates are frozen in ``retrieval_rank`` order (distinct integers from 1; scores must not rise down the ranks,
   so a system ordering by score keeps that order), the first ``top_n`` of each query.
+- Optional: a candidate's ``acl``, the groups that may see it (``data.access``), for a document the corpus does not
+  hold (the corpus's own label decides for one it holds; a different label is counted and said).
 - Optional, written by ``export_replay`` so that a set round-trips: a candidate's ``parent_id`` (default: its
   ``document_id``) and ``bm25_score``, ``bm25_rank``, ``dense_score``, ``dense_rank`` (all four on every candidate, or
   none); a line's ``first_stage`` (each retriever's own top list, ``{"bm25": [{"document_id", "score"}, ...], ...}``)
@@ -34,6 +36,7 @@ import pyarrow as pa
 from ...core.errors import CollectionError, ConfigError, ContractError
 from ...core.hashing import sha256_text
 from ...core.io import atomic_write_text, read_table, table_metadata
+from ...data.access import MAX_GROUPS
 from ...data.beir import utf8_lines
 from ...data.snapshot import Snapshot
 from ..candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, candidate_source, load_candidates, passages_table
@@ -44,7 +47,7 @@ from .base import (FIRST_STAGE_COLUMNS, FrozenSet, candidate_table, file_provena
 LINE_KEYS = {"query_id", "candidate_source", "corpus_version", "candidates", "first_stage", "provenance"}
 REQUIRED_LINE_KEYS = ("query_id", "candidate_source", "candidates")
 CANDIDATE_KEYS = frozenset({"document_id", "document_version", "text", "retrieval_rank", "retrieval_score",
-                            "parent_id", *FIRST_STAGE_COLUMNS})
+                            "parent_id", "acl", *FIRST_STAGE_COLUMNS})
 REQUIRED_CANDIDATE_KEYS = ("document_id", "text", "retrieval_rank", "retrieval_score")
 REQUIRED, FIRST_STAGE_KEYS = frozenset(REQUIRED_CANDIDATE_KEYS), frozenset(FIRST_STAGE_COLUMNS)
 RETRIEVERS = ("bm25", "dense")
@@ -88,7 +91,12 @@ def freeze_replay(snapshot: Snapshot, config: ReplayConfig) -> FrozenSet:
     if missing:
         log.append(without_candidates_line(missing, snapshot, str(path)))
     provenance = {**file_provenance(snapshot, config, path, record), **reader.first.get("provenance", {})}
-    return FrozenSet(candidates, passages, first_stage, provenance, log)
+    return FrozenSet(candidates, passages, first_stage, provenance, log, acl=reader.acl)
+
+
+def _acl_valid(acl: Any) -> bool:
+    return acl is None or (type(acl) is list and len(acl) <= MAX_GROUPS
+                           and all(type(group) is str and group.strip() for group in acl))
 
 
 class _Reader:
@@ -103,6 +111,8 @@ class _Reader:
         self.scored_first_stage: bool | None = None
         self.beyond = 0
         self.texts: dict[str, str] = {}
+        self.acl: dict[str, list[str]] = {}
+        """The access labels the file gives its documents (``acl``), by document id."""
         self.columns: dict[str, list] = {name: [] for name in CANDIDATES_SCHEMA.names}
         self.chunks: list[pa.Table] = []
         self.first_stage: dict[str, list] = {name: [] for name in FIRST_STAGE_SCHEMA.names}
@@ -205,6 +215,7 @@ class _Reader:
                      and all(type(score) in (int, float) and math.isfinite(score) for score in scores)
                      and all(type(parent) is str and parent
                              for parent in (candidate.get("parent_id", "-") for candidate in candidates))
+                     and all(_acl_valid(candidate.get("acl")) for candidate in candidates)
                      and self._first_stage_columns_valid(candidates))
         except (KeyError, TypeError, OverflowError):  # OverflowError: an integer score no float holds
             valid = False
@@ -265,6 +276,9 @@ class _Reader:
             parent = candidate.get("parent_id", document_id)
             if not isinstance(parent, str) or not parent:
                 self.refuse(number, f"{what}: parent_id must be a non-empty string, got {parent!r}")
+            if not _acl_valid(candidate.get("acl")):
+                self.refuse(number, f"{what}: acl must be a list of at most {MAX_GROUPS} non-empty strings (the groups "
+                                    f"that may see the document), got {str(candidate['acl'])[:80]!r}")
         raise AssertionError(f"{self.path}, line {number}: refused in bulk but no candidate explains why")
 
     def _check_version(self, number: int, what: str, candidate: dict, digest: str) -> None:
@@ -296,6 +310,12 @@ class _Reader:
         columns, count = self.columns, len(kept)
         for candidate, digest in zip(kept, digests):
             self.texts.setdefault(digest, candidate["text"])
+            if candidate.get("acl") is not None:
+                groups = sorted(set(candidate["acl"]))
+                if self.acl.setdefault(candidate["document_id"], groups) != groups:
+                    self.refuse(self.lines_of.get(query_id, 0), f"document {candidate['document_id']!r} has acl "
+                                f"{groups} here but {self.acl[candidate['document_id']]} on an earlier line",
+                                "give a document one acl throughout the file")
         columns["query_id"].extend([query_id] * count)
         columns["doc_id"].extend(candidate["document_id"] for candidate in kept)
         columns["parent_id"].extend(candidate.get("parent_id", candidate["document_id"]) for candidate in kept)
