@@ -3,7 +3,9 @@
 Each request takes the next behaviour from ``script`` (then ``ok``): ``ok`` (a reply from ``responder``), ``429``
 (with Retry-After: 0), ``500``, ``echo_key_500`` (a 500 whose body echoes the Authorization header, as a careless
 proxy might), ``400``, ``hang`` (answers after ``hang_s``, past the client's timeout), ``malformed`` (200 with a body
-that is not JSON), ``no_choices`` (200 with an empty choices list). A wrong or missing key gets 401.
+that is not JSON), ``no_choices`` (200 with an empty choices list). A wrong or missing key gets 401. A responder may return
+``{"text": ..., "top_logprobs": [(token, logprob), ...]}``: the first token's alternatives, sent when the request
+asks for logprobs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self.responder = responder or (lambda messages: "The answer [1].")
         self.hang_s = hang_s
+        self.served_model: str | None = None
+        """The model name the replies report (None: the one asked for), as a server serving another snapshot would."""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,10 +69,17 @@ class FakeOpenAI:
                     return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                             "choices": []})
                 text = fake.responder(body["messages"])
+                alternatives = None
+                if isinstance(text, dict):  # {"text": ..., "top_logprobs": [(token, logprob), ...]}
+                    text, alternatives = text["text"], text.get("top_logprobs")
+                choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                if alternatives and body.get("logprobs"):  # given only when asked, as OpenAI-style servers do
+                    choice["logprobs"] = {"content": [{"token": alternatives[0][0], "logprob": alternatives[0][1],
+                                                       "top_logprobs": [{"token": token, "logprob": logprob}
+                                                                        for token, logprob in alternatives]}]}
                 return self._send(200, {
-                    "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
+                    "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": fake.served_model or
+                    body["model"], "choices": [choice],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
 
             def _send(self, status, payload, headers=None):

@@ -337,8 +337,15 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
     }
     params = composed()
     params["dataset"] = {**params["dataset"], "name": "labelled", "path": str(folder), "critical_slices": []}
-    params["systems"], params["system_names"] = systems, list(systems)
     with FakeOpenAI() as llm:
+        # The LLM rerankers ask the same recording endpoint as the generator.
+        endpoint = {"base_url": llm.base_url, "model": "fake", "api_key_env": None, "backoff_s": 0.01,
+                    "max_retries": 1, "cache_dir": str(tmp_path / "llm_cache")}
+        systems = {**{name: config for name, config in systems.items() if name != "leaky"},
+                   "llm_list": {"kind": "llm_listwise", "depth": 20, "window": 5, "stride": 3, "endpoint": endpoint},
+                   "llm_point": {"kind": "llm_pointwise", "depth": 20, "endpoint": endpoint},
+                   "leaky": systems["leaky"]}
+        params["systems"], params["system_names"] = systems, list(systems)
         params["rag"]["generator"] = {"kind": "openai_compatible", "base_url": llm.base_url, "model": "fake",
                                       "cache_dir": str(tmp_path / "llm_cache"), "backoff_s": 0.01, "max_retries": 1,
                                       "api_key_env": None}

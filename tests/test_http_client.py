@@ -17,7 +17,7 @@ import yaml
 from rerankeval.core.errors import ConfigError, InfrastructureError
 from rerankeval.core.http import AsyncHttpClient, HttpClient, HttpFailure, RetrySettings, redact
 from rerankeval.core.sqlite_cache import LOOKUP_CHUNK, SqliteCache
-from rerankeval.rag.chat import ChatClient, ChatConfig
+from rerankeval.models.chat import ChatClient, ChatConfig
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems.base import FUSION_FALLBACK, RERANKED
 from rerankeval.systems.registry import build_system

@@ -18,7 +18,7 @@ import pytest
 from rerankeval.core.errors import ModelUnavailable
 from rerankeval.models.gguf import fetch_gguf
 from rerankeval.models.llama_server import LlamaServer, reserve_port, runtime_python
-from rerankeval.rag.chat import ChatClient, ChatConfig
+from rerankeval.models.chat import ChatClient, ChatConfig
 from rerankeval.rag.claims import count_supported
 from rerankeval.rag.generators import build_generator
 from rerankeval.rag.generators.local_llm import LocalLLMConfig
@@ -114,3 +114,44 @@ def test_local_llm_generator_starts_and_stops_its_own_server(server, tmp_path):
         assert own.running and port != server.port
         assert phrase in answer.answer and answer.citations == cited, answer
     assert not own.running and process_is_gone(pid) and port_is_free(port)
+
+
+def test_llm_rerankers_rank_count_pin_and_replay_against_a_real_server(server, tmp_path):
+    """Both LLM reranker kinds (systems.llm) with the real server and model: a ranking of every query (a permutation,
+    nothing fell back), the pins (the model the server says answered, the template's sha256), the invalid outputs
+    counted whatever the model wrote, and a re-run that asks nothing (the server could be gone)."""
+    import pandas as pd
+
+    from rerankeval.core.hashing import sha256_text
+    from rerankeval.rerank.driver import RerankSettings, rerank
+    from rerankeval.systems.base import Query, RERANKED
+    from rerankeval.systems.registry import BuildContext, build_system
+
+    cases = {"q1": ("How high is Mount Fuji?", [*PAYMENTS, *LANDMARKS]),
+             "q2": ("Can PAY-1042 be retried?", [*LANDMARKS, *PAYMENTS])}
+    candidates = pd.DataFrame([{"query_id": qid, "doc_id": f"{qid}-d{k}", "parent_id": f"{qid}-d{k}", "passage": text,
+                                "passage_sha256": sha256_text(text), "fused_rank": k + 1}
+                               for qid, (_, passages) in cases.items() for k, text in enumerate(passages)])
+    queries = {qid: Query(qid, question) for qid, (question, _) in cases.items()}
+
+    def systems(base_url):
+        endpoint = {"base_url": base_url, "model": "qwen-0.5b", "api_key_env": None, "max_tokens": 24,
+                    "cache_dir": str(tmp_path / "cache"), "max_retries": 0}
+        return {"listwise": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "endpoint": endpoint},
+                "pointwise": {"kind": "llm_pointwise", "depth": 4, "endpoint": endpoint}}
+
+    found = {}
+    for name, settings in systems(server.base_url).items():
+        system = build_system(name, settings, BuildContext())
+        frame, _ = rerank(candidates, queries, system, RerankSettings(depth=4))
+        described = system.describe()
+        assert set(frame["mode"]) == {RERANKED}, frame["degraded_reason"].tolist()
+        assert sum(described["served_models"].values()) == described["invalid_outputs"]["calls"] > 0
+        assert described["template_sha256"] == sha256_text(open(described["template"], encoding="utf-8").read())
+        counted = described["invalid_outputs"]
+        assert 0 <= counted["invalid_calls"] <= counted["calls"] and counted["prompt_tokens"] > 0
+        found[name] = frame
+    for name, settings in systems("http://127.0.0.1:9/v1").items():  # nothing listens there: all from the cache
+        frame, latency = rerank(candidates, queries, build_system(name, settings, BuildContext()),
+                                RerankSettings(depth=4))
+        assert frame.equals(found[name]) and latency["compute_s"].sum() == 0

@@ -257,6 +257,11 @@ class AccessLabels:
         self.groups = {q: None if g is None else frozenset(g) for q, g in zip(query_ids, groups)}
         self.as_of = dict(zip(query_ids, as_of))
 
+    @classmethod
+    def of(cls, snapshot: Any, queries_without_groups: str = "public") -> AccessLabels:
+        """The labels of a ``data.snapshot.Snapshot``'s corpus and queries."""
+        return cls(snapshot.table("corpus"), snapshot.table("queries"), queries_without_groups)
+
     @property
     def restricts(self) -> bool:
         """Whether any document carries an acl (else nothing is ever removed)."""

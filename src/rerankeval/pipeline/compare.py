@@ -64,7 +64,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
-        reference_systems=frozenset(system for system, found in traits.items() if found.reference))
+        reference_systems=frozenset(system for system, found in traits.items() if found.reference),
+        invalid_outputs=invalid_outputs(paths, params.system_names))
     result, verdicts = compare(per_query, slices, settings, rule, facts,
                                read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
@@ -99,6 +100,16 @@ def run(params: Params, paths: PipelinePaths) -> None:
     for reference, decided in by_baseline.items():
         for system, verdict in decided.items():
             print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
+
+
+def invalid_outputs(paths: PipelinePaths, systems) -> dict[str, tuple[int, int]]:
+    """Per LLM reranker: (invalid calls, calls) as its rerank stage recorded them (``systems.llm``)."""
+    found = {}
+    for system in systems:
+        record = table_metadata(paths.run(system)).get("describe", {}).get("invalid_outputs")
+        if record:
+            found[system] = (int(record["invalid_calls"]), int(record["calls"]))
+    return found
 
 
 def timed_cold_seconds(latency: pd.DataFrame, warmup: int) -> pd.Series:

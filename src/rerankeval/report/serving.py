@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import markdown as md
@@ -137,6 +138,23 @@ def apply_api_prices(costs: dict[str, dict[str, Any]], systems: Mapping[str, Map
     for system, entry in costs.items():
         if systems[system].get("kind") == "http_rerank":
             entry["cost_per_1k_queries"] = api_cost_per_1k(systems[system], latencies[system])
+        elif str(systems[system].get("kind", "")).startswith("llm_"):
+            entry["cost_per_1k_queries"] = llm_cost_per_1k(systems[system], latencies[system],
+                                                           entry["cost_per_1k_queries"])
+
+
+def llm_cost_per_1k(config: Mapping[str, Any], latency: pd.DataFrame, machine_cost: float) -> float:
+    """An LLM reranker's cost per 1,000 queries: its tokens (per query, ``timings``) at the endpoint's prices per 1k
+    tokens when it has any (a hosted API), else the machine time it took (a local endpoint)."""
+    endpoint = config.get("endpoint") or {}
+    prices = (float(endpoint.get("price_per_1k_input_tokens") or 0.0),
+              float(endpoint.get("price_per_1k_output_tokens") or 0.0))
+    if not any(prices) or latency.empty:
+        return machine_cost
+    timings = [dict(found) if found is not None else {} for found in latency["timings"]]
+    per_query = [t.get("prompt_tokens", 0.0) / 1000 * prices[0] + t.get("completion_tokens", 0.0) / 1000 * prices[1]
+                 for t in timings]
+    return float(np.mean(per_query) * 1000)
 
 
 def efficiency_record(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str],

@@ -25,14 +25,10 @@ from .candidates import candidate_source, passages_table
 from .config import AccessConfig
 from .sources.base import FrozenSet
 
-def labels_of(snapshot: Snapshot, config: AccessConfig) -> AccessLabels:
-    return AccessLabels(snapshot.table("corpus"), snapshot.table("queries"), config.queries_without_groups)
-
-
 def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -> FrozenSet:
     """The frozen set without what each query's user may not see, the removed rows as its ``withheld``; the record of
     what was removed goes into the provenance under ``access`` and a line into the log."""
-    labels = labels_of(snapshot, config)
+    labels = AccessLabels.of(snapshot, config.queries_without_groups)
     candidates = frozen.candidates
     query_ids = candidates.column("query_id").to_pylist()
     doc_ids = candidates.column("doc_id").to_pylist()

@@ -29,8 +29,8 @@ from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
 from .guardrails import guardrail_evidence, guardrail_table
-from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, GuardrailEvidence, LatencyEvidence,
-                      SavingEvidence, SliceEvidence, UnjudgedEvidence, decide)
+from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, GuardrailEvidence, InvalidOutputEvidence,
+                      LatencyEvidence, SavingEvidence, SliceEvidence, UnjudgedEvidence, decide)
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class RunFacts:
     positive_only: str | None = None
     cost_seconds: Mapping[str, pd.Series] = field(default_factory=dict)
     caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
+    invalid_outputs: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per LLM reranker: (calls whose output was invalid, calls), from its run's ``describe`` (``systems.llm``)."""
     reference_systems: frozenset[str] = frozenset()
     """Systems that are reference points, not release challengers (first stages, the oracle, random: their
     kind's role): each is decided alone, outside the release family, and shown as descriptive."""
@@ -303,6 +305,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                  "slice_confidence": round(adjusted_confidence(settings.confidence, family_size * first_family_size),
                                            6),
                  "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
+                 "max_invalid_rate": rule.max_invalid_rate,
                  "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
     if rule.claims:
         rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
@@ -388,7 +391,9 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
                                 facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
         fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
         identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
-        saving=saving, caveats=caveats, guardrails=guardrails), claim)
+        saving=saving, caveats=caveats, guardrails=guardrails,
+        invalid_outputs=None if challenger not in facts.invalid_outputs else InvalidOutputEvidence(
+            *facts.invalid_outputs[challenger])), claim)
     entry: dict[str, Any] = {
         "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
         "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],

@@ -93,6 +93,9 @@ class ReleaseRule(StrictConfig):
     max_fallback_rate: float | None = Field(None, ge=0, le=1)
     latency_p95_max_ms: float | None = Field(None, ge=0)
     latency_p95_max_ratio: float | None = Field(None, ge=0)
+    max_invalid_rate: float | None = Field(None, ge=0, le=1)
+    """Largest share of an LLM reranker's calls whose output was invalid (a malformed permutation, an unreadable
+    label: ``systems.llm``); above it the system cannot be ACCEPTed. None skips it; systems without LLM calls pass."""
     claims: dict[str, ReleaseClaim] = {}
 
     def claim_for(self, system: str, reference: str, baseline: str) -> ReleaseClaim:
@@ -106,7 +109,8 @@ class ReleaseRule(StrictConfig):
     def statistical_part(self) -> ReleaseRule:
         """The rule without its deterministic checks (unjudged, fallbacks, latency): what a simulation exercises."""
         return self.model_copy(update={"unjudged_margin": None, "max_fallback_rate": None,
-                                       "latency_p95_max_ms": None, "latency_p95_max_ratio": None})
+                                       "latency_p95_max_ms": None, "latency_p95_max_ratio": None,
+                                       "max_invalid_rate": None})
 
 
 class SimulationConfig(StrictConfig):

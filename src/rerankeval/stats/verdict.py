@@ -141,6 +141,14 @@ class FallbackEvidence:
 
 
 @dataclass(frozen=True)
+class InvalidOutputEvidence:
+    """An LLM reranker's calls whose output was invalid (``systems.llm``), of all its calls."""
+
+    invalid: int
+    calls: int
+
+
+@dataclass(frozen=True)
 class SavingEvidence:
     """What a non-inferiority claim saves: ``measure`` (``latency_p95`` in ms, ``cost`` in cold seconds per query) of
     the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's.
@@ -204,6 +212,7 @@ class Evidence:
     saving: SavingEvidence | None = None
     caveats: tuple[Caveat, ...] = ()
     guardrails: tuple[GuardrailEvidence, ...] = ()
+    invalid_outputs: InvalidOutputEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -244,6 +253,7 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
         *_identical_run(evidence.identical_queries),
         *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
         *_fallback_checks(rule, evidence.fallbacks, notes),
+        *_invalid_output_checks(rule, evidence.invalid_outputs),
         *_quality_checks(rule, claim, evidence),
         *_slice_checks(rule, evidence.slices),
         *_unjudged_checks(rule, evidence.unjudged, notes),
@@ -355,6 +365,19 @@ def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, note
     message = (f"{fallbacks.fallbacks}/{fallbacks.queries} queries ({rate:.1%}) fell back to the fused order, "
                f"{'within' if passed else 'above'} the limit {rule.max_fallback_rate:.1%}")
     return [Check("fallback_rate", passed, True, message)]
+
+
+def _invalid_output_checks(rule: ReleaseRule, found: InvalidOutputEvidence | None) -> list[Check]:
+    """An LLM reranker whose outputs were invalid too often cannot be ACCEPTed (its order is partly the repair
+    rule's, not the model's); it does not REJECT on that alone."""
+    if rule.max_invalid_rate is None or found is None or not found.calls:
+        return []
+    rate = found.invalid / found.calls
+    passed = rate <= rule.max_invalid_rate
+    return [Check("invalid_outputs", passed, False,
+                  f"{found.invalid}/{found.calls} LLM calls ({rate:.1%}) gave an invalid output (repaired by the "
+                  f"kind's rule), {'within' if passed else 'above'} max_invalid_rate {rule.max_invalid_rate:.1%}"
+                  + ("" if passed else "; blocks ACCEPT"))]
 
 
 def _quality_checks(rule: ReleaseRule, claim: ReleaseClaim, evidence: Evidence) -> list[Check]:

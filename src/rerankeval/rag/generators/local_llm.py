@@ -28,7 +28,7 @@ from ...core.errors import ScoringFailure
 from ...models.gguf import GGUFSource, fetch_gguf
 from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, check_runtime
 from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_python
-from ..chat import ChatClient, Reply
+from ...models.chat import ChatClient, Reply
 from . import register_generator
 from .base import BuildContext, GeneratorConfig
 from .openai_compatible import OpenAICompatibleConfig, OpenAICompatibleGenerator, PromptVersion
@@ -79,9 +79,9 @@ class StartingChatClient(ChatClient):
         super().__init__(config)
         self._start = start
 
-    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+    def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         self._start()
-        return super().ask(messages)
+        return super().ask(messages, top_logprobs)
 
 
 class InProcessChatClient(ChatClient):
@@ -94,7 +94,8 @@ class InProcessChatClient(ChatClient):
         super().__init__(config)
         self._load = load
 
-    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+    def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
+        """``top_logprobs`` is not given by this runtime: the reply has none (a pointwise reranker then parses)."""
         model = self._load()
         started = time.perf_counter()
         try:

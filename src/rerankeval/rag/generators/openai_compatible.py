@@ -1,4 +1,4 @@
-"""Answers from any OpenAI-compatible chat endpoint (see ``rerankeval.rag.chat`` for retries, cache and secrets).
+"""Answers from any OpenAI-compatible chat endpoint (see ``rerankeval.models.chat`` for retries, cache and secrets).
 
 The prompt is versioned (``PROMPTS``): its text is part of every cache key, so a changed prompt is a new version. It
 numbers the context passages, asks for ``[n]`` citations and allows "cannot answer". A reply starting with "cannot
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from ...core.hashing import canonical_json, sha256_text
-from ..chat import ChatClient, ChatConfig
+from ...models.chat import ChatClient, ChatConfig
 from . import register_generator
 from .base import BuildContext, Generated, Generator
 

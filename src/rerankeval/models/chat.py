@@ -17,6 +17,7 @@ through ``core.http.HttpClient``, the one client of every outbound call.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -67,16 +68,21 @@ class Reply:
     attempts: int = 0
     reason: str | None = None
     """Why no text came back: ``<code>: <detail>`` (see the module docstring)."""
+    model: str | None = None
+    """The model the endpoint says answered (its reply's ``model``), when it says."""
+    top_logprobs: tuple[tuple[str, float], ...] | None = None
+    """The first generated token's most likely alternatives (token, log probability), when asked and given."""
 
 
 class ChatClient:
-    def __init__(self, config: ChatConfig):
+    def __init__(self, config: ChatConfig, where: str = "rag.generator"):
+        """``where``: the settings block the config is, named in a refusal."""
         self.config = config
         secret = None
         if config.api_key_env:
             secret = os.environ.get(config.api_key_env)
             if not secret:
-                raise ConfigError(f"rag.generator.api_key_env: the environment variable {config.api_key_env!r} is "
+                raise ConfigError(f"{where}.api_key_env: the environment variable {config.api_key_env!r} is "
                                   "not set. Fix: export it (the key is never written anywhere), or set api_key_env: "
                                   "null for an endpoint without a key.")
         self.url = config.base_url.rstrip("/") + "/chat/completions"
@@ -88,42 +94,64 @@ class ChatClient:
         return round(prompt_tokens / 1000 * self.config.price_per_1k_input_tokens
                      + completion_tokens / 1000 * self.config.price_per_1k_output_tokens, 9)
 
-    def request(self, messages: Sequence[dict]) -> dict[str, Any]:
+    def request(self, messages: Sequence[dict], top_logprobs: int | None = None) -> dict[str, Any]:
         c = self.config
         body = {"model": c.model, "messages": list(messages), "temperature": c.temperature, "seed": c.seed,
                 "max_tokens": c.max_tokens}
+        if top_logprobs:
+            body.update(logprobs=True, top_logprobs=top_logprobs)
         return {name: value for name, value in body.items() if value is not None}
 
-    def request_key(self, messages: Sequence[dict]) -> str:
+    def request_key(self, messages: Sequence[dict], top_logprobs: int | None = None) -> str:
         c = self.config
-        return sha256_text(canonical_json({"model": c.model, "messages": list(messages), "temperature": c.temperature,
-                                           "seed": c.seed, "max_tokens": c.max_tokens}))
+        asked = {"model": c.model, "messages": list(messages), "temperature": c.temperature, "seed": c.seed,
+                 "max_tokens": c.max_tokens}
+        if top_logprobs:  # only when asked, so that the generator's keys are what they were
+            asked["top_logprobs"] = top_logprobs
+        return sha256_text(canonical_json(asked))
 
     def redact(self, text: str) -> str:
         return self._client.redact(text)
 
-    def complete(self, messages: Sequence[dict]) -> Reply:
-        key = self.request_key(messages)
+    def close(self) -> None:
+        """Close the HTTP connections (the cache commits every write, so nothing is left to save)."""
+        self._client.close()
+
+    def complete(self, messages: Sequence[dict], top_logprobs: int | None = None) -> Reply:
+        """The reply to ``messages`` (from the cache when asked before); ``top_logprobs``: also ask for the first
+        token's most likely alternatives (an endpoint that gives none answers without them)."""
+        key = self.request_key(messages, top_logprobs)
         cached = self._cache.get(key)
         if cached is not None:
             body, seconds = cached
-            return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0)
-        reply, request_s = self.ask(messages)
+            alternatives = body.get("top_logprobs")
+            return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0,
+                         model=body.get("model"),
+                         top_logprobs=None if alternatives is None else tuple(map(tuple, alternatives)))
+        reply, request_s = self.ask(messages, top_logprobs)
         if reply.text is not None:
-            self._cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                                  "completion_tokens": reply.completion_tokens}, request_s)
+            stored = {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                      "completion_tokens": reply.completion_tokens}
+            if reply.model is not None:
+                stored["model"] = reply.model
+            if reply.top_logprobs is not None:
+                stored["top_logprobs"] = [list(pair) for pair in reply.top_logprobs]
+            self._cache.put(key, stored, request_s)
         return reply
 
-    def ask(self, messages: Sequence[dict]) -> tuple[Reply, float]:
+    def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         """One request past the cache: the reply and the seconds of the attempt that gave it (what a hit replays)."""
         try:
-            reply = self._client.post_json(self.url, self.request(messages), self.config.deadline_s)
+            reply = self._client.post_json(self.url, self.request(messages, top_logprobs), self.config.deadline_s)
             text, prompt_tokens, completion_tokens = read_completion(reply.body)
         except HttpFailure as failure:
             return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure)), 0.0
         except ScoringFailure as failure:
             return Reply(None, seconds=reply.total_s, attempts=reply.attempts, reason=str(failure)), 0.0
-        return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts), reply.request_s
+        served = reply.body.get("model")
+        return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts,
+                     model=served if isinstance(served, str) else None,
+                     top_logprobs=first_token_alternatives(reply.body) if top_logprobs else None), reply.request_s
 
 
 def read_completion(body: Any) -> tuple[str, int, int]:
@@ -138,6 +166,17 @@ def read_completion(body: Any) -> tuple[str, int, int]:
     if usage is not None and not isinstance(usage, Mapping):
         raise ScoringFailure("bad_response", f"usage is {type(usage).__name__}, not an object")
     return text, token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
+
+
+def first_token_alternatives(body: Mapping) -> tuple[tuple[str, float], ...] | None:
+    """The first generated token's alternatives from an OpenAI-style ``choices[0].logprobs.content[0].top_logprobs``
+    (vLLM, llama.cpp's server), or None when the reply carries none or not in that shape."""
+    try:
+        first = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        found = tuple((str(item["token"]), float(item["logprob"])) for item in first)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return found if found and all(math.isfinite(logprob) for _, logprob in found) else None
 
 
 def token_count(usage: Mapping | None, field: str) -> int:

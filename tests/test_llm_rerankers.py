@@ -1,0 +1,167 @@
+"""LLM rerankers (issue: LLM rerankers): ``llm_listwise`` (sliding windows, the generated permutation) and
+``llm_pointwise`` (P(yes) from logprobs, else the parsed label) over an OpenAI-compatible endpoint (a fake one on
+127.0.0.1 that records requests); invalid outputs repaired by the stated rule and counted; pins in ``describe``; a
+re-run served from the response cache; the verdict's invalid-output budget."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rerankeval.core.errors import ConfigError
+from rerankeval.core.hashing import sha256_text
+from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.stats.config import ReleaseRule
+from rerankeval.stats.verdict import DeltaEvidence, Evidence, InvalidOutputEvidence, decide
+from rerankeval.systems.base import FUSION_FALLBACK, Query, RERANKED
+from rerankeval.systems.llm.listwise import parse_permutation
+from rerankeval.systems.registry import BuildContext, build_system
+from tests.fake_openai import FakeOpenAI
+
+PASSAGES = [f"passage {k} about topic {k}" for k in range(7)]
+RELEVANT = {"q1": 5}
+"""The passage the fake model prefers for each query."""
+
+
+def candidates(query_ids=("q1",)) -> pd.DataFrame:
+    return pd.DataFrame([{"query_id": q, "doc_id": f"d{i}", "parent_id": f"d{i}", "passage": p,
+                          "passage_sha256": sha256_text(p), "fused_rank": i + 1}
+                         for q in query_ids for i, p in enumerate(PASSAGES)])
+
+
+QUERIES = {"q1": Query("q1", "what is topic 5")}
+
+
+def listwise_responder(messages):
+    """Ranks the listed passages by whether they name topic 5, then by their number (a stable fake model)."""
+    prompt = messages[-1]["content"]
+    listed = re.findall(r"\[(\d+)\] passage (\d+)", prompt)
+    ranked = sorted(listed, key=lambda item: (item[1] != "5", int(item[1])))
+    return " > ".join(f"[{label}]" for label, _ in ranked)
+
+
+def config(server, tmp_path, kind="llm_listwise", **extra) -> dict:
+    return {"kind": kind, "depth": 7, "endpoint": {"base_url": server.base_url, "model": "fake-llm",
+                                                   "api_key_env": None, "cache_dir": str(tmp_path / "cache"),
+                                                   "backoff_s": 0.01, "max_retries": 1, "max_tokens": 64},
+            **({"window": 4, "stride": 2} if kind == "llm_listwise" else {}), **extra}
+
+
+def run(system_config, name="llm"):
+    system = build_system(name, system_config, BuildContext())
+    frame, latency = rerank(candidates(), QUERIES, system, RerankSettings(depth=system_config["depth"]))
+    return system, frame, latency
+
+
+@pytest.mark.parametrize("reply, order, reasons", [
+    ("[2] > [1] > [3]", [1, 0, 2], []),
+    ("2, 3, 1", [1, 2, 0], []),
+    ("[2] > [2] > [9] > [1]", [1, 0, 2], ["missing_labels", "repeated_label", "unknown_label"]),
+    ("[3]", [2, 0, 1], ["missing_labels"]),
+    ("I cannot rank these passages.", [0, 1, 2], ["no_labels"]),
+])
+def test_a_reply_is_repaired_by_the_stated_rule_and_its_faults_named(reply, order, reasons):
+    assert parse_permutation(reply, 3) == (order, reasons)
+
+
+def test_listwise_windows_slide_bottom_up_and_a_rerun_is_served_from_the_cache(tmp_path):
+    with FakeOpenAI(responder=listwise_responder) as server:
+        server.served_model = "fake-llm-2026-06"
+        system, frame, latency = run(config(server, tmp_path))
+        assert frame["doc_id"].tolist()[0] == "d5" and set(frame["mode"]) == {RERANKED}
+        # 7 passages, window 4, stride 2: windows [3:7], [1:5], [0:3]... until the top is reached.
+        assert len(server.requests) == 3
+        described = system.describe()
+        assert described["served_models"] == {"fake-llm-2026-06": 3} and described["model"] == "fake-llm"
+        assert described["template_sha256"] == sha256_text(open(described["template"], encoding="utf-8").read())
+        assert described["window"] == {"window": 4, "stride": 2, "passes": 1, "direction": "bottom to top"}
+        assert described["invalid_outputs"]["calls"] == 3 and described["invalid_outputs"]["invalid_calls"] == 0
+        again, frame_again, latency_again = run(config(server, tmp_path))
+        assert len(server.requests) == 3  # nothing asked again
+        assert frame_again.equals(frame)
+        assert latency_again["replayed_s"].sum() > 0 and latency_again["compute_s"].sum() == 0
+
+
+def test_invalid_outputs_are_counted_per_query_and_in_total(tmp_path):
+    replies = iter(["[1] > [1] > [7]", "no ranking today", "[2] > [1] > [3]"])  # windows of 4, 4 and 3
+    with FakeOpenAI(responder=lambda messages: next(replies)) as server:
+        system, frame, latency = run(config(server, tmp_path))
+    record = system.describe()["invalid_outputs"]
+    assert record["calls"] == 3 and record["invalid_calls"] == 2
+    assert record["by_reason"] == {"missing_labels": 1, "no_labels": 1, "repeated_label": 1, "unknown_label": 1}
+    timings = dict(latency["timings"].iloc[0])
+    assert (timings["llm_calls"], timings["invalid_outputs"]) == (3.0, 2.0)
+    assert sorted(frame["doc_id"]) == sorted(f"d{i}" for i in range(7))  # still a permutation
+
+
+def test_pointwise_reads_logprobs_and_falls_back_to_the_parsed_label(tmp_path):
+    def responder(messages):
+        passage = re.search(r"Passage: passage (\d+)", messages[-1]["content"]).group(1)
+        if passage == "5":
+            return {"text": "Yes", "top_logprobs": [("Yes", -0.1), (" no", -2.4)]}
+        if passage == "6":
+            return "Maybe, it depends."  # unreadable: 0.5, counted
+        return {"text": "no", "top_logprobs": [("no", -0.2), ("yes", -1.7)]}
+
+    with FakeOpenAI(responder=responder) as server:
+        system, frame, _ = run(config(server, tmp_path, kind="llm_pointwise"))
+        assert all(request.get("logprobs") is True and request["top_logprobs"] == 5 for request in server.requests)
+        scores = frame.set_index("doc_id")["score"]
+        assert scores["d5"] == pytest.approx(np.exp(-0.1) / (np.exp(-0.1) + np.exp(-2.4)), abs=1e-6)
+        assert scores["d6"] == 0.5 and frame["doc_id"].iloc[0] == "d5"
+        described = system.describe()
+        assert described["score_from"] == {"logprobs": 6, "unreadable": 1}
+        assert described["invalid_outputs"]["by_reason"] == {"unreadable_label": 1}
+        plain, frame_plain, _ = run(config(server, tmp_path / "no_logprobs", kind="llm_pointwise", top_logprobs=0))
+        assert not any("logprobs" in request for request in server.requests[7:])
+        assert plain.describe()["score_from"] == {"parsed label": 6, "unreadable": 1}
+        assert frame_plain.set_index("doc_id")["score"]["d5"] == 1.0
+
+
+def test_a_failing_endpoint_degrades_the_query_with_its_reason(tmp_path):
+    with FakeOpenAI(responder=listwise_responder) as server:
+        server.script = ["500"] * 10
+        _, frame, latency = run(config(server, tmp_path))
+    assert set(frame["mode"]) == {FUSION_FALLBACK}
+    assert frame["degraded_reason"].iloc[0].startswith("http_5xx")
+
+
+def test_bad_settings_are_refused_with_the_numbers(tmp_path):
+    with FakeOpenAI() as server:
+        with pytest.raises(ConfigError, match="stride 5 is larger than window 4"):
+            build_system("llm", config(server, tmp_path, stride=5), BuildContext())
+        with pytest.raises(ConfigError, match=r"needs about \d+ tokens with max_tokens 64, more than context_tokens "
+                                              r"256"):
+            build_system("llm", config(server, tmp_path, context_tokens=256), BuildContext())
+        template = tmp_path / "no_query.txt"
+        template.write_text("Rank {count} passages:\n{passages}\n")
+        with pytest.raises(ConfigError, match=r"has placeholders \['count', 'passages'\].*missing: \['query'\]"):
+            build_system("llm", config(server, tmp_path, template=str(template)), BuildContext())
+
+
+def test_too_many_invalid_outputs_block_accept():
+    rule = ReleaseRule(primary_metric="nDCG@10", min_delta=0.01, max_invalid_rate=0.05)
+    good = Evidence(primary=DeltaEvidence("nDCG@10", 0.08, 0.05, 0.11), slices=(),
+                    invalid_outputs=InvalidOutputEvidence(2, 100))
+    assert decide(rule, good).decision == "ACCEPT"
+    bad = Evidence(primary=good.primary, slices=(), invalid_outputs=InvalidOutputEvidence(9, 100))
+    verdict = decide(rule, bad)
+    assert verdict.decision == "INCONCLUSIVE"
+    assert verdict.decided_by == ("9/100 LLM calls (9.0%) gave an invalid output (repaired by the kind's rule), above "
+                                  "max_invalid_rate 5.0%; blocks ACCEPT")
+
+
+def test_a_hosted_endpoints_tokens_are_its_cost_a_local_ones_machine_time(tmp_path):
+    from rerankeval.report.serving import llm_cost_per_1k
+
+    latency = pd.DataFrame({"timings": [{"prompt_tokens": 1000.0, "completion_tokens": 100.0},
+                                        {"prompt_tokens": 3000.0, "completion_tokens": 300.0}]})
+    hosted = {"endpoint": {"price_per_1k_input_tokens": 0.5, "price_per_1k_output_tokens": 1.5}}
+    # per query: 1.0 x 0.5 + 0.1 x 1.5 = 0.65 and 3.0 x 0.5 + 0.3 x 1.5 = 1.95 dollars; per 1,000 queries: 1300
+    assert llm_cost_per_1k(hosted, latency, machine_cost=0.01) == pytest.approx(1300.0)
+    assert llm_cost_per_1k({"endpoint": {}}, latency, machine_cost=0.01) == 0.01
+    with FakeOpenAI(responder=listwise_responder) as server:
+        _, _, measured = run(config(server, tmp_path))
+    timings = dict(measured["timings"].iloc[0])
+    assert (timings["prompt_tokens"], timings["completion_tokens"]) == (300.0, 30.0)  # the fake's 100 and 10 a call
