@@ -165,3 +165,17 @@ def test_a_hosted_endpoints_tokens_are_its_cost_a_local_ones_machine_time(tmp_pa
         _, _, measured = run(config(server, tmp_path))
     timings = dict(measured["timings"].iloc[0])
     assert (timings["prompt_tokens"], timings["completion_tokens"]) == (300.0, 30.0)  # the fake's 100 and 10 a call
+
+
+def test_the_details_page_lists_each_llm_rerankers_invalid_outputs_and_pins(tmp_path):
+    from rerankeval.report.llm import llm_section
+
+    replies = iter(["[1] > [1] > [7]", "[2] > [1] > [3] > [4]", "[2] > [1] > [3]"])  # the first one invalid
+    with FakeOpenAI(responder=lambda messages: next(replies)) as server:
+        system, _, _ = run(config(server, tmp_path))
+    section = llm_section(["fusion", "llm"], {"fusion": {"describe": {"kind": "fusion"}},
+                                              "llm": {"describe": system.describe()}})
+    row = next(line for line in section.splitlines() if line.startswith("| `llm`"))
+    assert "| 3 | 1 (33.3%) |" in row and "missing_labels 1, repeated_label 1, unknown_label 1" in row
+    assert "fake-llm (served: fake-llm x3)" in row and "window 4, stride 2, passes 1" in row
+    assert llm_section(["fusion"], {"fusion": {"describe": {}}}) == ""
