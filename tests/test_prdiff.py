@@ -84,6 +84,19 @@ def test_regression_data_change_and_query_mismatch_are_called_out():
     assert "▼ -0.1000" in comment
 
 
+def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
+    from dataclasses import replace
+
+    values = {"fusion": np.linspace(0, 1, 10), "llm": np.linspace(1, 0, 10)}
+    pins = {"model": "qwen", "template_sha256": "aaa", "decoding": {"temperature": 0.0}, "served_models": {"qwen": 3}}
+    base = replace(revision("a (1)", values), pins={"llm": pins})
+    head = replace(revision("b (2)", values), pins={"llm": {**pins, "template_sha256": "bbb"}})
+    comment = markdown_comment(diff_revisions(base, head, SETTINGS, "nDCG@10"))
+    assert "`llm`'s pins differ (template_sha256: 'aaa' -> 'bbb'): base and head ran different systems" in comment
+    same = diff_revisions(base, replace(head, pins={"llm": pins}), SETTINGS, "nDCG@10")
+    assert not any("pins differ" in warning for warning in same["warnings"])
+
+
 def test_no_change_gives_a_short_comment():
     values = {"fusion": np.linspace(0, 1, 10), "bm25": np.linspace(1, 0, 10)}
     result = diff_revisions(revision("a (1)", values), revision("b (2)", values), SETTINGS, "nDCG@10")

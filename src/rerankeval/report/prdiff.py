@@ -77,6 +77,13 @@ def load_revision(repo: str | Path, rev: str | None) -> Revision:
         per_query = pq.read_table(io.BytesIO(read_output(Path(paths["eval"]) / PER_QUERY_FILE)))
         queries = pq.read_table(io.BytesIO(read_output(snapshot_dir / "queries.parquet")))
         manifest = json.loads(read_output(snapshot_dir / MANIFEST))
+        params = yaml.safe_load((repo / PARAMS).read_text() if rev is None else _git(repo, "show", f"{rev}:{PARAMS}"))
+        # An LLM reranker's pins (model, template, decoding) are in its run's metadata: a change there is a new system.
+        pins = {}
+        for system, config in (params.get("systems") or {}).items():
+            if str((config or {}).get("kind", "")).startswith("llm_") and "runs" in paths:
+                run = read_output(Path(paths["runs"]) / f"run_{system}.parquet")
+                pins[system] = table_metadata(pq.read_table(io.BytesIO(run))).get("describe", {})
         # A system new in head is shown with head's own comparison; a revision without compare.json still diffs.
         try:
             compare = json.loads(read(Path(paths["reports"]) / COMPARE_FILE)) if "reports" in paths else None
@@ -85,10 +92,9 @@ def load_revision(repo: str | Path, rev: str | None) -> Revision:
     finally:
         if fs is not None:
             fs.close()
-    params = yaml.safe_load((repo / PARAMS).read_text() if rev is None else _git(repo, "show", f"{rev}:{PARAMS}"))
     slices = queries.to_pandas().set_index("query_id")[manifest["slice_columns"]]
     return Revision(label, per_query.to_pandas(), slices, table_metadata(per_query).get("snapshot", {}), params,
-                    compare)
+                    compare, pins)
 
 
 @dataclass(frozen=True)

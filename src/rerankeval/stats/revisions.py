@@ -36,6 +36,31 @@ class Revision:
     snapshot: Mapping[str, str]  # content sha256 of corpus, queries and qrels the metrics were computed from
     params: Mapping[str, Any]
     compare: Mapping[str, Any] | None = None  # the revision's compare.json, when it has one
+    pins: Mapping[str, Mapping[str, Any]] = None  # type: ignore[assignment]
+    """Per LLM reranker, what decides its scores as its run recorded it (``systems.llm.pins``); None: not read."""
+
+    def __post_init__(self) -> None:
+        if self.pins is None:
+            object.__setattr__(self, "pins", {})
+
+
+PINS = ("model", "served_models", "template", "template_sha256", "decoding", "window", "top_logprobs")
+"""The pins of an LLM reranker's run that make two runs different systems when they differ."""
+
+
+def pin_changes(base: Revision, head: Revision, systems: Sequence[str]) -> list[str]:
+    """A warning per system whose pins differ between the revisions: its two runs are not the same system."""
+    warnings = []
+    for system in systems:
+        before, after = base.pins.get(system), head.pins.get(system)
+        if before is None or after is None:
+            continue
+        changed = [f"{key}: {before.get(key)!r} -> {after.get(key)!r}" for key in PINS
+                   if before.get(key) != after.get(key)]
+        if changed:
+            warnings.append(f"`{system}`'s pins differ ({'; '.join(changed)}): base and head ran different systems "
+                            "under one name, so its delta is the pins' change as much as the code's.")
+    return warnings
 
 
 
@@ -72,6 +97,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         warnings.append(f"The snapshot changed ({', '.join(changed_tables)}): judgments or queries differ, so the "
                         "deltas mix the system change with the data change.")
 
+    warnings += pin_changes(base, head, systems)
     base_scores = _scores(base, systems, query_ids, metrics)
     head_scores = _scores(head, systems, query_ids, metrics)
     changed = [s for s in systems if not np.array_equal(base_scores[s], head_scores[s], equal_nan=True)]
