@@ -437,3 +437,18 @@ def test_a_replay_file_may_label_documents_the_corpus_lacks_and_bad_labels_are_r
     assert any("another acl in the source than in the corpus (first: 'p1')" in line for line in frozen.log)
     with pytest.raises(CollectionError, match=r"replay.jsonl, line 1: candidate 1 \('ext'\): acl must be a list"):
         replay([("ext", {"acl": "staff"})])
+
+
+def test_the_latency_stage_times_an_unfiltered_system_on_the_candidates_before_the_filter(tmp_path):
+    from types import SimpleNamespace
+
+    from rerankeval.systems.splits import eval_queries
+
+    frozen = frozen_from_run(tmp_path, RUN)
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                     frozen.passages, frozen.provenance, (tmp_path / "withheld.parquet", frozen.withheld))
+    params = SimpleNamespace(dataset=SimpleNamespace(eval_split="test"))
+    _, filtered, _ = eval_queries(params, tmp_path / "snapshot", tmp_path / "candidates.parquet")
+    _, unfiltered, _ = eval_queries(params, tmp_path / "snapshot", tmp_path / "candidates.parquet", unfiltered=True)
+    assert "secret" not in filtered[filtered["query_id"] == "q1"]["doc_id"].tolist()
+    assert unfiltered[unfiltered["query_id"] == "q1"]["doc_id"].tolist()[0] == "secret"

@@ -30,6 +30,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     context = BuildContext(qrels=snapshot.table("qrels").to_pandas(), systems=configs,
                            candidates_of=split_candidates(params, snapshot, paths.candidates, paths.fallback),
                            evaluated_split=params.dataset.eval_split)
+    unfiltered = None  # the candidates before the access filter, for a system configured without it
     measured = {paths.measurement(name) for name in params.system_names}
     for stale in paths.latency.glob("*.json") if paths.latency.is_dir() else []:
         if stale not in measured:
@@ -40,8 +41,14 @@ def run(params: Params, paths: PipelinePaths) -> None:
             print(f"latency[{name}]: unchanged since its last measurement, kept ({path})")
             continue
         config = configs[name]
+        pool = candidates
+        if not config.access_filter:
+            if unfiltered is None:
+                _, unfiltered, _ = eval_queries(params, paths.snapshot, paths.candidates,
+                                                settings.queries + settings.warmup_queries, unfiltered=True)
+            pool = unfiltered
         result = {"system": name, "depth": config.depth, "inputs_sha256": inputs,
-                  **measure_latency(build_system(name, config, context), heads(candidates, queries, config.depth),
+                  **measure_latency(build_system(name, config, context), heads(pool, queries, config.depth),
                                     settings)}
         write_json(path, result)
         print(f"latency[{name}]: p95 {result['p95_ms']:.1f} ms (CPU time p95 {result['cpu_p95_ms']:.1f} ms), "
@@ -57,6 +64,9 @@ def measurement_inputs(name: str, params: Params, paths: PipelinePaths) -> str:
     """What a system's measurement depends on: its config, its run (which changes with its model), the candidates
     and the measurement settings."""
     run_path = paths.run(name)
-    return sha256_text(canonical_json({
-        "version": MEASUREMENT_VERSION, "config": params.systems[name], "settings": params.serving.latency.to_dict(),
-        "run": sha256_file(run_path) if run_path.exists() else None, "candidates": sha256_file(paths.candidates)}))
+    inputs = {"version": MEASUREMENT_VERSION, "config": params.systems[name],
+              "settings": params.serving.latency.to_dict(),
+              "run": sha256_file(run_path) if run_path.exists() else None, "candidates": sha256_file(paths.candidates)}
+    if params.systems[name].get("access_filter") is False:  # it is timed on the candidates before the filter
+        inputs["candidates"] = [inputs["candidates"], "unfiltered"]
+    return sha256_text(canonical_json(inputs))

@@ -67,15 +67,17 @@ def fallback_split(params, snapshot: Snapshot, split: str, fallback_dir: Path) -
                            read_table(files["qrels"]).to_pandas(), source)
 
 
-def eval_queries(params, snapshot_dir: str | Path, candidates_path: str | Path,
-                 limit: int | None = None) -> tuple[Snapshot, pd.DataFrame, dict[str, Query]]:
-    """The evaluated split's candidates (fused order) and queries; the first ``limit`` query ids when given."""
+def eval_queries(params, snapshot_dir: str | Path, candidates_path: str | Path, limit: int | None = None,
+                 unfiltered: bool = False) -> tuple[Snapshot, pd.DataFrame, dict[str, Query]]:
+    """The evaluated split's candidates (fused order) and queries; the first ``limit`` query ids when given;
+    ``unfiltered``: as before the access filter (a system with ``access_filter: false``)."""
     snapshot = Snapshot(snapshot_dir)
     check_provenance(candidates_path, table_metadata(candidates_path).get("snapshot", {}), retrieval_inputs(snapshot))
     queries = snapshot.queries_of(params.dataset.eval_split).sort_values("query_id")
     if limit is not None:
         queries = queries.head(limit)
-    candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist())  # texts verified
+    candidates = load_candidates(candidates_path, query_ids=queries["query_id"].tolist(),  # texts verified
+                                 unfiltered=unfiltered)
     candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
     labels = [column for column in snapshot.slice_columns if column in queries.columns]
     return snapshot, candidates, _views(queries, labels)
