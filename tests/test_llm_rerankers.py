@@ -174,8 +174,35 @@ def test_the_details_page_lists_each_llm_rerankers_invalid_outputs_and_pins(tmp_
     with FakeOpenAI(responder=lambda messages: next(replies)) as server:
         system, _, _ = run(config(server, tmp_path))
     section = llm_section(["fusion", "llm"], {"fusion": {"describe": {"kind": "fusion"}},
-                                              "llm": {"describe": system.describe()}})
+                                              "llm": {"describe": system.describe()}},
+                          {"llm": {"per_query_mean": 0.25, "low": 0.1, "high": 0.4}})
     row = next(line for line in section.splitlines() if line.startswith("| `llm`"))
-    assert "| 3 | 1 (33.3%) |" in row and "missing_labels 1, repeated_label 1, unknown_label 1" in row
+    assert "| 3 | 1 (33.3%) | 25.0% [10.0%, 40.0%] |" in row and "missing_labels 1, repeated_label 1, unknown_label 1" in row
     assert "fake-llm (served: fake-llm x3)" in row and "window 4, stride 2, passes 1" in row
     assert llm_section(["fusion"], {"fusion": {"describe": {}}}) == ""
+
+
+def test_the_compare_stage_gives_the_invalid_share_per_query_with_its_ci():
+    from rerankeval.stats.guardrails import invalid_output_record
+
+    boot = {"n_samples": 2000, "seed": 17, "confidence": 0.95}
+    record = invalid_output_record(np.array([1.0, 0.0, 3.0, 0.0]), np.array([2.0, 2.0, 3.0, 0.0]), boot)
+    assert (record["invalid"], record["calls"], record["queries"]) == (4, 7, 3)  # a query without a call is not one
+    assert record["rate"] == pytest.approx(4 / 7, abs=1e-6)
+    assert record["per_query_mean"] == pytest.approx((0.5 + 0.0 + 1.0) / 3, abs=1e-6)
+    assert record["low"] <= record["per_query_mean"] <= record["high"]
+
+
+def test_the_compare_stage_reads_the_counts_from_the_latency_tables(tmp_path):
+    from rerankeval.core.io import read_table, write_table
+    from rerankeval.pipeline.compare import invalid_outputs
+    from rerankeval.rerank.latency import latency_table
+
+    replies = iter(["[1] > [1] > [7]", "[2] > [1] > [3] > [4]", "[2] > [1] > [3]"])  # the first one invalid
+    with FakeOpenAI(responder=lambda messages: next(replies)) as server:
+        _, _, latency = run(config(server, tmp_path))
+    write_table(tmp_path / "latency_llm.parquet", latency_table(latency), {})
+    stored = read_table(tmp_path / "latency_llm.parquet").to_pandas()  # as the compare stage reads it
+    found = invalid_outputs({"llm": stored}, {"n_samples": 500, "seed": 17, "confidence": 0.95})
+    assert (found["llm"]["invalid"], found["llm"]["calls"]) == (1, 3)
+    assert found["llm"]["per_query_mean"] == pytest.approx(1 / 3, abs=1e-6)

@@ -13,6 +13,7 @@ from ..serving.measure import verdict_latencies
 from ..stats.agreement import agreement_summary
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
+from ..stats.guardrails import invalid_output_record
 from ..stats.schema import checked_compare, checked_verdicts
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
@@ -57,6 +58,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                                  rule.primary_metric)
     latency_p95_ms, sources, untrusted = verdict_latencies(str(paths.measurement(SYSTEM_PLACEHOLDER)),
                                                            paths.loadtest, params.system_names)
+    invalid = invalid_outputs(latency_frames, settings.resampling())
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
@@ -65,10 +67,12 @@ def run(params: Params, paths: PipelinePaths) -> None:
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
         reference_systems=frozenset(system for system, found in traits.items() if found.reference),
-        invalid_outputs=invalid_outputs(paths, params.system_names))
+        invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()})
     result, verdicts = compare(per_query, slices, settings, rule, facts,
                                read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
+    if invalid:
+        verdicts["invalid_outputs"] = invalid
     # Beside the guardrails: evaluated queries a system answered with no document at all (every candidate removed by
     # the access filter, or none retrieved). A reranker only permutes, so this is the candidates' rate, shown per
     # system (an access_filter: false system differs), not a check that could fail.
@@ -102,13 +106,16 @@ def run(params: Params, paths: PipelinePaths) -> None:
             print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
 
 
-def invalid_outputs(paths: PipelinePaths, systems) -> dict[str, tuple[int, int]]:
-    """Per LLM reranker: (invalid calls, calls) as its rerank stage recorded them (``systems.llm``)."""
+def invalid_outputs(latency_frames: dict[str, pd.DataFrame], boot) -> dict[str, dict]:
+    """Per LLM reranker (``systems.llm``): its invalid outputs in total and per query with a CI, from the per-query
+    counts its rerank stage recorded (``timings``: ``invalid_outputs`` of ``llm_calls``)."""
     found = {}
-    for system in systems:
-        record = table_metadata(paths.run(system)).get("describe", {}).get("invalid_outputs")
-        if record:
-            found[system] = (int(record["invalid_calls"]), int(record["calls"]))
+    for system, frame in latency_frames.items():
+        timings = [dict(t) if t is not None else {} for t in frame["timings"]]
+        if not any("llm_calls" in t for t in timings):
+            continue
+        found[system] = invalid_output_record(np.array([t.get("invalid_outputs", 0.0) for t in timings]),
+                                              np.array([t.get("llm_calls", 0.0) for t in timings]), boot)
     return found
 
 

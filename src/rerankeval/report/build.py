@@ -228,7 +228,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
             systems, params.systems, traits, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
             compare, inputs.queries, primary, warmup, hourly_price, variants.get("composites", {}),
             params.compare.worst_n),
-        llm.llm_section(systems, inputs.run_metadata),
+        llm.llm_section(systems, inputs.run_metadata, inputs.verdicts.get("invalid_outputs")),
         md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link, on_decision_page=True),
         md.slices_section(compare, primary, plots_link, on_decision_page=True),
         answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link,

@@ -10,7 +10,9 @@ from typing import Any
 from .markdown import table
 
 
-def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, Any]]) -> str:
+def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, Any]],
+                intervals: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """``intervals``: verdicts.json's ``invalid_outputs`` (the per-query share with its CI, from the compare stage)."""
     rows = []
     for system in systems:
         described = run_metadata[system].get("describe", {})
@@ -19,8 +21,12 @@ def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, 
             continue
         rate = f" ({counted['rate']:.1%})" if counted.get("rate") is not None else ""
         settings = described.get("window") or {"scored from": described.get("score_from")}
+        found = (intervals or {}).get(system, {})
+        share = ("n/a" if found.get("per_query_mean") is None else f"{found['per_query_mean']:.1%}"
+                 + (f" [{found['low']:.1%}, {found['high']:.1%}]" if found.get("low") is not None else " (one query)"))
         rows.append([f"`{system}`", f"`{described.get('kind')}`", str(counted["calls"]),
                      f"{counted['invalid_calls']}{rate}",
+                     share,
                      ", ".join(f"{reason} {count}" for reason, count in counted["by_reason"].items()) or "none",
                      f"{counted['prompt_tokens']} / {counted['completion_tokens']}",
                      f"{described.get('model')} (served: "
@@ -32,7 +38,8 @@ def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, 
     if not rows:
         return ""
     return ("## LLM rerankers: invalid outputs and pins\n\n"
-            + table(["system", "kind", "calls", "invalid calls", "invalid by reason", "prompt / completion tokens",
+            + table(["system", "kind", "calls", "invalid calls", "per query [95% CI]", "invalid by reason",
+                     "prompt / completion tokens",
                      "model", "template (sha256)", "decoding and window"], rows)
             + "\n\nAn invalid output is repaired by the kind's stated rule and counted (docs/configurations.md, \"LLM "
               "rerankers\"); above compare.release.max_invalid_rate of its calls a system cannot be ACCEPTed. Two runs "

@@ -86,3 +86,21 @@ def _slice_increases(increase: np.ndarray, labels: Mapping[str, np.ndarray], cri
 
 def _rounded(value: float) -> float | None:
     return round(float(value), 6) if np.isfinite(value) else None
+
+
+def invalid_output_record(invalid: np.ndarray, calls: np.ndarray, boot: Mapping[str, Any]) -> dict[str, Any]:
+    """An LLM reranker's invalid outputs: in total (invalid calls of all calls, what the verdict's budget reads) and
+    per query (the share of a query's calls that were invalid, averaged over the queries with a call, with its
+    bootstrap CI over queries)."""
+    invalid, calls = np.asarray(invalid, dtype=np.float64), np.asarray(calls, dtype=np.float64)
+    asked = calls > 0
+    record: dict[str, Any] = {"invalid": int(invalid.sum()), "calls": int(calls.sum()), "queries": int(asked.sum()),
+                              "rate": _rounded(invalid.sum() / calls.sum()) if calls.sum() else None}
+    shares = invalid[asked] / calls[asked]
+    if len(shares) >= 2:  # a bootstrap over queries needs two
+        found = mean_intervals(shares[:, None], **boot)
+        record.update(per_query_mean=_rounded(found.mean[0]), low=_rounded(found.low[0]), high=_rounded(found.high[0]),
+                      confidence=found.confidence)
+    elif len(shares):
+        record.update(per_query_mean=_rounded(shares[0]), low=None, high=None)
+    return record

@@ -93,6 +93,9 @@ class Verdicts(_Strict):
     latency_source: dict[str, str]
     latency_untrusted: dict[str, str]
     fallbacks: dict[str, dict[str, int]]
+    invalid_outputs: dict[str, dict[str, Any]] | None = None
+    """Per LLM reranker: invalid outputs in total (``invalid`` of ``calls``, ``rate``) and per query (``per_query_mean``
+    with its CI ``low``, ``high``)."""
     empty_results: dict[str, dict[str, int]] | None = None
     """Per system: evaluated queries it answered with no document (``empty``) of ``queries``."""
     generator_flag: str | None
