@@ -76,6 +76,9 @@ def _paths(*names: str) -> tuple[str, ...]:
 
 
 FROZEN = _paths("snapshot", "candidates", "passages")
+"""The frozen candidates a stage reads. The withheld file (what the access filter removed, read by an
+``access_filter: false`` system only) is covered by the candidates dep: the candidates record its sha256, so it
+cannot change without them, and its reader refuses a file that is not the recorded one."""
 FIT_SPLIT = ("dataset.name", "dataset.path", "train.fallback_path")
 """What reading a fitting split reads (``systems.splits``) besides the frozen candidates and the fallback stage's
 output: the source it names, the fallback it names in a refusal."""

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot
-from .candidates import candidate_source, passages_table
+from .candidates import candidate_source
 from .config import AccessConfig
 from .sources.base import FrozenSet
 
@@ -40,9 +40,7 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     known |= set(frozen.acl)
     visible = np.ones(len(doc_ids), dtype=bool)
     if config.filter and labels.restricts:
-        starts = np.flatnonzero(np.r_[True, np.array(query_ids[1:], dtype=object) != np.array(query_ids[:-1],
-                                                                                              dtype=object)]) \
-            if query_ids else np.array([], dtype=np.int64)
+        starts = _group_starts(query_ids)
         for start, end in zip(starts, [*starts[1:], len(query_ids)]):
             visible[start:end] = labels.may_see(query_ids[start], doc_ids[start:end])
     record: dict[str, Any] = {"filter": config.filter, "queries_without_groups": config.queries_without_groups,
@@ -68,7 +66,8 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
         record["unfiltered"] = "retrieval.access.filter is false: every system sees what its user may not"
     withheld = _withheld(candidates, removed, frozen.passages)
     kept = candidates.filter(pa.array(visible))
-    kept = kept.set_column(kept.schema.get_field_index("fused_rank"), "fused_rank", _renumbered(kept))
+    kept = kept.set_column(kept.schema.get_field_index("fused_rank"), "fused_rank",
+                           _ranks_within(kept.column("query_id").to_pylist()))
     used = set(kept.column("passage_sha256").to_pylist())
     passages = frozen.passages.filter(pc.is_in(frozen.passages.column("passage_sha256"),
                                                value_set=pa.array(sorted(used), pa.string())))
@@ -86,19 +85,19 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
         log.append(f"access: {without} queries have no user_groups: they see the public documents only "
                    "(retrieval.access.queries_without_groups: public)")
     provenance = {**frozen.provenance, "access": record}
-    return replace(frozen, candidates=kept, passages=passages_table(passages.column("passage_sha256").to_pylist(),
-                                                                    passages.column("passage").to_pylist()),
-                   first_stage=first_stage, provenance=provenance, log=[*frozen.log, *log], withheld=withheld)
+    return replace(frozen, candidates=kept, passages=passages, first_stage=first_stage, provenance=provenance, log=[*frozen.log, *log], withheld=withheld)
 
 
-def _renumbered(candidates: pa.Table) -> pa.Array:
-    """Fused ranks 1..n per query, in the (query, fused rank) order the table is in."""
-    query_ids = np.array(candidates.column("query_id").to_pylist(), dtype=object)
-    if not len(query_ids):
-        return pa.array([], pa.int32())
-    new_query = np.r_[True, query_ids[1:] != query_ids[:-1]]
-    starts = np.flatnonzero(new_query)
-    positions = np.arange(len(query_ids)) - np.repeat(starts, np.diff(np.r_[starts, len(query_ids)]))
+def _group_starts(keys: list[str]) -> np.ndarray:
+    """Where each run of equal keys (strings) begins (the tables are sorted by them)."""
+    values = np.array(keys, dtype=object)
+    return np.flatnonzero(np.r_[True, values[1:] != values[:-1]]) if len(values) else np.array([], dtype=np.int64)
+
+
+def _ranks_within(keys: list[str]) -> pa.Array:
+    """Ranks 1..n within each run of equal keys, in the order the rows are in."""
+    starts = _group_starts(keys)
+    positions = np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)]).astype(np.int64))
     return pa.array(positions + 1, pa.int32())
 
 
@@ -134,11 +133,6 @@ def _removed_per_retriever(first_stage: pa.Table, labels: AccessLabels | None) -
 def _filtered_first_stage(first_stage: pa.Table, labels: AccessLabels | None) -> pa.Table:
     """Each retriever's own top list without what the user may not see, ranks renumbered 1..n."""
     kept = first_stage.filter(pa.array(_visible_rows(first_stage, labels)))
-    if not kept.num_rows:
-        return kept
-    keys = np.array([f"{r}\x00{q}" for r, q in zip(kept.column("retriever").to_pylist(),
-                                                    kept.column("query_id").to_pylist())], dtype=object)
-    new_group = np.r_[True, keys[1:] != keys[:-1]]
-    starts = np.flatnonzero(new_group)
-    ranks = np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)])) + 1
-    return kept.set_column(kept.schema.get_field_index("rank"), "rank", pa.array(ranks, pa.int32()))
+    keys = [f"{retriever}\x00{query_id}" for retriever, query_id in zip(kept.column("retriever").to_pylist(),
+                                                                        kept.column("query_id").to_pylist())]
+    return kept.set_column(kept.schema.get_field_index("rank"), "rank", _ranks_within(keys))

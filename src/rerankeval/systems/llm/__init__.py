@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, ScoringFailure
 from ...core.hashing import sha256_text
 from ...models.chat import ChatClient, ChatConfig, Reply
 from ..base import System
@@ -140,6 +140,14 @@ class LLMSystem(System):
         self.template = Template.load(config.template, self.placeholders, where)
         check_fits(config, self.template, passages_per_prompt, where)
         self.client = chat_client(config, where)
+
+    def ask(self, prompt: str, top_logprobs: int | None = None) -> Reply:
+        """The model's reply to one prompt (the response cache's when asked before); a call that fails outright
+        fails the query with its reason (``<code>: <detail>``)."""
+        reply = self.client.complete([{"role": "user", "content": prompt}], top_logprobs)
+        if reply.text is None:
+            raise ScoringFailure(*(reply.reason or "error: no reply").split(": ", 1))
+        return reply
 
     def close(self) -> None:
         self.client.close()

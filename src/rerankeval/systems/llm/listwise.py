@@ -20,7 +20,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ...core.errors import ScoringFailure
 from ..base import QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
@@ -82,9 +81,7 @@ class LLMListwise(LLMSystem):
                 window = order[start:end]
                 listed = "\n".join(f"[{k + 1}] {passages[index]}" for k, index in enumerate(window))
                 prompt = self.template.fill(count=str(len(window)), passages=listed, query=query.query_text)
-                reply = self.client.complete([{"role": "user", "content": prompt}])
-                if reply.text is None:
-                    raise ScoringFailure(*(reply.reason or "error: no reply").split(": ", 1))
+                reply = self.ask(prompt)
                 permutation, reasons = parse_permutation(reply.text, len(window))
                 self.tally.add(reply, reasons)
                 calls, invalid = calls + 1, invalid + bool(reasons)

@@ -19,7 +19,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ...core.errors import ScoringFailure
 from ..base import QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
@@ -65,9 +64,7 @@ class LLMPointwise(LLMSystem):
         for passage in query.passages:
             prompt = self.template.fill(query=query.query_text,
                                         passage=clipped(passage, self.config.max_passage_words))
-            reply = self.client.complete([{"role": "user", "content": prompt}], self.config.top_logprobs or None)
-            if reply.text is None:
-                raise ScoringFailure(*(reply.reason or "error: no reply").split(": ", 1))
+            reply = self.ask(prompt, self.config.top_logprobs or None)
             score = probability_score(reply.top_logprobs, self.yes, self.no) if reply.top_logprobs else None
             source = "logprobs"
             if score is None:
