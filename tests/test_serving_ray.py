@@ -110,7 +110,7 @@ def test_ray_executor_equals_the_local_executor_on_the_demo(server, ray_local, d
     ray_config = {**config, "executor": "ray", "cache_dir": str(tmp_path / "ray")}
     ray_system = build_system("ce", ray_config, CONTEXT)
     ray_run, ray_latency = rerank(candidates, queries, ray_system, RerankSettings(depth=DEPTH))
-    assert len(queries) == 124  # 94 answerable test queries and 30 unanswerable ones
+    assert set(ray_run["query_id"]) == set(queries)  # every test query, answerable or not, was scored
     assert (ray_run["mode"] == RERANKED).all()
     assert np.abs(scored(ray_run) - scored(local_run)).max() <= 1e-5
     assert_same_order(ray_run, local_run)
