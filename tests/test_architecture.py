@@ -15,7 +15,7 @@ FLOORS = {
     1: {"eval"},
     2: {"stats"},
     3: {"data", "models"},
-    4: {"retrieval", "training"},
+    4: {"retrieval", "training", "online"},
     5: {"systems"},
     6: {"rerank", "rag", "serving"},
     7: {"policies", "workspace"},

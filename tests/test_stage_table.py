@@ -66,8 +66,9 @@ def test_each_stage_s_dvc_params_are_its_declared_reads():
 
 def test_a_measure_kernel_edit_re_runs_what_computes_measures_and_no_reranker():
     rerun = rerun_by_static_deps("src/rerankeval/eval/measures/ranking.py") - {"code"}
-    # freeze and fallback fit the RRF weights on a measure when retrieval.fusion.fit asks.
-    assert rerun == {"freeze", "fallback", "evaluate", "compare", "sweep", "report"}, rerun
+    # freeze and fallback fit the RRF weights on a measure when retrieval.fusion.fit asks; an online readout decides
+    # with the verdict's own code, whose rule names its primary by a measure name (stats.config).
+    assert rerun == {"freeze", "fallback", "evaluate", "compare", "sweep", "readout", "report"}, rerun
 
 
 def test_the_serving_config_re_runs_latency_and_what_reads_its_outputs_only():
@@ -147,7 +148,8 @@ def test_a_measure_kernel_edit_changes_the_fingerprints_of_the_stages_that_compu
     # A blend fits its weight on a measure, so the systems built on it (and latency, which builds every system) run
     # the kernels too; no other reranker does.
     fitted = {name for name, fingerprint in before.items() if "blend" in fingerprint.get("kinds", {}).values()}
-    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "report")}
+    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "readout",
+                                               "report")}
     assert fitted and changed == computing | fitted, changed
 
 

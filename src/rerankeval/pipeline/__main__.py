@@ -27,9 +27,13 @@ from .table import STAGES as TABLE
 
 STAGES = {stage.name: stage for stage in TABLE}
 PER_SYSTEM = tuple(stage.name for stage in TABLE if stage.per_system)
-"""The stages DVC runs once per system (``foreach: ${systems}``): their second argument is the system."""
+"""The stages DVC runs once per system (``foreach: ${systems}``) or per item of another mapping (``Stage.each``):
+their second argument is the system or the item."""
 USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAGES)} "
-         f"({', '.join(PER_SYSTEM)} take a system under `systems` in params.yaml)")
+         f"({', '.join(name for name in PER_SYSTEM if STAGES[name].each == 'systems')} take a system under `systems` "
+         f"in params.yaml; "
+         + "; ".join(f"{name} takes a name under `{STAGES[name].each}`" for name in PER_SYSTEM
+                     if STAGES[name].each != "systems") + ")")
 
 
 STAGE_TIMES = Path("logs/stage_times.jsonl")
@@ -78,7 +82,7 @@ def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
 
 def run(stage: str, system: list[str]) -> None:
     params = load_params(stage=stage)
-    if system and system[0] not in params.configured_systems:
+    if system and STAGES[stage].each == "systems" and system[0] not in params.configured_systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
                           f"{', '.join(params.configured_systems)}). Usage: {USAGE}.")
     import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)

@@ -31,10 +31,11 @@ BLOCKS = {
     "serving": "rerankeval.serving.config:ServingConfig",
     "rag": "rerankeval.rag.config:RagConfig",
     "privacy": "rerankeval.core.privacy:PrivacyConfig",
+    "online": "rerankeval.online.config:OnlineConfig",
 }
 """Each typed block of params.yaml and its class; ``systems`` (typed per kind where systems are built,
 ``pipeline.system_configs``) and ``system_names`` stay as params.yaml holds them."""
-OPTIONAL = ("policies", "serving", "rag", "privacy")
+OPTIONAL = ("policies", "serving", "rag", "privacy", "online")
 """Blocks with defaults: absent from params.yaml, they take their class's."""
 UNTYPED = ("systems", "system_names")
 

@@ -165,7 +165,7 @@ def render_stage(stage: Stage, root: Path = Path(".")) -> list[str]:
         deps.insert(0, f"${{paths.code}}/{_dvc(code_file(stage))}")
     lines = [*_comment(stage.about, "  "), f"  {stage.name}:"]
     if stage.per_system:
-        lines += ["    foreach: ${systems}", "    do:"]
+        lines += [f"    foreach: ${{{stage.each}}}", "    do:"]
     lines.append(f"{body}cmd: sh {LAUNCHER} -m rerankeval.pipeline {stage.name}{argument}")
     lines += [f"{body}deps:", *_yaml_list(deps, body + "  ")]
     lines += [f"{body}params:", *_yaml_list((_dvc(key) for key in stage.reads), body + "  ")]

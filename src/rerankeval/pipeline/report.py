@@ -51,7 +51,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
         sweeps=read_table(paths.sweep_points).to_pandas(),
         sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}),
         judging_queue=read_queue_tsv(paths.judging_queue.read_text(encoding="utf-8"), str(paths.judging_queue)),
-        judging_queue_path=str(paths.judging_queue))
+        judging_queue_path=str(paths.judging_queue), online=read_json(paths.online))
     folder = paths.report.parent  # report.md and details.md link from the same folder
     report = build_report(inputs, paths.plots, ReportLinks(
         plots=paths.plots.relative_to(folder).as_posix(), decision=paths.report.relative_to(folder).as_posix(),

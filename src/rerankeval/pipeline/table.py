@@ -62,6 +62,9 @@ class Stage:
     """Data it reads, spelt as dvc.yaml spells deps (``${paths.snapshot}``, ``${dataset.path}``)."""
     outputs: tuple[Output, ...]
     per_system: bool = False
+    each: str = "systems"
+    """For a per-system stage: the params.yaml mapping DVC's ``foreach`` runs it over, whose keys are its second
+    argument (``systems``; ``online.readouts`` for the online experiments' readouts)."""
     kinds: str | None = None
     """The kinds it builds, named by its settings: ``system`` (a per-system stage's system, its components at any
     depth), ``systems`` (every system's) or ``generator`` (rag.generator's): their code is in its fingerprint too."""
@@ -154,13 +157,31 @@ STAGES: tuple[Stage, ...] = (
           reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT),
           inputs=_paths("snapshot", "candidates", "fallback", "runs"), outputs=(Output("${paths.sweeps}"),),
           kinds="systems"),
+    Stage("online", "Each challenger's online experiment sized before launch: simulated users on interleaved pages "
+          "(team-draft, balanced), an A/B test and the paired offline comparison, at a stated power, with the sign "
+          "test's false detection rate on seeded null pairs (rerankeval.online).",
+          reads=(*(f"online.{key}" for key in ("enabled", "click_model", "depth", "ab_metric", "alpha", "power",
+                                               "sessions_per_query", "check_trials", "check_max_impressions",
+                                               "null_pairs", "null_impressions", "seed")),
+                 "compare.baselines", "compare.release", "dataset.eval_split", "system_names"),
+          inputs=_paths("snapshot", "eval", "runs"),
+          outputs=(Output("${paths.reports}/online.json", cache=False),)),
+    Stage("readout", "One stage per online experiment under online.readouts (none in a run without an interaction "
+          "log): the log read and checked, per-arm click measures and interleaving credit with CIs, the guardrails "
+          "and a verdict (rerankeval.online.readout).",
+          reads=(f"online.readouts.{SYSTEM}", "compare.baselines", "compare.confidence", "compare.samples",
+                 "compare.seed"),
+          inputs=(*_paths("snapshot", "candidates"), "${item.log}"),
+          outputs=(Output(f"${{paths.reports}}/online/readout_{SYSTEM}.json", cache=False),
+                   Output(f"${{paths.reports}}/online/readout_{SYSTEM}.md", cache=False)),
+          per_system=True, each="online.readouts"),
     Stage("report", "The decision page, details, plots and the offline site, rendered from the analysis.",
           reads=("evaluation", "compare", "retrieval", "dataset.name", "dataset.eval_split", "dataset.critical_slices",
                  "systems", "system_names", "rag", "train.out_dir", "privacy"),
           inputs=(*_paths("snapshot", "candidates", "passages", "eval", "runs", "latency"),
                   "${paths.reports}/loadtest.json", *_paths("contexts", "answers", "calibration", "sweeps"),
                   *(f"${{paths.reports}}/{name}" for name in ("metrics.json", "compare.json", "verdicts.json",
-                                                             "judging_queue.tsv")),
+                                                             "judging_queue.tsv", "online.json")),
                   "${train.out_dir}"),
           outputs=tuple(Output(f"${{paths.reports}}/{name}", cache=False)
                         for name in ("report.md", "details.md", "evaluation.yaml", "plots", "site"))),

@@ -17,7 +17,7 @@ from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
 from ..systems.roles import KindTraits
 from ..systems.run_coverage import coverage_cut, coverage_text
-from . import configurations, decision, frontier, llm, moved, precision, serving, weighted
+from . import configurations, decision, frontier, llm, moved, online, precision, serving, weighted
 from . import markdown as md
 from . import plots
 from .answers import AnswerInputs, answers_section
@@ -56,6 +56,8 @@ class ReportInputs:
     judging_queue: pd.DataFrame | None = None
     """The compare stage's judging queue (``eval.judging``), read from its TSV; ``judging_queue_path`` names it."""
     judging_queue_path: str = ""
+    online: Mapping[str, Any] | None = None
+    """The online stage's sizing of each challenger's online experiment (``online.json``)."""
 
 
 def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -242,6 +244,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                                 inputs.verdicts.get("latency_untrusted", {})),
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
+        online.online_section(inputs.online, plots_dir, plots_link),
         frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,
                                   on_decision_page=True),
         precision.precision_section(precision_rows, primary, params.compare.confidence),

@@ -123,6 +123,15 @@ class PipelinePaths:
         return self.reports / "verdicts.json"
 
     @property
+    def online(self) -> Path:
+        """online.json: each challenger's online experiment sized before launch (``rerankeval.online``)."""
+        return self.reports / "online.json"
+
+    def readout(self, name: str) -> Path:
+        """The readout of the online experiment ``name`` (``online.readouts``), as JSON; its page is beside it."""
+        return self.reports / "online" / f"readout_{name}.json"
+
+    @property
     def judging_queue(self) -> Path:
         """The unjudged pairs worth judging next (``eval.judging``), a TSV."""
         return self.reports / "judging_queue.tsv"
@@ -168,5 +177,7 @@ class PipelinePaths:
             "evaluate": [self.eval, self.metrics],
             "compare": [self.compare, self.verdicts, self.judging_queue],
             "sweep": [self.sweeps],
+            "online": [self.online],
+            "readout": [self.readout(system), self.readout(system).with_suffix(".md")],
             "report": [self.report, self.details, self.record, self.plots, self.site],
         }[stage]

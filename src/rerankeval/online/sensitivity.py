@@ -1,0 +1,317 @@
+"""How many impressions an online experiment needs to see the offline difference, per challenger, before launch.
+
+For a challenger A and the baseline B, simulated users (``clicks``) meet (1) interleaved pages of A and B
+(``interleaving``; the outcome of an impression is +1, -1 or a tie), (2) an A/B test, half the impressions shown A's
+page and half B's, compared on a click measure, and beside them (3) the paired offline comparison on judged queries
+(the per-query deltas of the primary metric). Each query is equally likely to be asked.
+
+Sizing: the per-impression outcome distribution is estimated by ``sessions_per_query`` simulated sessions of every
+query; an interleaving experiment's test is the exact two-sided sign test on wins against losses (ties left out), an
+A/B test's the two-sample z-test, the offline comparison's the paired t-test (``stats.power``). The impressions needed
+at the stated power come from each test's power function (the sign test's exact, the z-test's normal approximation, the t-test's exact); each is then checked by simulating
+``check_trials`` experiments of that size (the achieved power), and the sign test's false detection rate by
+``null_pairs`` null pairs: two real rankings whose labels are drawn at random in every impression, so that neither
+side is better, each an experiment of ``null_impressions`` impressions. Seeded: the same inputs give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from ..stats.power import t_test_power, topic_set_size
+from .clicks import NO_RESULT, session_measure, simulate_clicks
+from .config import OnlineConfig
+from .interleaving import ABSENT, INTERLEAVE, METHODS, credit
+
+CURVE_IMPRESSIONS = tuple(int(round(25 * 2 ** (step / 2))) for step in range(23))
+"""The power curve's points: 25 to 51,200 impressions (or judged queries), two per doubling."""
+_CHUNK_SESSIONS = 1 << 18
+"""Sessions simulated at once (bounds the click matrices held in memory)."""
+
+
+@dataclass(frozen=True)
+class PairPages:
+    """Every interleaved page of one pair, one method, padded to (queries, pages, depth): grades shown, each
+    position's side and ranks (``interleaving.Page``), and each query's cumulative page probabilities."""
+
+    grades: np.ndarray
+    team: np.ndarray
+    rank_a: np.ndarray
+    rank_b: np.ndarray
+    cumulative: np.ndarray
+
+    @classmethod
+    def build(cls, method: str, a: Sequence[Sequence[str]], b: Sequence[Sequence[str]],
+              grades: Sequence[Mapping[str, int]], depth: int) -> PairPages:
+        pages = [INTERLEAVE[method](first, second, depth) for first, second in zip(a, b)]
+        width = max(len(found) for found in pages)
+        shape = (len(pages), width, depth)
+        arrays = {name: np.full(shape, fill, dtype=np.int32) for name, fill in
+                  (("grades", NO_RESULT), ("team", 0), ("rank_a", ABSENT), ("rank_b", ABSENT))}
+        cumulative = np.ones((len(pages), width))
+        for query, found in enumerate(pages):
+            cumulative[query, :len(found)] = np.cumsum([page.probability for page in found])
+            for number, page in enumerate(found):
+                size = len(page.shown)
+                arrays["grades"][query, number, :size] = [grades[query].get(doc, 0) for doc in page.shown]
+                arrays["team"][query, number, :size] = page.team
+                arrays["rank_a"][query, number, :size] = page.rank_a
+                arrays["rank_b"][query, number, :size] = page.rank_b
+        return cls(cumulative=cumulative, **arrays)
+
+    def outcomes(self, method: str, queries: np.ndarray, config: OnlineConfig, top_grade: int,
+                 rng: np.random.Generator) -> np.ndarray:
+        """One outcome per session, session i asking ``queries[i]``: a page drawn by its probability, clicks."""
+        pages = np.minimum((rng.random(len(queries))[:, None] >= self.cumulative[queries]).sum(axis=1),
+                           self.cumulative.shape[1] - 1)
+        clicks = simulate_clicks(config.click_model, self.grades[queries, pages], top_grade, rng)
+        return credit(method, clicks, self.team[queries, pages], self.rank_a[queries, pages],
+                      self.rank_b[queries, pages])
+
+
+def shown_grades(rankings: Sequence[Sequence[str]], grades: Sequence[Mapping[str, int]], depth: int) -> np.ndarray:
+    """(queries, depth): the grades of each ranking's top ``depth`` (``NO_RESULT`` past its end)."""
+    found = np.full((len(rankings), depth), NO_RESULT, dtype=np.int32)
+    for query, ranking in enumerate(rankings):
+        top = list(ranking[:depth])
+        found[query, :len(top)] = [grades[query].get(doc, 0) for doc in top]
+    return found
+
+
+def _chunked(total: int, simulate) -> np.ndarray:
+    return np.concatenate([simulate(start, min(total, start + _CHUNK_SESSIONS))
+                           for start in range(0, total, _CHUNK_SESSIONS)]) if total else np.zeros(0)
+
+
+def sign_test_pvalues(wins: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """The exact two-sided sign test of wins against losses (ties left out): 1 when there is no decisive one."""
+    wins, losses = np.asarray(wins), np.asarray(losses)
+    decisive = wins + losses
+    tail = scipy_stats.binom.cdf(np.minimum(wins, losses), np.maximum(decisive, 1), 0.5)
+    return np.where(decisive > 0, np.minimum(1.0, 2.0 * tail), 1.0)
+
+
+def _z(alpha: float, power: float) -> tuple[float, float]:
+    return float(scipy_stats.norm.ppf(1.0 - alpha / 2.0)), float(scipy_stats.norm.ppf(power))
+
+
+def _rejection_bound(decisive: np.ndarray, alpha: float) -> np.ndarray:
+    """For each number of decisive impressions, the largest min(wins, losses) the exact two-sided sign test rejects
+    at level ``alpha`` (-1: none)."""
+    size = np.maximum(decisive, 1)
+    bound = scipy_stats.binom.ppf(alpha / 2.0, size, 0.5)
+    bound = np.where(2.0 * scipy_stats.binom.cdf(bound, size, 0.5) < alpha, bound, bound - 1)
+    return np.where(decisive > 0, bound, -1)
+
+
+def sign_test_power(impressions: int, win: float, loss: float, alpha: float) -> float:
+    """The exact power of the sign test on ``impressions`` i.i.d. impressions with these win and loss shares: the
+    decisive ones are binomial, and given them the wins (exact, so the test's conservatism is in it)."""
+    decisive = np.arange(impressions + 1)
+    weight = scipy_stats.binom.pmf(decisive, impressions, win + loss)
+    bound = _rejection_bound(decisive, alpha)
+    share = win / (win + loss) if win + loss > 0 else 0.5
+    rejected = np.where(bound >= 0, scipy_stats.binom.cdf(bound, decisive, share)
+                        + scipy_stats.binom.sf(decisive - bound - 1, decisive, share), 0.0)
+    return float(np.clip((weight * rejected).sum(), 0.0, 1.0))
+
+
+def sign_test_size(win: float, loss: float, alpha: float, power: float) -> int | None:
+    """The fewest impressions at which the sign test reaches ``power`` (``sign_test_power``; searched from the
+    normal approximation); None when win and loss are equal (no difference to detect)."""
+    decisive = win + loss
+    if decisive <= 0 or win == loss:
+        return None
+    share = win / decisive
+    z_alpha, z_beta = _z(alpha, power)
+    guess = max(1, math.ceil(((0.5 * z_alpha + z_beta * math.sqrt(share * (1 - share))) / abs(share - 0.5)) ** 2
+                            / decisive))
+    low, high = max(1, guess // 2), guess
+    while sign_test_power(high, win, loss, alpha) < power:
+        low, high = high, high * 2
+    while high - low > 1:  # the smallest size with enough power (bisection; the exact power's sawtooth is small)
+        middle = (low + high) // 2
+        low, high = (low, middle) if sign_test_power(middle, win, loss, alpha) >= power else (middle, high)
+    return high
+
+
+def ab_size(difference: float, variance_sum: float, alpha: float, power: float) -> int | None:
+    """Impressions (both arms together, half each) at which the z-test reaches ``power``."""
+    if difference == 0 or variance_sum <= 0:
+        return None
+    z_alpha, z_beta = _z(alpha, power)
+    return max(2, 2 * math.ceil(variance_sum * (z_alpha + z_beta) ** 2 / difference ** 2))
+
+
+def ab_power(impressions: int, difference: float, variance_sum: float, alpha: float) -> float:
+    if difference == 0 or variance_sum <= 0:
+        return 0.0
+    return float(scipy_stats.norm.cdf(abs(difference) / math.sqrt(2 * variance_sum / impressions)
+                                      - _z(alpha, 0.5)[0]))
+
+
+def _rng(config: OnlineConfig, *keys: int) -> np.random.Generator:
+    return np.random.default_rng([config.seed, *keys])
+
+
+@dataclass
+class PairSimulation:
+    """One challenger (side A) against the baseline (side B) on the evaluated queries."""
+
+    pages: dict[str, PairPages]
+    page_a: np.ndarray
+    page_b: np.ndarray
+    top_grade: int
+    config: OnlineConfig
+
+    @classmethod
+    def build(cls, challenger: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]],
+              grades: Sequence[Mapping[str, int]], top_grade: int, config: OnlineConfig) -> PairSimulation:
+        depth = config.depth
+        return cls({method: PairPages.build(method, challenger, baseline, grades, depth) for method in METHODS},
+                   shown_grades(challenger, grades, depth), shown_grades(baseline, grades, depth), top_grade, config)
+
+    @property
+    def queries(self) -> int:
+        return len(self.page_a)
+
+    def interleaved(self, method: str, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return _chunked(len(queries), lambda start, stop: self.pages[method].outcomes(
+            method, queries[start:stop], self.config, self.top_grade, rng))
+
+    def ab(self, page: np.ndarray, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return _chunked(len(queries), lambda start, stop: session_measure(
+            simulate_clicks(self.config.click_model, page[queries[start:stop]], self.top_grade, rng),
+            self.config.ab_metric))
+
+    def every_query(self) -> np.ndarray:
+        return np.repeat(np.arange(self.queries), self.config.sessions_per_query)
+
+
+def size_pair(simulation: PairSimulation, deltas: np.ndarray, pair: int) -> dict:
+    """The sizing of one challenger (module docstring), JSON-ready."""
+    config = simulation.config
+    alpha, power, sessions = config.alpha, config.power, simulation.every_query()
+    found: dict = {"interleaving": {}, "curve": {"impressions": list(CURVE_IMPRESSIONS)}}
+    for number, method in enumerate(METHODS):
+        outcomes = simulation.interleaved(method, sessions, _rng(config, pair, 1, number))
+        win, loss = float(np.mean(outcomes == 1)), float(np.mean(outcomes == -1))
+        needed = sign_test_size(win, loss, alpha, power)
+        found["interleaving"][method] = {
+            "win": round(win, 6), "loss": round(loss, 6), "tie": round(1 - win - loss, 6),
+            "preference": round(win - loss, 6), "impressions_needed": needed,
+            "achieved_power": _achieved_interleaving(simulation, method, needed, np.sign(win - loss), pair, number)}
+        found["curve"][method] = [round(sign_test_power(n, win, loss, alpha), 4) for n in CURVE_IMPRESSIONS]
+    shown = {side: simulation.ab(page, sessions, _rng(config, pair, 2, side))
+             for side, page in ((0, simulation.page_a), (1, simulation.page_b))}
+    difference = float(shown[0].mean() - shown[1].mean())
+    variance_sum = float(shown[0].var() + shown[1].var())
+    needed = ab_size(difference, variance_sum, alpha, power)
+    found["ab"] = {"metric": config.ab_metric, "challenger": round(float(shown[0].mean()), 6),
+                   "baseline": round(float(shown[1].mean()), 6), "difference": round(difference, 6),
+                   "impressions_needed": needed,
+                   "achieved_power": _achieved_ab(simulation, needed, np.sign(difference), pair)}
+    found["curve"]["ab"] = [round(ab_power(n, difference, variance_sum, alpha), 4) for n in CURVE_IMPRESSIONS]
+    found["offline"] = _offline(deltas, alpha, power)
+    found["curve"]["offline"] = [_offline_power(n, found["offline"], alpha) for n in CURVE_IMPRESSIONS]
+    directions = {np.sign(found["offline"]["delta"]), *(np.sign(found["interleaving"][m]["preference"])
+                                                       for m in METHODS), np.sign(difference)}
+    found["directions_agree"] = len(directions - {0}) <= 1
+    return found
+
+
+def _offline(deltas: np.ndarray, alpha: float, power: float) -> dict:
+    deltas = deltas[~np.isnan(deltas)]
+    mean, sd = float(deltas.mean()), float(deltas.std(ddof=1)) if len(deltas) > 1 else 0.0
+    needed = topic_set_size(sd, abs(mean), alpha, power) if mean != 0 and sd > 0 else None
+    return {"delta": round(mean, 6), "sd": round(sd, 6), "queries": int(len(deltas)), "judged_queries_needed": needed}
+
+
+def _offline_power(queries: int, offline: dict, alpha: float) -> float:
+    if not offline["judged_queries_needed"]:
+        return 0.0
+    power = t_test_power(queries, offline["sd"], offline["delta"], alpha)
+    return round(power, 4) if math.isfinite(power) else 1.0  # scipy's nct gives NaN far in the tail: power 1 there
+
+
+def _achieved_interleaving(simulation: PairSimulation, method: str, needed: int | None, direction: float, pair: int,
+                           number: int) -> float | None:
+    config = simulation.config
+    if needed is None or needed > config.check_max_impressions:
+        return None
+    rng = _rng(config, pair, 3, number)
+    queries = rng.integers(simulation.queries, size=needed * config.check_trials)
+    outcomes = simulation.interleaved(method, queries, rng).reshape(config.check_trials, needed)
+    wins, losses = (outcomes == 1).sum(axis=1), (outcomes == -1).sum(axis=1)
+    detected = (sign_test_pvalues(wins, losses) < config.alpha) & (np.sign(wins - losses) == direction)
+    return round(float(detected.mean()), 4)
+
+
+def _achieved_ab(simulation: PairSimulation, needed: int | None, direction: float, pair: int) -> float | None:
+    config = simulation.config
+    if needed is None or needed > config.check_max_impressions:
+        return None
+    rng, half = _rng(config, pair, 4), needed // 2
+    values = [simulation.ab(page, rng.integers(simulation.queries, size=half * config.check_trials), rng)
+              .reshape(config.check_trials, half) for page in (simulation.page_a, simulation.page_b)]
+    difference = values[0].mean(axis=1) - values[1].mean(axis=1)
+    error = np.sqrt((values[0].var(axis=1, ddof=1) + values[1].var(axis=1, ddof=1)) / half)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(error > 0, difference / error, 0.0)
+    detected = (np.abs(z) > _z(config.alpha, 0.5)[0]) & (np.sign(difference) == direction)
+    return round(float(detected.mean()), 4)
+
+
+def null_check(simulations: Sequence[PairSimulation], config: OnlineConfig) -> dict:
+    """The sign test's false detection rate per interleaving method on ``null_pairs`` null pairs (module
+    docstring), the pairs taken in turn from the challengers' rankings, with its exact 95% interval, beside the
+    test's exact size at these pairs' shares of decisive impressions. It holds when the simulated rate is not shown
+    to exceed ``alpha`` (the interval's low end at most ``alpha``) and the exact size is at most ``alpha``."""
+    found = {"pairs": config.null_pairs, "impressions": config.null_impressions, "alpha": config.alpha}
+    for number, method in enumerate(METHODS):
+        detected, sizes = 0, []
+        for pair, simulation in enumerate(simulations):
+            count = len(range(pair, config.null_pairs, len(simulations)))
+            rng = _rng(config, pair, 5, number)
+            queries = rng.integers(simulation.queries, size=count * config.null_impressions)
+            labels = rng.integers(0, 2, size=len(queries)) * 2 - 1  # which side is called A, per impression
+            outcomes = (simulation.interleaved(method, queries, rng) * labels).reshape(count, config.null_impressions)
+            pvalues = sign_test_pvalues((outcomes == 1).sum(axis=1), (outcomes == -1).sum(axis=1))
+            detected += int((pvalues < config.alpha).sum())
+            half_decisive = float(np.mean(outcomes != 0)) / 2
+            sizes += [sign_test_power(config.null_impressions, half_decisive, half_decisive, config.alpha)] * count
+        interval = scipy_stats.binomtest(detected, config.null_pairs).proportion_ci(0.95, method="exact")
+        exact_size = float(np.mean(sizes))
+        found[method] = {"detected": detected, "rate": round(detected / config.null_pairs, 4),
+                         "low": round(float(interval.low), 4), "high": round(float(interval.high), 4),
+                         "exact_size": round(exact_size, 4),
+                         "holds": bool(interval.low <= config.alpha and exact_size <= config.alpha)}
+    return found
+
+
+def online_sizing(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Mapping[str, Mapping[str, int]],
+                  deltas: Mapping[str, np.ndarray], baseline: str, query_ids: Sequence[str],
+                  config: OnlineConfig) -> dict:
+    """Every challenger in ``deltas`` (its per-query primary-metric deltas against ``baseline``, in ``query_ids``
+    order) sized against ``baseline``; ``rankings``: system -> query -> doc ids in rank order; ``qrels``: query ->
+    doc -> grade."""
+    grades = [dict(qrels.get(query, {})) for query in query_ids]
+    top_grade = max([max(found.values(), default=0) for found in grades] + [1])
+    ranked = {system: [list(rankings[system].get(query, ())) for query in query_ids]
+              for system in [baseline, *deltas]}
+    simulations = {system: PairSimulation.build(ranked[system], ranked[baseline], grades, top_grade, config)
+                   for system in deltas}
+    challengers = {system: size_pair(simulation, np.asarray(deltas[system], dtype=np.float64), pair)
+                   for pair, (system, simulation) in enumerate(simulations.items())}
+    return {"baseline": baseline, "queries": len(query_ids), "top_grade": top_grade, "depth": config.depth,
+            "alpha": config.alpha, "power": config.power, "seed": config.seed,
+            "click_model": config.click_model.to_dict(), "sessions_per_query": config.sessions_per_query,
+            "ab_metric": config.ab_metric, "check_trials": config.check_trials,
+            "check_max_impressions": config.check_max_impressions,
+            "challengers": challengers,
+            "null_check": null_check(list(simulations.values()), config) if simulations else None}

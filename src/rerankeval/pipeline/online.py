@@ -1,0 +1,48 @@
+"""Stage `online`: each challenger's online experiment sized before launch (``rerankeval.online.sensitivity``).
+
+The challengers are the systems other than the baseline and the reference systems (the oracle and the random floor
+bound the measures; no one launches them); their rankings and the baseline's come from the rerank stages, the grades
+from the qrels, the offline deltas from the evaluate stage's per-query primary metric.
+"""
+
+from __future__ import annotations
+
+from ..core.io import read_table, write_json
+from ..data.snapshot import Snapshot
+from ..online.sensitivity import online_sizing
+from ..workspace.paths import PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.runs import load_runs, load_traits
+from .params import Params
+
+
+def run(params: Params, paths: PipelinePaths) -> None:
+    # the first of compare.baselines is the baseline (CompareConfig.baseline)
+    config, baseline, metric = params.online, params.compare.baselines[0], params.compare.release.primary_metric
+    if not config.enabled:
+        write_json(paths.online, {"enabled": False})
+        print("online: off (online.enabled: false)")
+        return
+    traits = load_traits(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
+    challengers = [system for system in params.system_names if system != baseline and not traits[system].reference]
+    runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline, *challengers])
+    per_query = read_table(paths.eval / PER_QUERY_FILE).to_pandas()
+    quality = per_query.pivot(index="query_id", columns="system", values=metric)
+    query_ids = sorted(per_query.loc[per_query["system"] == baseline, "query_id"])
+    quality = quality.loc[query_ids]
+    qrels = Snapshot(paths.snapshot).table("qrels").to_pandas()
+    grades = {query: dict(zip(found["doc_id"], found["relevance"].astype(int))) for query, found in
+              qrels[qrels["query_id"].isin(set(query_ids))].groupby("query_id")}
+    rankings = {system: {query: found.sort_values("rank", kind="stable")["doc_id"].tolist()
+                         for query, found in run.groupby("query_id")} for system, run in runs.items()}
+    deltas = {system: (quality[system] - quality[baseline]).to_numpy() for system in challengers}
+    sizing = online_sizing(rankings, grades, deltas, baseline, query_ids, config)
+    write_json(paths.online, {"enabled": True, "metric": metric, "split": params.dataset.eval_split, **sizing})
+    for system, found in sizing["challengers"].items():
+        needed = {method: found["interleaving"][method]["impressions_needed"] for method in found["interleaving"]}
+        print(f"online: {system:>24} vs {baseline}: impressions needed at power {config.power}: team-draft "
+              f"{needed['team_draft']}, balanced {needed['balanced']}, A/B {found['ab']['impressions_needed']}; "
+              f"judged queries offline {found['offline']['judged_queries_needed']}")
+    if sizing["null_check"]:
+        checked = sizing["null_check"]
+        print("online: null pairs detected: " + ", ".join(f"{method} {checked[method]['rate']:.1%}"
+                                                          for method in ("team_draft", "balanced")))

@@ -1,0 +1,152 @@
+"""The details page's online section: per challenger, the impressions an online experiment needs to detect the
+offline difference (team-draft and balanced interleaving, an A/B test) against the judged queries the paired offline
+comparison needs, each method's achieved power in simulation, and the null check; a plot of the power curves.
+Rendered from the online stage's ``online.json``; nothing computed here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import plots
+from .markdown import table
+
+METHODS = {"team_draft": "team-draft", "balanced": "balanced", "ab": "A/B", "offline": "paired offline"}
+PLOT = "online_power.png"
+
+
+def _count(value: int | None) -> str:
+    return "never (no difference)" if value is None else f"{value:,}"
+
+
+def _achieved(value: float | None, needed: int | None, limit: int) -> str:
+    if needed is None:
+        return "n/a"
+    return f"{value:.0%}" if value is not None else f"not simulated: over {limit:,}"
+
+
+def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link: str) -> str:
+    """Empty when the stage was off (``online.enabled: false``) or there was no challenger."""
+    if not found or not found.get("enabled") or not found.get("challengers"):
+        return ""
+    power_curves(found, plots_dir / PLOT)
+    power, alpha, model = found["power"], found["alpha"], found["click_model"]
+    limit = found["check_max_impressions"]
+    rows = []
+    for system, pair in found["challengers"].items():
+        offline = pair["offline"]
+        rows.append([f"`{system}`", f"{offline['delta']:+.4f}",
+                     *(f"{pair['interleaving'][method]['preference']:+.3f}" for method in ("team_draft", "balanced")),
+                     f"{pair['ab']['difference']:+.4f}",
+                     *(f"{_count(pair['interleaving'][method]['impressions_needed'])} "
+                       f"({_achieved(pair['interleaving'][method]['achieved_power'], pair['interleaving'][method]['impressions_needed'], limit)})"
+                       for method in ("team_draft", "balanced")),
+                     f"{_count(pair['ab']['impressions_needed'])} "
+                     f"({_achieved(pair['ab']['achieved_power'], pair['ab']['impressions_needed'], limit)})",
+                     _count(offline["judged_queries_needed"]),
+                     "yes" if pair["directions_agree"] else "**no**"])
+    null = found["null_check"]
+    null_rows = [[METHODS[method], f"{null[method]['detected']} of {null['pairs']:,}",
+                  f"{null[method]['rate']:.1%} [{null[method]['low']:.1%}, {null[method]['high']:.1%}]",
+                  f"{null[method]['exact_size']:.1%}", "yes" if null[method]["holds"] else "**no**"]
+                 for method in ("team_draft", "balanced")]
+    return (
+        "## Online: the experiment each challenger would need\n\n"
+        f"Simulated users ({model['kind']}: click {model['click'][0]} at grade 0 to {model['click'][1]} at grade "
+        f"{found['top_grade']}, stop {model['stop'][0]} to {model['stop'][1]}) on the top {found['depth']} of each "
+        f"ranking, every one of the {found['queries']} evaluated queries equally likely (those without a relevant document too: users ask them). Impressions needed to detect "
+        f"the difference against `{found['baseline']}` at power {power:.0%} and level {alpha} (in brackets: the "
+        f"share of {found['check_trials']} simulated experiments of that size that detected it, in the right "
+        "direction); the offline column "
+        f"is judged queries for the paired t-test on {found['metric']}. Interleaving's preference is wins minus "
+        f"losses per impression; the A/B difference is in {found['ab_metric']} "
+        "per impression.\n\n"
+        + table(["challenger", f"offline Δ {found['metric']}", "team-draft preference", "balanced preference",
+                 "A/B Δ", "team-draft impressions", "balanced impressions", "A/B impressions",
+                 "judged queries (offline)", "directions agree"], rows)
+        + f"\n\n![power curves]({plots_link}/{PLOT})\n\n"
+        + f"The sign test's false detections on {null['pairs']:,} seeded null pairs (two real rankings, the sides' "
+          f"labels drawn at random in each of {null['impressions']:,} impressions), with the exact 95% interval and "
+          "the test's exact size at those pairs:\n\n"
+        + table(["method", "detected", "rate [95% CI]", "exact size", "at most α"], null_rows)
+        + "\n\nSimulated, not observed: the click model's parameters are stated defaults (docs/online.md), and the "
+          "directions can disagree (balanced interleaving is known to be biased for some pairs of rankings). A RAG "
+          "generator that merges one context set cannot be interleaved as a result page can: interleave its context "
+          "candidates only where the product shows its sources.")
+
+
+def power_curves(found: Mapping[str, Any], path: Path) -> None:
+    """One panel per challenger: each method's power against impressions (judged queries for offline), log x."""
+    challengers = list(found["challengers"])
+    fig, axes = plots.grid(len(challengers), (3.4, 2.3))
+    palette = dict(zip(METHODS, plots.PALETTE))
+    for axis, system in zip(axes, challengers):
+        curve = found["challengers"][system]["curve"]
+        for method, label in METHODS.items():
+            axis.plot(curve["impressions"], curve[method], label=label, color=palette[method], linewidth=1.2)
+        axis.axhline(found["power"], **plots.BOUND_STYLE)
+        axis.set_xscale("log")
+        axis.set_ylim(0, 1.02)
+        axis.set_title(system, fontsize=9)
+        axis.tick_params(labelsize=7)
+    for axis in axes[-plots.COLUMNS:]:
+        axis.set_xlabel("impressions (offline: judged queries)", fontsize=8)
+    for axis in axes[::plots.COLUMNS]:
+        axis.set_ylabel("power", fontsize=8)
+    axes[0].legend(fontsize=6.5, loc="lower right")
+    fig.tight_layout()
+    plots._save(fig, path)
+
+
+def _ci(found: Mapping[str, Any], digits: int = 4) -> str:
+    return (f"{found['mean']:+.{digits}f} [{found['ci_low']:+.{digits}f}, {found['ci_high']:+.{digits}f}] "
+            f"({found['confidence'] * 100:g}% CI)")
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def readout_page(found: Mapping[str, Any]) -> str:
+    """The page of one online experiment's readout (the readout stage's JSON, rendered)."""
+    log, verdict = found["log"], found["verdict"]
+    design = "team-draft interleaving" if found["design"] == "team_draft" else "A/B test"
+    lines = [f"# Online experiment `{found['experiment']}`: {verdict['decision']}", "",
+             f"`{found['challenger']}` against `{found['baseline']}`, {design}; log `{log['path']}` "
+             f"(sha256 {found['log_sha256'][:12]}), {log['impressions']:,} impressions of {log['lines']:,} lines"
+             + (f", a seeded sample (seed {log['seed']}) of them" if log["sampled"] else "") + ".", "",
+             f"**{verdict['decision']}**: {verdict['decided_by']}", ""]
+    primary = found["primary"]
+    lines += [f"Primary: {primary['metric']} {_ci(primary)}.", ""]
+    credit = found.get("interleaving")
+    if credit:
+        lines += [f"Impressions won by the challenger's picks {credit['wins']:,}, by the baseline's "
+                  f"{credit['losses']:,}, ties {credit['ties']:,}; sign test p = {credit['sign_test_p']:.3g}.", ""]
+    arms = found["per_arm"]
+    lines += ["## Per arm", "", table(
+        ["arm", "impressions", "queries", "reciprocal rank", "any click", "clicks", "abandoned", "reformulated",
+         "empty", "p50 / p95 / p99 ms"],
+        [[f"`{arm}`", f"{row['impressions']:,}", f"{row['queries']:,}", f"{row['reciprocal_rank']:.4f}",
+          f"{row['any_click']:.4f}", f"{row['clicks']:.4f}", f"{row['abandoned']:.4f}", f"{row['reformulated']:.4f}",
+          f"{row['empty']:.4f}", f"{_ms(row['p50_ms'])} / {_ms(row['p95_ms'])} / {_ms(row['p99_ms'])}"]
+         for arm, row in arms.items()]), ""]
+    if found["slices"]:
+        lines += ["## Segments (critical slices)", "", table(
+            ["segment", "n (queries; A/B: the smaller arm's impressions)", f"{primary['metric']} [adjusted CI]", "adjusted for", "too small to REJECT"],
+            [[str(item["value"]), str(item["n_queries"]), _ci(item), str(item["adjusted_for"]),
+              "yes" if item["too_small"] else "no"] for item in found["slices"]]), ""]
+    if found["guardrails"]:
+        lines += ["## Guardrails", "", table(
+            ["measure", "challenger", "baseline", "increase [CI]", "max increase"],
+            [[item["measure"], f"{item['challenger_mean']:.4f}", f"{item['reference_mean']:.4f}",
+              _ci(item["increase"]), f"{item['max_increase']:+.4f}"] for item in found["guardrails"]]), ""]
+    doubtful = {key: log[key] for key in ("unknown_queries", "outside_candidates", "duplicates", "out_of_order")}
+    lines += ["## The log", "", table(["kind", "count", "first lines"],
+                                      [[kind.replace("_", " "), str(count), ", ".join(log["examples"].get(kind, []))
+                                        or "none"] for kind, count in doubtful.items()]), "",
+              "Unknown queries and results outside the frozen candidates are counted and kept (live traffic asks "
+              "what the snapshot does not hold); a repeated impression id is dropped after its first; a time earlier "
+              "than the line before is counted.", "", "## Every reason", "",
+              *(f"- {reason}" for reason in verdict["reasons"]), *(f"- note: {note}" for note in verdict["notes"])]
+    return "\n".join(lines).rstrip() + "\n"
