@@ -19,7 +19,7 @@ FLOORS = {
     5: {"systems"},
     6: {"rerank", "rag", "serving"},
     7: {"policies", "workspace"},
-    8: {"report"},
+    8: {"report", "interop"},
     9: {"pipeline"},
     10: {"cli"},
 }

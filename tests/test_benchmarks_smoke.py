@@ -38,8 +38,15 @@ def test_every_script_is_covered():
     covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_local_llm.py",
                "bench_metrics.py", "bench_own_candidates.py", "bench_pipeline_loop.py", "bench_precision.py",
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
-               "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py"}
+               "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
+
+
+@needs_demo_outputs
+def test_bench_pyterrier():
+    pytest.importorskip("pyterrier")
+    out = run_script("bench_pyterrier.py")
+    assert "pt.Experiment ndcg_cut_10" in out and "ce_minilm_ft_int8" in out
 
 
 @needs_demo_outputs

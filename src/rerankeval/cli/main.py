@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core.errors import RerankevalError
 from ..eval.measures import describe_measures, parse_measure
+from ..eval.measures.base import TREC_EVAL_VERSIONS
 from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
 from . import export_candidates as _export_candidates  # noqa: F401  (registers `export-candidates`)
 from . import export_run as _export_run  # noqa: F401  (registers the `export-run` subcommand)
@@ -207,7 +208,8 @@ MEASURE_SETS = {
     "official": DEFAULT_MEASURES,
     "all_trec": (*DEFAULT_MEASURES, "ndcg", *(f"{name}_{cut}" for name in ("recall", "ndcg_cut", "map_cut")
                                              for cut in (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
-                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P"),
+                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P", "set_recall", "set_map", "set_F", "gm_map",
+                 "gm_bpref"),
 }
 """trec_eval 10's measure sets, as far as rerankeval computes them (the rest is named on stderr)."""
 
@@ -218,21 +220,30 @@ COUNTS = ("num_ret", "num_rel", "num_rel_ret")
 
 def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
     """``-m``'s value for ``rerankeval trec_eval``: a measure set, a comma list of cutoffs or one measure (a count,
-    ``COUNTS``, stays a name: it is computed apart)."""
+    ``COUNTS``, stays a name: it is computed apart; a geometric mean, ``GEOMETRIC``, is the measure it averages)."""
+    from ..eval.counts import GEOMETRIC
+
     if text in MEASURE_SETS:
-        return [(name, None) for name in COUNTS] + [_measure(name) for name in MEASURE_SETS[text]]
+        return [found for name in (*COUNTS, *MEASURE_SETS[text]) for found in _trec_eval_measures(name)]
     if text in COUNTS:
         return [(text, None)]
+    if text in GEOMETRIC:
+        return [(text, parse_measure(GEOMETRIC[text]))]
     return _measures(text)
 
 
 @_subcommand(
     "trec_eval",
-    "trec_eval 10's command line (trec_eval [-q] [-c] [-M N] [-l N] [-J] [-m MEASURE]... QRELS RUN) and output",
+    "trec_eval 10's command line (trec_eval [-q] [-n] [-c] [-M N] [-l N] [-J] [-m MEASURE]... QRELS RUN) and output",
     [
         _argument("qrels", metavar="QRELS", help="TREC qrels (or BEIR qrels TSV, Parquet)"),
         _argument("run_file", metavar="RUN", help="TREC run (or Parquet)"),
         _argument("-q", action="store_true", dest="per_query", help="also print each query's values"),
+        _argument("-n", action="store_true", dest="no_summary",
+                  help="print no summary over the queries (with -q: each query's values only)"),
+        _argument("--trec-eval-version", choices=TREC_EVAL_VERSIONS, default="10.0", dest="version",
+                  help="whose ties to follow: 10.0 compares scores as doubles, 9.0.8 (pytrec_eval) as 32-bit floats; "
+                       "equal scores by doc id, descending, in both (default 10.0)"),
         _argument("-c", action="store_true", dest="complete",
                   help="average over every query of the qrels, a query missing from the run scoring 0"),
         _argument("-M", type=int, dest="max_docs", metavar="N", help="evaluate each query's first N documents only"),
@@ -249,10 +260,10 @@ def _trec_eval(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..data.trec import read_qrels, read_run
-    from ..eval.counts import trec_eval_counts
+    from ..eval.counts import GEOMETRIC, geometric_summary, geometric_terms, trec_eval_counts
     from ..eval.engine import evaluate
     from ..eval.measures.base import NOT_COMPUTED_TREC_EVAL
-    from ..eval.ranks import assign_ranks
+    from ..eval.ranks import trec_eval_ranks
 
     if args.max_docs is not None and args.max_docs < 1:
         raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
@@ -271,9 +282,8 @@ def _trec_eval(args: argparse.Namespace) -> int:
         if args.judged_only and "judged_only" in parameters:
             measure = dataclasses.replace(measure, judged_only=True)
         asked[name] = measure
-    qrels, run = read_qrels(args.qrels), read_run(args.run_file)
+    qrels, run = read_qrels(args.qrels), trec_eval_ranks(read_run(args.run_file), args.version)
     if args.max_docs is not None:
-        run = assign_ranks(run)
         run = run[run["rank"] <= args.max_docs]
     queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
     values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant="zero") if asked else None
@@ -283,18 +293,22 @@ def _trec_eval(args: argparse.Namespace) -> int:
         if args.per_query:
             lines += [f"{name:<22}\t{query}\t{value}" for query, row in found.iterrows() for name, value in row.items()]
     if values is not None:
-        values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
+        values = values.assign(**{name: geometric_terms(values[str(measure)]) if name in GEOMETRIC
+                                  else values[str(measure)] for name, measure in asked.items()})[list(asked)]
         if args.per_query:
             lines += [f"{name:<22}\t{query}\t{value:.4f}" for query, row in values.iterrows()
                       for name, value in row.items()]
-    lines.append(f"{'num_q':<22}\tall\t{len(queries)}")
-    if counts:
-        lines += [f"{name:<22}\tall\t{int(total)}" for name, total in found.sum().items()]
-    if values is not None:
-        lines += [f"{name:<22}\tall\t{value:.4f}" for name, value in values.mean().items()]
+    if not args.no_summary:
+        lines.append(f"{'num_q':<22}\tall\t{len(queries)}")
+        if counts:
+            lines += [f"{name:<22}\tall\t{int(total)}" for name, total in found.sum().items()]
+        if values is not None:
+            lines += [f"{name:<22}\tall\t"
+                      f"{geometric_summary(values[name]) if name in GEOMETRIC else values[name].mean():.4f}"
+                      for name in values.columns]
     print("\n".join(lines))
     if set(named) & set(MEASURE_SETS):
-        missing = [name for name in NOT_COMPUTED_TREC_EVAL if name not in (*COUNTS, "num_q")]
+        missing = [name for name in NOT_COMPUTED_TREC_EVAL if name not in (*COUNTS, *GEOMETRIC, "num_q")]
         print("rerankeval trec_eval: note: of the named measure set, trec_eval's " + ", ".join(missing)
               + " are not computed", file=sys.stderr)
     return 0

@@ -131,7 +131,8 @@ def _ab(frame: pd.DataFrame, config: ReadoutConfig, baseline: str, boot: dict
         rise = two_sample_interval(abandoned[config.challenger], abandoned[baseline], **settings)
         guardrails = (GuardrailEvidence(
             ABANDONMENT, zero=False, max_increase=config.max_abandonment_increase,
-            challenger_mean=float(abandoned[config.challenger].mean()), reference_mean=float(abandoned[baseline].mean()),
+            challenger_mean=float(abandoned[config.challenger].mean()),
+            reference_mean=float(abandoned[baseline].mean()),
             queries_with_any=int(abandoned[config.challenger].sum()), queries=len(abandoned[config.challenger]),
             increase=_delta(ABANDONMENT, rise, boot["confidence"])),)
     return primary, slices, guardrails

@@ -8,10 +8,11 @@ page and half B's, compared on a click measure, and beside them (3) the paired o
 Sizing: the per-impression outcome distribution is estimated by ``sessions_per_query`` simulated sessions of every
 query; an interleaving experiment's test is the exact two-sided sign test on wins against losses (ties left out), an
 A/B test's the two-sample z-test, the offline comparison's the paired t-test (``stats.power``). The impressions needed
-at the stated power come from each test's power function (the sign test's exact, the z-test's normal approximation, the t-test's exact); each is then checked by simulating
-``check_trials`` experiments of that size (the achieved power), and the sign test's false detection rate by
-``null_pairs`` null pairs: two real rankings whose labels are drawn at random in every impression, so that neither
-side is better, each an experiment of ``null_impressions`` impressions. Seeded: the same inputs give the same numbers.
+at the stated power come from each test's power function (the sign test's exact one, the z-test's normal
+approximation, the t-test's exact one); each is then checked by simulating ``check_trials`` experiments of that size
+(the achieved power), and the sign test's false detection rate by ``null_pairs`` null pairs: two real rankings whose
+labels are drawn at random in every impression, so that neither side is better, each an experiment of
+``null_impressions`` impressions. Seeded: the same inputs give the same numbers.
 """
 
 from __future__ import annotations

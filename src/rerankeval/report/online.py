@@ -33,17 +33,17 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     power_curves(found, plots_dir / PLOT)
     power, alpha, model = found["power"], found["alpha"], found["click_model"]
     limit = found["check_max_impressions"]
+    def sized(found: Mapping[str, Any]) -> str:
+        needed = found["impressions_needed"]
+        return f"{_count(needed)} ({_achieved(found['achieved_power'], needed, limit)})"
+
     rows = []
     for system, pair in found["challengers"].items():
-        offline = pair["offline"]
+        offline, interleaving = pair["offline"], pair["interleaving"]
         rows.append([f"`{system}`", f"{offline['delta']:+.4f}",
-                     *(f"{pair['interleaving'][method]['preference']:+.3f}" for method in ("team_draft", "balanced")),
+                     *(f"{interleaving[method]['preference']:+.3f}" for method in ("team_draft", "balanced")),
                      f"{pair['ab']['difference']:+.4f}",
-                     *(f"{_count(pair['interleaving'][method]['impressions_needed'])} "
-                       f"({_achieved(pair['interleaving'][method]['achieved_power'], pair['interleaving'][method]['impressions_needed'], limit)})"
-                       for method in ("team_draft", "balanced")),
-                     f"{_count(pair['ab']['impressions_needed'])} "
-                     f"({_achieved(pair['ab']['achieved_power'], pair['ab']['impressions_needed'], limit)})",
+                     *(sized(interleaving[method]) for method in ("team_draft", "balanced")), sized(pair["ab"]),
                      _count(offline["judged_queries_needed"]),
                      "yes" if pair["directions_agree"] else "**no**"])
     null = found["null_check"]
@@ -55,7 +55,8 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
         "## Online: the experiment each challenger would need\n\n"
         f"Simulated users ({model['kind']}: click {model['click'][0]} at grade 0 to {model['click'][1]} at grade "
         f"{found['top_grade']}, stop {model['stop'][0]} to {model['stop'][1]}) on the top {found['depth']} of each "
-        f"ranking, every one of the {found['queries']} evaluated queries equally likely (those without a relevant document too: users ask them). Impressions needed to detect "
+        f"ranking, every one of the {found['queries']} evaluated queries equally likely (those without a relevant "
+        "document too: users ask them). Impressions needed to detect "
         f"the difference against `{found['baseline']}` at power {power:.0%} and level {alpha} (in brackets: the "
         f"share of {found['check_trials']} simulated experiments of that size that detected it, in the right "
         "direction); the offline column "
@@ -133,7 +134,8 @@ def readout_page(found: Mapping[str, Any]) -> str:
          for arm, row in arms.items()]), ""]
     if found["slices"]:
         lines += ["## Segments (critical slices)", "", table(
-            ["segment", "n (queries; A/B: the smaller arm's impressions)", f"{primary['metric']} [adjusted CI]", "adjusted for", "too small to REJECT"],
+            ["segment", "n (queries; A/B: the smaller arm's impressions)", f"{primary['metric']} [adjusted CI]",
+             "adjusted for", "too small to REJECT"],
             [[str(item["value"]), str(item["n_queries"]), _ci(item), str(item["adjusted_for"]),
               "yes" if item["too_small"] else "no"] for item in found["slices"]]), ""]
     if found["guardrails"]:

@@ -254,9 +254,14 @@ def _parse_value(param: str, token: str, text: str) -> object:
 _SYNTAX = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*)(?:@(?P<cutoff>[^\[\]]*))?(?:\[(?P<params>[^\[\]]*)\])?")
 
 
+TREC_EVAL_VERSIONS = ("9.0.8", "10.0")
+"""How trec_eval breaks ties between scores: 9.0.8 (what pytrec_eval builds, and the engine's TIE_BREAK_RULE) compares
+them as 32-bit floats, 10.0 as doubles; both then order equal scores by doc id, descending."""
+
 # trec_eval measures with no rerankeval equivalent: named in the refusal, so that a user sees it is not a typo.
 NOT_COMPUTED_TREC_EVAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "gm_map", "iprec_at_recall",
-                          "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "gm_bpref", "ndcg_rel")
+                          "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "gm_bpref", "ndcg_rel", "rbp")
+"""(num_q, the counts and the geometric means are printed by ``rerankeval trec_eval``, apart from the measures.)"""
 
 
 def trec_eval_names() -> str:

@@ -106,6 +106,15 @@ declare("nDCG", cutoff=True, parameters=("gain", "idcg", "judged_only"), trec_ev
 declare("Bpref", cutoff=False, parameters=("rel",), trec_eval="bpref",
         summary="trec_eval bpref: sum over relevant of 1 - min(nonrel above, R) / min(N, R), / R",
         kernel="ranking:bpref")
+declare("SetF", cutoff=False, parameters=("rel", "judged_only"), trec_eval="set_F",
+        summary="F1 of the whole list's precision and recall: 2PR / (P + R)",
+        kernel="ranking:set_f")
+declare("SetAP", cutoff=False, parameters=("rel", "judged_only"), trec_eval="set_map",
+        summary="the whole list's precision times its recall",
+        kernel="ranking:set_ap")
+declare("Unjudged", cutoff=True, trec_eval="unj",
+        summary="documents in the top k without a judgment (a negative grade counts as unjudged) / k",
+        kernel="ranking:unjudged")
 declare("Judged", cutoff=True,
         summary="judged documents in the top k / documents in the top k (1 - unjudged rate)",
         kernel="ranking:judged")

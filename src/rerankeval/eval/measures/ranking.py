@@ -198,3 +198,28 @@ def judged(m: Measure, lists: RankedLists) -> np.ndarray:
     found = np.count_nonzero(top(lists.grades, m.cutoff) > unjudged, axis=1)
     shown = lists.lengths(False)
     return ratio(found, shown if m.cutoff is None else np.minimum(shown, m.cutoff))
+
+
+def _set_counts(m: Measure, lists: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(relevant retrieved, retrieved, relevant) per query: what trec_eval's set measures read."""
+    return _found(m, lists), lists.lengths(m.judged_only), lists.n_judged(m.rel)
+
+
+def set_f(m: Measure, lists: RankedLists) -> np.ndarray:
+    # trec_eval's set_F with its default beta 1: 2PR / (P + R), 0 when nothing relevant was retrieved.
+    found, retrieved, relevant = _set_counts(m, lists)
+    precision, recall = ratio(found, retrieved), ratio(found, relevant)
+    return ratio(2.0 * precision * recall, precision + recall)
+
+
+def set_ap(m: Measure, lists: RankedLists) -> np.ndarray:
+    # trec_eval's set_map: set precision times set recall.
+    found, retrieved, relevant = _set_counts(m, lists)
+    return ratio(found, retrieved) * ratio(found, relevant)
+
+
+def unjudged(m: Measure, lists: RankedLists) -> np.ndarray:
+    # trec_eval 10's unj_k: documents in the top k without a grade >= 0, over k (a negative grade is unjudged, and a
+    # list shorter than k still divides by k), unlike Judged@k, which divides by the documents shown.
+    head = top(lists.grades, m.cutoff)
+    return np.count_nonzero((head < 0) & (head != lists.pad), axis=1) / float(m.cutoff or head.shape[1] or 1)

@@ -1,0 +1,59 @@
+"""The frozen candidates and runs as PyTerrier's data model writes them, and back; no PyTerrier import needed.
+
+PyTerrier's ranked frame (type R) has ``qid``, ``query``, ``docno``, ``score`` and a 0-based ``rank``, and a reranker's
+input also ``text``; rerankeval's runs have ``query_id``, ``doc_id``, ``score`` and a 1-based ``rank``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..core.errors import ContractError
+
+
+def candidates_frame(candidates: pd.DataFrame, queries: Mapping[str, str]) -> pd.DataFrame:
+    """The frozen candidates (``retrieval.candidates.load_candidates``, with their passage text) as a ranked PyTerrier
+    frame in fused order: the score is minus the fused rank, so that PyTerrier's order is the frozen one."""
+    ordered = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
+    return pd.DataFrame({"qid": ordered["query_id"].astype(str).to_numpy(),
+                         "query": ordered["query_id"].map(queries).to_numpy(),
+                         "docno": ordered["doc_id"].astype(str).to_numpy(),
+                         "text": ordered["passage"].to_numpy(),
+                         "score": -ordered["fused_rank"].astype(float).to_numpy(),
+                         "rank": ordered["fused_rank"].astype(int).to_numpy() - 1})
+
+
+def ordered_scores(run: pd.DataFrame) -> pd.Series:
+    """A run's scores, and below its reranked head (no score: the fused tail, or a fallback's every row) scores that
+    keep the run's order under it: each query's lowest score minus the distance in ranks. PyTerrier orders by score."""
+    floor = run.groupby("query_id")["score"].transform("min").fillna(0.0)
+    head = run.groupby("query_id")["score"].transform("count")
+    return run["score"].where(run["score"].notna(), floor - (run["rank"] - head))
+
+
+def run_frame(run: pd.DataFrame, queries: Mapping[str, str]) -> pd.DataFrame:
+    """A run (``query_id``, ``doc_id``, ``score``, ``rank``) as a ranked PyTerrier frame (``ordered_scores``)."""
+    ordered = run.assign(score=ordered_scores(run)).sort_values(["query_id", "rank"], kind="stable")
+    return pd.DataFrame({"qid": ordered["query_id"].astype(str).to_numpy(),
+                         "query": ordered["query_id"].map(queries).to_numpy(),
+                         "docno": ordered["doc_id"].astype(str).to_numpy(),
+                         "score": ordered["score"].astype(float).to_numpy(),
+                         "rank": ordered["rank"].astype(int).to_numpy() - 1})
+
+
+def from_ranked_frame(frame: pd.DataFrame, where: str = "the PyTerrier frame") -> pd.DataFrame:
+    """A ranked PyTerrier frame as a run: ``query_id``, ``doc_id``, ``score``, ``rank`` (1-based, by score within each
+    query as PyTerrier orders it, its own ``rank`` column when it has one)."""
+    missing = [column for column in ("qid", "docno", "score") if column not in frame.columns]
+    if missing:
+        raise ContractError(f"{where}: no column {', '.join(missing)} (a ranked frame has qid, docno, score, rank)")
+    run = pd.DataFrame({"query_id": frame["qid"].astype(str), "doc_id": frame["docno"].astype(str),
+                        "score": frame["score"].astype(float)})
+    if "rank" in frame.columns:
+        run["rank"] = frame["rank"].astype(int).to_numpy() + 1
+    else:
+        run = run.sort_values(["query_id", "score"], ascending=[True, False], kind="stable")
+        run["rank"] = run.groupby("query_id").cumcount() + 1
+    return run.sort_values(["query_id", "rank"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,93 @@
+"""A PyTerrier transformer that reranks with any configured rerankeval system (``pip install 'rerankeval[pyterrier]'``).
+
+    import pyterrier as pt
+    from rerankeval.interop.pyterrier import Reranker, candidates_source
+
+    candidates = candidates_source()                      # the frozen candidates, as a PyTerrier source
+    reranker = Reranker.from_params("ce_minilm_ft")       # systems.ce_minilm_ft of params.yaml
+    pt.Experiment([candidates, candidates >> reranker], topics, qrels, ["ndcg_cut_10"])
+
+The transformer builds the system as the rerank stage does (its kind, model, depth, pair-score cache) and reranks each
+query's top ``depth`` results of its input through ``rerank.driver.rerank``, the stage's own driver; the results
+below the depth keep their order under the reranked head. Its per-query latency table (``latency``) is kept after
+every call. A system that fits a setting on another split (a blend's weight) needs the pipeline's splits and is built
+by the pipeline only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import yaml
+
+from ..core.errors import ConfigError, ContractError
+from ..core.hashing import sha256_text
+from ..data.snapshot import Snapshot
+from ..rerank.driver import RerankSettings, rerank
+from ..retrieval.candidates import load_candidates
+from ..systems.base import Query
+from ..systems.registry import BuildContext, build_system
+from ..workspace.paths import PipelinePaths
+from .frames import candidates_frame, ordered_scores
+
+INPUT_COLUMNS = ("qid", "query", "docno", "text")
+
+
+class Reranker(pt.Transformer):
+    """Reranks a ranked PyTerrier frame (``qid``, ``query``, ``docno``, ``text``; ``score`` or ``rank`` give its
+    order) with the system ``name`` of ``systems`` (params.yaml's ``systems`` block)."""
+
+    def __init__(self, name: str, systems: Mapping[str, Mapping[str, Any]], depth: int | None = None):
+        context = BuildContext(systems=systems)  # types every system's settings, refusing bad ones by key
+        if name not in context.systems:
+            raise ConfigError(f"no system {name!r} under systems (configured: {', '.join(context.systems)})")
+        self.name, self.config = name, context.systems[name]
+        self.depth = depth or self.config.depth
+        self.system = build_system(name, self.config, context)
+        self.latency: pd.DataFrame | None = None
+
+    @classmethod
+    def from_params(cls, name: str, params: str | Path = "params.yaml", depth: int | None = None) -> Reranker:
+        with open(params, encoding="utf-8") as handle:
+            return cls(name, (yaml.safe_load(handle) or {}).get("systems") or {}, depth)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        missing = [column for column in INPUT_COLUMNS if column not in frame.columns]
+        if missing:
+            raise ContractError(f"the frame to rerank has no column {', '.join(missing)}: a reranker reads qid, query, "
+                                "docno and text (add text with pt.text.get_text)")
+        if frame.empty:
+            return frame.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        order = frame.assign(_row=np.arange(len(frame)))
+        if "rank" in order.columns:
+            order = order.sort_values(["qid", "rank"], kind="stable")
+        else:
+            order = order.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+        candidates = pd.DataFrame({"query_id": order["qid"].astype(str), "doc_id": order["docno"].astype(str),
+                                   "passage": order["text"].astype(str),
+                                   "fused_rank": order.groupby("qid").cumcount().to_numpy() + 1})
+        candidates["passage_sha256"] = [sha256_text(text) for text in candidates["passage"]]
+        queries = {str(qid): Query(str(qid), str(text)) for qid, text in zip(order["qid"], order["query"])}
+        run, self.latency = rerank(candidates, queries, self.system, RerankSettings(self.depth))
+        run = run.assign(score=ordered_scores(run))
+        columns = [column for column in frame.columns if column not in ("score", "rank")]
+        keyed = frame[columns].assign(_qid=frame["qid"].astype(str), _docno=frame["docno"].astype(str))
+        out = keyed.merge(run[["query_id", "doc_id", "score", "rank"]], left_on=["_qid", "_docno"],
+                          right_on=["query_id", "doc_id"], how="left")
+        out["rank"] = out["rank"].astype(int) - 1  # PyTerrier's ranks start at 0
+        return (out.sort_values(["_qid", "rank"], kind="stable").drop(columns=["_qid", "_docno", "query_id", "doc_id"])
+                .reset_index(drop=True))
+
+
+def candidates_source(paths: PipelinePaths | None = None) -> pt.Transformer:
+    """The frozen candidates (every split's queries, fused order, with their text) as a PyTerrier source: it returns
+    the rows of the qids it is given."""
+    paths = paths or PipelinePaths.load()
+    queries = Snapshot(paths.snapshot).table("queries").to_pandas()
+    frame = candidates_frame(load_candidates(paths.candidates), dict(zip(queries["query_id"], queries["text"])))
+    return pt.Transformer.from_df(frame)
