@@ -38,6 +38,14 @@ def test_team_draft_credits_identical_rankings_to_neither_side():
     np.testing.assert_allclose(expected_side, 0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("a, b", [(["x"], ["x", "y", "z"]), (["x", "y", "z"], ["x"])])
+def test_team_draft_lets_the_longer_ranking_fill_the_page_when_the_other_runs_out(a, b):
+    for page in team_draft(a, b, 10):
+        assert sorted(page.shown) == ["x", "y", "z"] and None not in page.shown
+        longer = 1 if len(a) > len(b) else -1
+        assert page.team[1:] == (longer, longer)  # after x, only the longer ranking has picks left
+
+
 def test_balanced_interleaving_of_the_textbook_pair():
     pages = balanced(list("abcd"), list("bade"), 4)
     assert [page.shown for page in pages] == [tuple("abcd"), tuple("badc")]
@@ -125,8 +133,10 @@ def test_sizing_detects_the_better_ranking_at_the_stated_power_and_holds_the_nul
     assert pair["ab"]["difference"] > 0 and abs(pair["ab"]["achieved_power"] - 0.8) < 0.1
     assert pair["offline"]["judged_queries_needed"] is None  # identical deltas: no spread, nothing to size
     for method in ("team_draft", "balanced"):
-        assert found["null_check"][method]["exact_size"] <= 0.05
-        assert found["null_check"][method]["low"] <= 0.05
+        for null in ("labels", "grade_blind"):
+            assert found["null_check"][method][null]["exact_size"] <= 0.05
+        assert found["null_check"][method]["labels"]["holds"]
+    assert found["null_check"]["team_draft"]["grade_blind"]["holds"]  # team-draft credits blind clicks evenly
     assert online_sizing(rankings, qrels, deltas, "base", query_ids, config) == found  # seeded
 
 

@@ -70,6 +70,7 @@ def project(tmp_path, tiny_beir):
                              "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]"])
     params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
     params["system_names"] = [*SYSTEMS, *CONFIGURATIONS]
+    params["online"]["readouts"] = {}  # the demo's logged experiments are of the demo's queries, not these
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
     return workdir

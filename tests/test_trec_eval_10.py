@@ -56,6 +56,12 @@ def test_unj_k_divides_by_k_and_counts_a_negative_grade_as_unjudged(tmp_path):
     files = write(tmp_path, {"q1": {"a": 1, "n": -1}}, {"q1": {"a": 3.0, "n": 2.0, "u": 1.0}})
     found = parse(rerankeval("trec_eval", "-m", "unj.2,5", *files).stdout)
     assert (found["unj_2", "all"], found["unj_5", "all"]) == (0.5, 0.4)
+    # without a cutoff, over each query's own list (2 of q1's 3; q2's 1 of 1), not the longest list's length
+    from rerankeval.eval.engine import evaluate
+    import pandas as pd
+    run = pd.DataFrame({"query_id": ["q1"] * 3 + ["q2"], "doc_id": ["a", "n", "u", "v"], "score": [3.0, 2.0, 1.0, 1.0]})
+    qrels = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "n", "w"], "relevance": [1, -1, 1]})
+    assert evaluate(run, qrels, ["Unjudged"], no_relevant="zero")["Unjudged"].tolist() == [2 / 3, 1.0]
 
 
 def test_n_prints_no_summary(tmp_path):
@@ -71,3 +77,5 @@ def test_the_measure_sets_compute_what_they_name(tmp_path):
     found = parse(result.stdout)
     assert {("set_F", "all"), ("set_map", "all"), ("gm_map", "all"), ("gm_bpref", "all")} <= set(found)
     assert "gm_map" not in result.stderr and "11pt_avg" in result.stderr  # what is not computed is named
+    official = [line.split("\t")[0].strip() for line in rerankeval("trec_eval", *files).stdout.splitlines()]
+    assert official[official.index("map") + 1] == "gm_map"  # trec_eval's official set, in its order

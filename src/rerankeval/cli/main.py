@@ -49,8 +49,9 @@ def _measures(text: str) -> list[tuple[str, object]]:
 
 DEFAULT_MEASURES = ("map", "Rprec", "bpref", "recip_rank", "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200",
                     "P_500", "P_1000")
-"""Without --metric: trec_eval's default summary measures, those rerankeval computes (not num_ret, num_rel,
-num_rel_ret, gm_map, iprec_at_recall_*), in trec_eval's order and named as trec_eval prints them."""
+"""Without --metric: trec_eval's default summary measures, those rerankeval's measures compute (not num_ret, num_rel,
+num_rel_ret, gm_map, iprec_at_recall_*: `rerankeval trec_eval` prints the counts and gm_map apart), in trec_eval's
+order and named as trec_eval prints them."""
 
 
 @_subcommand(
@@ -205,11 +206,10 @@ def _as_trec_eval_lines(values, per_query: bool) -> str:
 
 
 MEASURE_SETS = {
-    "official": DEFAULT_MEASURES,
-    "all_trec": (*DEFAULT_MEASURES, "ndcg", *(f"{name}_{cut}" for name in ("recall", "ndcg_cut", "map_cut")
+    "official": ("map", "gm_map", *DEFAULT_MEASURES[1:]),  # trec_eval prints gm_map right after map
+    "all_trec": ("map", "gm_map", *DEFAULT_MEASURES[1:], "ndcg", *(f"{name}_{cut}" for name in ("recall", "ndcg_cut", "map_cut")
                                              for cut in (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
-                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P", "set_recall", "set_map", "set_F", "gm_map",
-                 "gm_bpref"),
+                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P", "set_recall", "set_map", "set_F", "gm_bpref"),
 }
 """trec_eval 10's measure sets, as far as rerankeval computes them (the rest is named on stderr)."""
 

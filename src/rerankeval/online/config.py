@@ -19,7 +19,7 @@ def _probability_pair(pair: list[float]) -> list[float]:
 
 
 class ClickModelConfig(StrictConfig):
-    """A simulated user. Grade g of the qrels' top grade G is examined-and-clicked with probability
+    """A simulated user. A result of grade g (of the qrels' top grade G), once examined, is clicked with probability
     ``click[0] + (click[1] - click[0]) * g / G`` (unjudged: grade 0), and after a click stops scanning with
     ``stop[0] + (stop[1] - stop[0]) * g / G``. The defaults are the "navigational" user of the interleaving
     literature (click 0.05 -> 0.95, stop 0.2 -> 0.9: Hofmann, Whiteson and de Rijke 2013, Chuklin et al. 2015).

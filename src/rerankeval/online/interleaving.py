@@ -54,9 +54,9 @@ def team_draft(a: Sequence[str], b: Sequence[str], depth: int) -> list[Page]:
             return
         next_a, next_b = pick(a, shown), pick(b, shown)
         options = []
-        if count_a < count_b or next_b is None:
+        if next_b is None or (next_a is not None and count_a < count_b):  # B has run out, or it is A's turn
             options = [(1, next_a, 1.0)]
-        elif count_b < count_a or next_a is None:
+        elif next_a is None or count_b < count_a:
             options = [(-1, next_b, 1.0)]
         else:  # equal teams: the coin
             options = [(1, next_a, 0.5), (-1, next_b, 0.5)]

@@ -12,7 +12,7 @@ pick it was), else the system whose page was shown (an A/B test). ``segment``, `
 a click's ``dwell_s`` are optional. What cannot be read is refused with the file, the line and the field
 (``CollectionError``); what can be read but is doubtful is counted and reported (``LogCounts``): a query outside the
 snapshot, a shown result outside the query's frozen candidates, a repeated impression id (the first is kept), a time
-earlier than the line before it.
+earlier than a line above it.
 """
 
 from __future__ import annotations

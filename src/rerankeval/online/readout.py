@@ -110,7 +110,7 @@ def _interleaving(frame: pd.DataFrame, boot: dict) -> tuple[DeltaEvidence, list[
 def _ab(frame: pd.DataFrame, config: ReadoutConfig, baseline: str, boot: dict
         ) -> tuple[DeltaEvidence, list[SliceEvidence], tuple[GuardrailEvidence, ...]]:
     sides = {arm: frame[frame["arm"] == arm] for arm in (config.challenger, baseline)}
-    settings = {"n_samples": boot["n_samples"], "seed": boot["seed"], "confidence": boot["confidence"]}
+    settings = {"n_samples": boot["n_samples"], "seed": boot["seed"], "confidence": boot["confidence"]}  # percentile
     values = {arm: side[config.ab_metric].to_numpy() for arm, side in sides.items()}
     primary = _delta(config.ab_metric, two_sample_interval(values[config.challenger], values[baseline], **settings),
                      boot["confidence"])
@@ -140,7 +140,8 @@ def _ab(frame: pd.DataFrame, config: ReadoutConfig, baseline: str, boot: dict
 
 def readout(impressions: Sequence[Impression], counts: LogCounts, config: ReadoutConfig, baseline: str,
             boot: dict) -> dict:
-    """The readout as JSON-ready data; ``boot``: the bootstrap's ``n_samples``, ``seed`` and ``confidence``."""
+    """The readout as JSON-ready data; ``boot``: the bootstrap's ``n_samples``, ``seed``, ``confidence`` and
+    ``method`` (the CIs over queries follow it; an A/B test's two-sample interval is a percentile one)."""
     frame = impressions_frame(impressions, config.challenger)
     arms = sorted(frame["arm"].unique())
     expected = ["interleaved"] if config.design == "team_draft" else sorted({config.challenger, baseline})

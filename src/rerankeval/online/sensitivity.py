@@ -10,23 +10,23 @@ query; an interleaving experiment's test is the exact two-sided sign test on win
 A/B test's the two-sample z-test, the offline comparison's the paired t-test (``stats.power``). The impressions needed
 at the stated power come from each test's power function (the sign test's exact one, the z-test's normal
 approximation, the t-test's exact one); each is then checked by simulating ``check_trials`` experiments of that size
-(the achieved power), and the sign test's false detection rate by ``null_pairs`` null pairs: two real rankings whose
-labels are drawn at random in every impression, so that neither side is better, each an experiment of
-``null_impressions`` impressions. Seeded: the same inputs give the same numbers.
+(the achieved power); and two nulls (``null_check``): the real pairs with the sides' labels drawn at random in
+every impression (the test's calibration), and the real pairs before users whose clicks ignore the grade (a method's
+bias). Seeded: the same inputs give the same numbers.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from ..stats.power import t_test_power, topic_set_size
 from .clicks import NO_RESULT, session_measure, simulate_clicks
-from .config import OnlineConfig
+from .config import ClickModelConfig, OnlineConfig
 from .interleaving import ABSENT, INTERLEAVE, METHODS, credit
 
 CURVE_IMPRESSIONS = tuple(int(round(25 * 2 ** (step / 2))) for step in range(23))
@@ -59,20 +59,26 @@ class PairPages:
             cumulative[query, :len(found)] = np.cumsum([page.probability for page in found])
             for number, page in enumerate(found):
                 size = len(page.shown)
-                arrays["grades"][query, number, :size] = [grades[query].get(doc, 0) for doc in page.shown]
+                arrays["grades"][query, number, :size] = [_grade(grades[query], doc) for doc in page.shown]
                 arrays["team"][query, number, :size] = page.team
                 arrays["rank_a"][query, number, :size] = page.rank_a
                 arrays["rank_b"][query, number, :size] = page.rank_b
         return cls(cumulative=cumulative, **arrays)
 
-    def outcomes(self, method: str, queries: np.ndarray, config: OnlineConfig, top_grade: int,
+    def outcomes(self, method: str, queries: np.ndarray, model: ClickModelConfig, top_grade: int,
                  rng: np.random.Generator) -> np.ndarray:
         """One outcome per session, session i asking ``queries[i]``: a page drawn by its probability, clicks."""
         pages = np.minimum((rng.random(len(queries))[:, None] >= self.cumulative[queries]).sum(axis=1),
                            self.cumulative.shape[1] - 1)
-        clicks = simulate_clicks(config.click_model, self.grades[queries, pages], top_grade, rng)
+        clicks = simulate_clicks(model, self.grades[queries, pages], top_grade, rng)
         return credit(method, clicks, self.team[queries, pages], self.rank_a[queries, pages],
                       self.rank_b[queries, pages])
+
+
+def _grade(grades: Mapping[str, int], doc: str) -> int:
+    """A shown result's grade for the click model: unjudged and negative grades (trec_eval's "in the pool, not judged")
+    are 0, never the empty slot's NO_RESULT."""
+    return max(int(grades.get(doc, 0)), 0)
 
 
 def shown_grades(rankings: Sequence[Sequence[str]], grades: Sequence[Mapping[str, int]], depth: int) -> np.ndarray:
@@ -80,7 +86,7 @@ def shown_grades(rankings: Sequence[Sequence[str]], grades: Sequence[Mapping[str
     found = np.full((len(rankings), depth), NO_RESULT, dtype=np.int32)
     for query, ranking in enumerate(rankings):
         top = list(ranking[:depth])
-        found[query, :len(top)] = [grades[query].get(doc, 0) for doc in top]
+        found[query, :len(top)] = [_grade(grades[query], doc) for doc in top]
     return found
 
 
@@ -112,11 +118,16 @@ def _rejection_bound(decisive: np.ndarray, alpha: float) -> np.ndarray:
 
 def sign_test_power(impressions: int, win: float, loss: float, alpha: float) -> float:
     """The exact power of the sign test on ``impressions`` i.i.d. impressions with these win and loss shares: the
-    decisive ones are binomial, and given them the wins (exact, so the test's conservatism is in it)."""
-    decisive = np.arange(impressions + 1)
-    weight = scipy_stats.binom.pmf(decisive, impressions, win + loss)
+    decisive ones are binomial, and given them the wins (exact, so the test's conservatism is in it). The sum runs
+    over the decisive counts within 10 standard deviations of their mean (the rest weighs under 1e-20), so its cost
+    grows with the square root of the impressions."""
+    share_decisive = win + loss
+    spread = 10 * math.sqrt(impressions * share_decisive * (1 - share_decisive)) + 10
+    middle = impressions * share_decisive
+    decisive = np.arange(max(0, math.floor(middle - spread)), min(impressions, math.ceil(middle + spread)) + 1)
+    weight = scipy_stats.binom.pmf(decisive, impressions, share_decisive)
     bound = _rejection_bound(decisive, alpha)
-    share = win / (win + loss) if win + loss > 0 else 0.5
+    share = win / share_decisive if share_decisive > 0 else 0.5
     rejected = np.where(bound >= 0, scipy_stats.binom.cdf(bound, decisive, share)
                         + scipy_stats.binom.sf(decisive - bound - 1, decisive, share), 0.0)
     return float(np.clip((weight * rejected).sum(), 0.0, 1.0))
@@ -169,13 +180,16 @@ class PairSimulation:
     page_b: np.ndarray
     top_grade: int
     config: OnlineConfig
+    model: ClickModelConfig
+    """The simulated users (``config.click_model``; the null check's grade-blind ones replace it)."""
 
     @classmethod
     def build(cls, challenger: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]],
               grades: Sequence[Mapping[str, int]], top_grade: int, config: OnlineConfig) -> PairSimulation:
         depth = config.depth
         return cls({method: PairPages.build(method, challenger, baseline, grades, depth) for method in METHODS},
-                   shown_grades(challenger, grades, depth), shown_grades(baseline, grades, depth), top_grade, config)
+                   shown_grades(challenger, grades, depth), shown_grades(baseline, grades, depth), top_grade, config,
+                   config.click_model)
 
     @property
     def queries(self) -> int:
@@ -183,11 +197,11 @@ class PairSimulation:
 
     def interleaved(self, method: str, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return _chunked(len(queries), lambda start, stop: self.pages[method].outcomes(
-            method, queries[start:stop], self.config, self.top_grade, rng))
+            method, queries[start:stop], self.model, self.top_grade, rng))
 
     def ab(self, page: np.ndarray, queries: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return _chunked(len(queries), lambda start, stop: session_measure(
-            simulate_clicks(self.config.click_model, page[queries[start:stop]], self.top_grade, rng),
+            simulate_clicks(self.model, page[queries[start:stop]], self.top_grade, rng),
             self.config.ab_metric))
 
     def every_query(self) -> np.ndarray:
@@ -228,6 +242,8 @@ def size_pair(simulation: PairSimulation, deltas: np.ndarray, pair: int) -> dict
 
 def _offline(deltas: np.ndarray, alpha: float, power: float) -> dict:
     deltas = deltas[~np.isnan(deltas)]
+    if not len(deltas):  # no query where the primary metric is defined for both
+        return {"delta": 0.0, "sd": 0.0, "queries": 0, "judged_queries_needed": None}
     mean, sd = float(deltas.mean()), float(deltas.std(ddof=1)) if len(deltas) > 1 else 0.0
     needed = topic_set_size(sd, abs(mean), alpha, power) if mean != 0 and sd > 0 else None
     return {"delta": round(mean, 6), "sd": round(sd, 6), "queries": int(len(deltas)), "judged_queries_needed": needed}
@@ -268,30 +284,54 @@ def _achieved_ab(simulation: PairSimulation, needed: int | None, direction: floa
     return round(float(detected.mean()), 4)
 
 
+def grade_blind(model: ClickModelConfig) -> ClickModelConfig:
+    """The same user whose click and stop probabilities do not depend on the grade (each its pair's mean): clicks
+    that prefer neither ranking, whatever the rankings."""
+    click, stop = sum(model.click) / 2, sum(model.stop) / 2
+    return ClickModelConfig(kind=model.kind, click=[click, click], stop=[stop, stop],
+                            position_bias=model.position_bias)
+
+
+def _detections(simulation: PairSimulation, method: str, count: int, config: OnlineConfig, rng: np.random.Generator,
+                flip: bool) -> tuple[int, float]:
+    """(null experiments detected, the test's exact size at their share of decisive impressions) for ``count``
+    experiments of ``null_impressions`` impressions each."""
+    queries = rng.integers(simulation.queries, size=count * config.null_impressions)
+    labels = rng.integers(0, 2, size=len(queries)) * 2 - 1 if flip else 1  # which side is called A, per impression
+    outcomes = (simulation.interleaved(method, queries, rng) * labels).reshape(count, config.null_impressions)
+    pvalues = sign_test_pvalues((outcomes == 1).sum(axis=1), (outcomes == -1).sum(axis=1))
+    half_decisive = float(np.mean(outcomes != 0)) / 2
+    return int((pvalues < config.alpha).sum()), sign_test_power(config.null_impressions, half_decisive,
+                                                                half_decisive, config.alpha)
+
+
 def null_check(simulations: Sequence[PairSimulation], config: OnlineConfig) -> dict:
-    """The sign test's false detection rate per interleaving method on ``null_pairs`` null pairs (module
-    docstring), the pairs taken in turn from the challengers' rankings, with its exact 95% interval, beside the
-    test's exact size at these pairs' shares of decisive impressions. It holds when the simulated rate is not shown
-    to exceed ``alpha`` (the interval's low end at most ``alpha``) and the exact size is at most ``alpha``."""
+    """Two nulls per interleaving method, each on ``null_pairs`` pairs taken in turn from the challengers' rankings,
+    each pair an experiment of ``null_impressions`` impressions, its false detections with their exact 95% interval
+    and the sign test's exact size at those pairs' shares of decisive impressions.
+
+    ``labels``: the real users, the sides' labels drawn at random in every impression: neither side can be better,
+    by construction, so this checks the test's calibration only. ``grade_blind``: users whose clicks ignore the grade
+    (``grade_blind``) on the real pairs, labels kept: a method that credits such clicks to one side more than the
+    other is biased (balanced interleaving is, for some pairs of rankings). Each holds when the interval's low end is
+    at most ``alpha``."""
     found = {"pairs": config.null_pairs, "impressions": config.null_impressions, "alpha": config.alpha}
     for number, method in enumerate(METHODS):
-        detected, sizes = 0, []
-        for pair, simulation in enumerate(simulations):
-            count = len(range(pair, config.null_pairs, len(simulations)))
-            rng = _rng(config, pair, 5, number)
-            queries = rng.integers(simulation.queries, size=count * config.null_impressions)
-            labels = rng.integers(0, 2, size=len(queries)) * 2 - 1  # which side is called A, per impression
-            outcomes = (simulation.interleaved(method, queries, rng) * labels).reshape(count, config.null_impressions)
-            pvalues = sign_test_pvalues((outcomes == 1).sum(axis=1), (outcomes == -1).sum(axis=1))
-            detected += int((pvalues < config.alpha).sum())
-            half_decisive = float(np.mean(outcomes != 0)) / 2
-            sizes += [sign_test_power(config.null_impressions, half_decisive, half_decisive, config.alpha)] * count
-        interval = scipy_stats.binomtest(detected, config.null_pairs).proportion_ci(0.95, method="exact")
-        exact_size = float(np.mean(sizes))
-        found[method] = {"detected": detected, "rate": round(detected / config.null_pairs, 4),
-                         "low": round(float(interval.low), 4), "high": round(float(interval.high), 4),
-                         "exact_size": round(exact_size, 4),
-                         "holds": bool(interval.low <= config.alpha and exact_size <= config.alpha)}
+        found[method] = {}
+        for kind, flip in (("labels", True), ("grade_blind", False)):
+            detected, sizes = 0, []
+            for pair, simulation in enumerate(simulations):
+                count = len(range(pair, config.null_pairs, len(simulations)))
+                users = simulation if flip else replace(simulation, model=grade_blind(simulation.model))
+                found_here, size = _detections(users, method, count, config, _rng(config, pair, 5 + int(not flip),
+                                                                                   number), flip)
+                detected += found_here
+                sizes += [size] * count
+            interval = scipy_stats.binomtest(detected, config.null_pairs).proportion_ci(0.95, method="exact")
+            found[method][kind] = {"detected": detected, "rate": round(detected / config.null_pairs, 4),
+                                   "low": round(float(interval.low), 4), "high": round(float(interval.high), 4),
+                                   "exact_size": round(float(np.mean(sizes)), 4),
+                                   "holds": bool(interval.low <= config.alpha)}
     return found
 
 

@@ -49,7 +49,7 @@ def synthetic_log(rankings: Mapping[str, Mapping[str, Sequence[str]]], grades: M
             arm = challenger if rng.random() < 0.5 else baseline
             shown, origin, latency = list(rankings[arm].get(query, ())[:depth]), None, median_ms[arm]
         row = np.full((1, depth), NO_RESULT)
-        row[0, :len(shown)] = [grades.get(query, {}).get(doc, 0) for doc in shown]
+        row[0, :len(shown)] = [max(grades.get(query, {}).get(doc, 0), 0) for doc in shown]
         clicked = np.flatnonzero(simulate_clicks(model, row, top_grade, rng)[0]) + 1
         record = {"impression": f"i{number:06d}", "time": START + timedelta(milliseconds=round(float(gap) * 1000)),
                   "query_id": query, "segment": str(segment), "arm": arm, "shown": shown}

@@ -44,5 +44,6 @@ def run(params: Params, paths: PipelinePaths) -> None:
               f"judged queries offline {found['offline']['judged_queries_needed']}")
     if sizing["null_check"]:
         checked = sizing["null_check"]
-        print("online: null pairs detected: " + ", ".join(f"{method} {checked[method]['rate']:.1%}"
-                                                          for method in ("team_draft", "balanced")))
+        print("online: null pairs detected: " + ", ".join(
+            f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in ("team_draft", "balanced")
+            for null in ("labels", "grade_blind")))

@@ -30,8 +30,12 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
     by_query = {query: set(found) for query, found in candidates.groupby("query_id")["doc_id"]}
     impressions, counts = read_log(config.log, (config.challenger, baseline), set(queries), by_query,
                                    max_impressions=config.max_impressions, seed=params.compare.seed)
+    if counts.unknown_queries == counts.impressions:
+        print(f"readout@{name}: warning: none of the log's {counts.impressions} impressions asks a query of this "
+              "snapshot: is it a log of this collection's traffic? (conf/online/default.yaml names the demo's logs; "
+              "with another dataset, point online.readouts at its logs or remove them)")
     boot = {"n_samples": params.compare.samples, "seed": params.compare.seed,
-            "confidence": params.compare.confidence}
+            "confidence": params.compare.confidence, "method": params.compare.ci_method}
     found = {"experiment": name, "log_sha256": sha256_file(config.log),
              **readout(impressions, counts, config, baseline, boot)}
     write_json(paths.readout(name), found)

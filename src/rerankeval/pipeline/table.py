@@ -170,7 +170,7 @@ STAGES: tuple[Stage, ...] = (
           "log): the log read and checked, per-arm click measures and interleaving credit with CIs, the guardrails "
           "and a verdict (rerankeval.online.readout).",
           reads=(f"online.readouts.{SYSTEM}", "compare.baselines", "compare.confidence", "compare.samples",
-                 "compare.seed"),
+                 "compare.seed", "compare.ci_method"),
           inputs=(*_paths("snapshot", "candidates"), "${item.log}"),
           outputs=(Output(f"${{paths.reports}}/online/readout_{SYSTEM}.json", cache=False),
                    Output(f"${{paths.reports}}/online/readout_{SYSTEM}.md", cache=False)),

@@ -47,10 +47,13 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
                      _count(offline["judged_queries_needed"]),
                      "yes" if pair["directions_agree"] else "**no**"])
     null = found["null_check"]
-    null_rows = [[METHODS[method], f"{null[method]['detected']} of {null['pairs']:,}",
-                  f"{null[method]['rate']:.1%} [{null[method]['low']:.1%}, {null[method]['high']:.1%}]",
-                  f"{null[method]['exact_size']:.1%}", "yes" if null[method]["holds"] else "**no**"]
-                 for method in ("team_draft", "balanced")]
+    nulls = {"labels": "sides' labels drawn at random (the test's calibration)",
+             "grade_blind": "users whose clicks ignore the grade (the method's bias)"}
+    null_rows = [[METHODS[method], nulls[kind], f"{found_null['detected']} of {null['pairs']:,}",
+                  f"{found_null['rate']:.1%} [{found_null['low']:.1%}, {found_null['high']:.1%}]",
+                  f"{found_null['exact_size']:.1%}", "yes" if found_null["holds"] else "**no**"]
+                 for method in ("team_draft", "balanced") for kind in nulls
+                 for found_null in [null[method][kind]]]
     return (
         "## Online: the experiment each challenger would need\n\n"
         f"Simulated users ({model['kind']}: click {model['click'][0]} at grade 0 to {model['click'][1]} at grade "
@@ -67,12 +70,13 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
                  "A/B Δ", "team-draft impressions", "balanced impressions", "A/B impressions",
                  "judged queries (offline)", "directions agree"], rows)
         + f"\n\n![power curves]({plots_link}/{PLOT})\n\n"
-        + f"The sign test's false detections on {null['pairs']:,} seeded null pairs (two real rankings, the sides' "
-          f"labels drawn at random in each of {null['impressions']:,} impressions), with the exact 95% interval and "
-          "the test's exact size at those pairs:\n\n"
-        + table(["method", "detected", "rate [95% CI]", "exact size", "at most α"], null_rows)
+        + f"False detections on {null['pairs']:,} seeded null pairs (the challengers' real rankings, "
+          f"{null['impressions']:,} impressions each) under two nulls, with the exact 95% interval and the sign "
+          "test's exact size at those pairs; a null holds when the interval's low end is at most α:\n\n"
+        + table(["method", "null", "detected", "rate [95% CI]", "exact size", "holds"], null_rows)
         + "\n\nSimulated, not observed: the click model's parameters are stated defaults (docs/online.md), and the "
-          "directions can disagree (balanced interleaving is known to be biased for some pairs of rankings). A RAG "
+          "directions can disagree (balanced interleaving is known to be biased for some pairs of rankings: the "
+          "grade-blind null measures it here). A RAG "
           "generator that merges one context set cannot be interleaved as a result page can: interleave its context "
           "candidates only where the product shows its sources.")
 
@@ -149,6 +153,6 @@ def readout_page(found: Mapping[str, Any]) -> str:
                                         or "none"] for kind, count in doubtful.items()]), "",
               "Unknown queries and results outside the frozen candidates are counted and kept (live traffic asks "
               "what the snapshot does not hold); a repeated impression id is dropped after its first; a time earlier "
-              "than the line before is counted.", "", "## Every reason", "",
+              "than a line above it is counted.", "", "## Every reason", "",
               *(f"- {reason}" for reason in verdict["reasons"]), *(f"- note: {note}" for note in verdict["notes"])]
     return "\n".join(lines).rstrip() + "\n"

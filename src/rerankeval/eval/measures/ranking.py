@@ -222,4 +222,5 @@ def unjudged(m: Measure, lists: RankedLists) -> np.ndarray:
     # trec_eval 10's unj_k: documents in the top k without a grade >= 0, over k (a negative grade is unjudged, and a
     # list shorter than k still divides by k), unlike Judged@k, which divides by the documents shown.
     head = top(lists.grades, m.cutoff)
-    return np.count_nonzero((head < 0) & (head != lists.pad), axis=1) / float(m.cutoff or head.shape[1] or 1)
+    found = np.count_nonzero((head < 0) & (head != lists.pad), axis=1)
+    return ratio(found, m.cutoff if m.cutoff is not None else lists.lengths(False))
