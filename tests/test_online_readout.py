@@ -67,6 +67,12 @@ def test_a_line_that_is_not_json_or_not_an_object_is_refused(tmp_path):
         read(write_log(tmp_path / "log.jsonl", ["[1, 2]"]))
     with pytest.raises(CollectionError, match=r"no such interaction log"):
         read(tmp_path / "missing.jsonl")
+    (tmp_path / "latin.jsonl").write_bytes(json.dumps(GOOD).encode() + b"\n{\"query_id\": \"caf\xe9\"}\n")
+    with pytest.raises(CollectionError, match=r"latin.jsonl:2: not UTF-8"):
+        read(tmp_path / "latin.jsonl")
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(CollectionError, match=r"broken.parquet: not a readable Parquet file"):
+        read(tmp_path / "broken.parquet")
 
 
 def test_doubtful_lines_are_counted_with_where_to_look(tmp_path):

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from rerankeval.core.io import write_text
+from rerankeval.data.snapshot import Snapshot
+from rerankeval.online.sensitivity import graded, ranked_lists
 from rerankeval.online.synthetic import synthetic_log
+from rerankeval.workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
+from rerankeval.workspace.runs import load_runs
 
 OUT = Path("datasets/demo-online")
 CHALLENGER, BASELINE = "ce_minilm_ft", "fusion"
@@ -24,16 +26,12 @@ LOGS = {"interleaving.jsonl": ("team_draft", 2000, 1), "ab.jsonl": ("ab", 3000, 
 
 
 def main() -> None:
-    queries = pd.read_parquet("data/snapshot/queries.parquet")
-    query_ids = sorted(queries.loc[queries["split"] == "test", "query_id"])
-    qrels = pd.read_parquet("data/snapshot/qrels.parquet")
-    grades = {query: dict(zip(found["doc_id"], found["relevance"].astype(int))) for query, found in
-              qrels.groupby("query_id")}
-    rankings = {}
-    for system in (CHALLENGER, BASELINE):
-        run = pd.read_parquet(f"data/runs/run_{system}.parquet")
-        rankings[system] = {query: found.sort_values("rank", kind="stable")["doc_id"].tolist()
-                            for query, found in run.groupby("query_id")}
+    paths = PipelinePaths.load()
+    snapshot = Snapshot(paths.snapshot)
+    query_ids = sorted(snapshot.queries_of("test")["query_id"])
+    grades = graded(snapshot.table("qrels").to_pandas())
+    runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), [CHALLENGER, BASELINE])
+    rankings = {system: ranked_lists(run) for system, run in runs.items()}
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (design, impressions, seed) in LOGS.items():
         lines = synthetic_log(rankings, grades, query_ids, CHALLENGER, BASELINE, design=design,

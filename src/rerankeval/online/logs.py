@@ -163,16 +163,26 @@ def parse_impression(record: Any, where: str, systems: tuple[str, str], now: dat
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """(line or row number, the record), streamed: a JSONL file line by line, a Parquet file batch by batch."""
     if path.suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         number = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=8192):
-            for record in batch.to_pylist():
-                number += 1
-                yield number, record
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=8192):
+                for record in batch.to_pylist():
+                    number += 1
+                    yield number, record
+        except pa.ArrowException as err:
+            raise CollectionError(f"{path}: not a readable Parquet file after row {number} ({err}). Fix: write the "
+                                  "log again, or as JSON lines") from None
         return
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:  # decoded line by line, so that a bad byte is named by its line
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CollectionError(f"{path}:{number}: not UTF-8 ({err.reason} at byte {err.start} of the line). "
+                                      "Fix: write the log as UTF-8") from None
             if not line.strip():
                 continue
             try:

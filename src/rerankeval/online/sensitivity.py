@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 from scipy import stats as scipy_stats
 
 from ..stats.power import t_test_power, topic_set_size
@@ -73,6 +74,18 @@ class PairPages:
         clicks = simulate_clicks(model, self.grades[queries, pages], top_grade, rng)
         return credit(method, clicks, self.team[queries, pages], self.rank_a[queries, pages],
                       self.rank_b[queries, pages])
+
+
+def ranked_lists(run: pd.DataFrame) -> dict[str, list[str]]:
+    """A run as ``online_sizing`` reads it: query -> doc ids in rank order."""
+    return {query: found.sort_values("rank", kind="stable")["doc_id"].tolist()
+            for query, found in run.groupby("query_id")}
+
+
+def graded(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Qrels as ``online_sizing`` reads them: query -> doc -> grade."""
+    return {query: dict(zip(found["doc_id"], found["relevance"].astype(int)))
+            for query, found in qrels.groupby("query_id")}
 
 
 def _grade(grades: Mapping[str, int], doc: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
-from ..online.sensitivity import online_sizing
+from ..online.sensitivity import graded, online_sizing, ranked_lists
 from ..workspace.paths import PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from ..workspace.runs import load_runs, load_traits
 from .params import Params
@@ -30,10 +30,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
     query_ids = sorted(per_query.loc[per_query["system"] == baseline, "query_id"])
     quality = quality.loc[query_ids]
     qrels = Snapshot(paths.snapshot).table("qrels").to_pandas()
-    grades = {query: dict(zip(found["doc_id"], found["relevance"].astype(int))) for query, found in
-              qrels[qrels["query_id"].isin(set(query_ids))].groupby("query_id")}
-    rankings = {system: {query: found.sort_values("rank", kind="stable")["doc_id"].tolist()
-                         for query, found in run.groupby("query_id")} for system, run in runs.items()}
+    grades = graded(qrels[qrels["query_id"].isin(set(query_ids))])
+    rankings = {system: ranked_lists(run) for system, run in runs.items()}
     deltas = {system: (quality[system] - quality[baseline]).to_numpy() for system in challengers}
     sizing = online_sizing(rankings, grades, deltas, baseline, query_ids, config)
     write_json(paths.online, {"enabled": True, "metric": metric, "split": params.dataset.eval_split, **sizing})
