@@ -172,13 +172,13 @@ def test_trec_eval_s_own_command_line_with_its_flags(tmp_path):
     def values(*flags):
         return parse(rerankeval("trec_eval", *flags, tmp_path / "q.txt", tmp_path / "r.txt").stdout)
 
-    plain = values("-m", "P.2,4", "-m", "recip_rank")
+    plain = values("-m", "P.2,4", "-m", "recip_rank", "-m", "num_q")  # as trec_eval: only what -m names prints
     assert (plain["P_2", "all"], plain["P_4", "all"], plain["recip_rank", "all"]) == (0.5, 0.5, 0.5)  # d1 at rank 2
     assert plain["num_q", "all"] == 1  # q2 is not in the run: trec_eval averages over the run's queries
     assert values("-l", "2", "-m", "P.4", "-m", "recip_rank")["recip_rank", "all"] == 0.25  # only d3 counts
     assert values("-J", "-m", "P.2", "-m", "recip_rank")["recip_rank", "all"] == 1.0  # unjudged d4 left out
     assert values("-M", "2", "-m", "P.4")["P_4", "all"] == 0.25  # d1 alone among the first 2 of 4 places
-    complete = values("-c", "-q", "-m", "recip_rank")
+    complete = values("-c", "-q", "-m", "recip_rank", "-m", "num_q")
     assert complete["num_q", "all"] == 2 and complete["recip_rank", "all"] == 0.25  # q2 scores 0 with -c
     assert complete["recip_rank", "q1"] == 0.5
 
@@ -189,8 +189,8 @@ def test_trec_eval_counts_are_summed_over_the_queries(tmp_path):
     (tmp_path / "r.txt").write_text("q1 Q0 d4 1 4 r\nq1 Q0 d1 2 3 r\nq1 Q0 d2 3 2 r\nq1 Q0 d3 4 1 r\n")
 
     def counts(*flags):
-        table = parse(rerankeval("trec_eval", *flags, "-m", "num_ret", "-m", "num_rel", "-m", "num_rel_ret",
-                                 tmp_path / "q.txt", tmp_path / "r.txt").stdout)
+        counted = [text for name in ("num_q", "num_ret", "num_rel", "num_rel_ret") for text in ("-m", name)]
+        table = parse(rerankeval("trec_eval", *flags, *counted, tmp_path / "q.txt", tmp_path / "r.txt").stdout)
         return tuple(int(table[name, "all"]) for name in ("num_q", "num_ret", "num_rel", "num_rel_ret"))
 
     assert counts() == (1, 4, 2, 2)  # q1 retrieves d4 d1 d2 d3; d1 and d3 are relevant

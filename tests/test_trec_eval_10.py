@@ -71,11 +71,127 @@ def test_n_prints_no_summary(tmp_path):
     assert rerankeval("trec_eval", "-n", "-m", "map", *files).stdout.strip() == ""
 
 
-def test_the_measure_sets_compute_what_they_name(tmp_path):
+def test_the_measure_sets_print_what_trec_eval_10_prints_in_its_order(tmp_path):
+    """measures.c's all_trec and official, every measure at its default parameters, in its table's order."""
     files = write(tmp_path, QRELS, RUN)
     result = rerankeval("trec_eval", "-m", "all_trec", *files)
-    found = parse(result.stdout)
-    assert {("set_F", "all"), ("set_map", "all"), ("gm_map", "all"), ("gm_bpref", "all")} <= set(found)
-    assert "gm_map" not in result.stderr and "11pt_avg" in result.stderr  # what is not computed is named
+    names = [line.split("\t")[0].strip() for line in result.stdout.splitlines()]
+    assert result.stderr == ""
+    bases = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+             "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
+             "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
+             "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret")  # relstring: per query
+    expected = []
+    for base in bases:
+        cuts = {"iprec_at_recall": [f"{p / 10:3.2f}" for p in range(11)],
+                "Rprec_mult": [f"{p / 10:3.2f}" for p in range(2, 21, 2)], "success": ["1", "5", "10"]}.get(
+            base, ["5", "10", "15", "20", "30", "100", "200", "500", "1000"]
+            if base in ("P", "recall", "ndcg_cut", "map_cut", "relative_P") else [None])
+        expected += [base if cut is None else f"{base}_{cut}" for cut in cuts]
+    assert names == expected
     official = [line.split("\t")[0].strip() for line in rerankeval("trec_eval", *files).stdout.splitlines()]
-    assert official[official.index("map") + 1] == "gm_map"  # trec_eval's official set, in its order
+    assert official == expected[:expected.index("P_1000") + 1]
+    assert result.stdout.splitlines()[0] == "runid                 \tall\tr"  # the run file's tag
+
+
+def test_measures_print_in_trec_eval_s_order_whatever_the_order_asked(tmp_path):
+    files = write(tmp_path, QRELS, RUN)
+    lines = rerankeval("trec_eval", "-q", "-m", "ndcg_cut.10", "-m", "P.5,3", "-m", "map", *files).stdout.splitlines()
+    assert [tuple(line.split("\t")[:2]) for line in lines[:4]] == [
+        ("map".ljust(22), "q1"), ("P_3".ljust(22), "q1"), ("P_5".ljust(22), "q1"), ("ndcg_cut_10".ljust(22), "q1")]
+    # the summary: only what -m names (num_q is a measure like the others; official and all_trec name it)
+    assert [line.split("\t")[0].strip() for line in lines[-5:]] == ["ndcg_cut_10", "map", "P_3", "P_5", "ndcg_cut_10"]
+
+
+PYTREC_EVAL_HAS = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "relative_P", "set_relative_P", "infAP", "utility",
+                   "binG", "G", "Rndcg", "ndcg_rel", "num_nonrel_judged_ret")
+
+
+def random_collection(seed):
+    """Six queries of graded qrels (a -1: pooled, unjudged) and runs holding unjudged documents and tied scores."""
+    import random
+
+    rng = random.Random(seed)
+    qrels, run = {}, {}
+    for q in range(6):
+        docs = [f"d{i}" for i in range(rng.randint(3, 25))]
+        qrels[f"q{q}"] = {d: rng.choice([0, 0, 1, 2, 3, -1]) for d in docs if rng.random() < 0.7} or {docs[0]: 1}
+        retrieved = rng.sample(docs + [f"u{i}" for i in range(5)], rng.randint(1, len(docs)))
+        run[f"q{q}"] = {d: float(rng.randint(0, 8)) for d in retrieved}
+    return qrels, run
+
+
+@pytest.mark.parametrize("flags", [[], ["-J"], ["-l", "2"]])
+def test_trec_eval_s_own_measures_equal_pytrec_eval_on_random_runs(tmp_path, capsys, flags):
+    """Every measure of eval.trec_lists that pytrec_eval has, per query, on 12 random collections (9.0.8's rounding
+    of recall cut-offs, which pytrec_eval builds); NaN where trec_eval divides 0 by 0 (-J leaving no document)."""
+    from rerankeval.cli.main import main
+
+    for seed in range(12):
+        qrels, run = random_collection(seed)
+        files = write(tmp_path, qrels, run)
+        level = int(flags[1]) if "-l" in flags else 1
+        expected = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC_EVAL_HAS), relevance_level=level,
+                                                  judged_docs_only_flag="-J" in flags).evaluate(run)
+        assert main(["trec_eval", "-q", "-n", "--trec-eval-version", "9.0.8", *flags,
+                     *(f"-m{name}" for name in PYTREC_EVAL_HAS), *map(str, files)]) == 0
+        found = {(n.strip(), q): float(v.replace("-nan", "nan"))
+                 for n, q, v in (line.split("\t") for line in capsys.readouterr().out.splitlines())}
+        for query, values in expected.items():
+            for name, value in values.items():
+                assert found[name, query] == pytest.approx(value, abs=5e-5, nan_ok=True), (seed, query, name)
+
+
+def test_interpolated_precision_rounds_its_recall_cut_offs_by_version(tmp_path):
+    """R = 3, relevant at ranks 1, 3 and 5: precision there 1, 2/3, 3/5. At recall 0.4 (1.2 documents) 9.0.8 truncates
+    1.2 + 0.9 to 2 (2/3, as pytrec_eval says) where 10.0 rounds 1.2 to 1 (1.0). 11pt_avg by hand, 10.0: the 11
+    fractions round to 0,0,1,1,1,2,2,2,2,3,3 relevant documents: (5 x 1 + 4 x 2/3 + 2 x 3/5) / 11."""
+    qrels = {"q1": {"a": 1, "b": 1, "c": 1, "x": 0, "y": 0}}
+    run = {"q1": {"a": 5.0, "x": 4.0, "b": 3.0, "y": 2.0, "c": 1.0}}
+    files = write(tmp_path, qrels, run)
+    old = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall", "11pt_avg"}).evaluate(run)["q1"]
+    found_908 = parse(rerankeval("trec_eval", "--trec-eval-version", "9.0.8", "-m", "iprec_at_recall.0.4",
+                                 "-m", "11pt_avg", *files).stdout)
+    found_10 = parse(rerankeval("trec_eval", "-m", "iprec_at_recall.0.4", "-m", "11pt_avg", *files).stdout)
+    assert old["iprec_at_recall_0.40"] == pytest.approx(2 / 3)
+    assert found_908["iprec_at_recall_0.40", "all"] == pytest.approx(2 / 3, abs=5e-5)
+    assert found_908["11pt_avg", "all"] == pytest.approx(old["11pt_avg"], abs=5e-5)
+    assert found_10["iprec_at_recall_0.40", "all"] == 1.0
+    assert found_10["11pt_avg", "all"] == pytest.approx((5 + 4 * 2 / 3 + 2 * 0.6) / 11, abs=5e-5)
+
+
+def test_rank_biased_precision_and_its_residual_by_hand(tmp_path):
+    """q1 ranks a (grade 1), x (0), b (2), u (pooled, unjudged: -1). Grades 0..2 leave [0, 1], so gains are scaled by
+    the highest: a 0.5, b 1. rbp (p 0.9) = 0.1 x (0.5 + 1 x 0.81) = 0.131; p = 0.5: 0.5 x (0.5 + 0.25) = 0.375.
+    rbp_resid = 0.9^4 + 0.1 x 0.9^3 (u at the 4th place) = 0.729."""
+    files = write(tmp_path, {"q1": {"a": 1, "x": 0, "b": 2, "u": -1}}, {"q1": {"a": 4.0, "x": 3.0, "b": 2.0, "u": 1.0}})
+    found = parse(rerankeval("trec_eval", "-m", "rbp", "-m", "rbp.p=0.5", "-m", "rbp_resid", *files).stdout)
+    assert found["rbp", "all"] == pytest.approx(0.131, abs=5e-5)
+    assert found["rbp_p=0.5", "all"] == pytest.approx(0.375, abs=5e-5)
+    assert found["rbp_resid", "all"] == pytest.approx(0.729, abs=5e-5)
+
+
+def test_utility_relstring_and_dcg(tmp_path):
+    """By hand on QRELS/RUN. q1 retrieves a (1), b (0), e (unjudged), c (2) of R = 3 (a, c, d): utility (1,-1,0,0)
+    = 2 - 2 = 0; utility.2,-1,-1,1 with -N 10 = 2x2 - 2 - 1 + (10 + 2 - 4 - 3) = 6; relstring '10-2', printed per
+    query only. dcg / ideal_dcg is trec_eval's ndcg (pytrec_eval's)."""
+    files = write(tmp_path, QRELS, RUN)
+    lines = rerankeval("trec_eval", "-q", "-N", "10", "-m", "utility", "-m", "utility.2,-1,-1,1", "-m", "relstring",
+                       "-m", "dcg", "-m", "ideal_dcg", *files).stdout.splitlines()
+    assert "relstring             \tq1\t'10-2'" in lines
+    assert not any(line.startswith("relstring") and "\tall\t" in line for line in lines)
+    found = {tuple(line.split("\t")[:2]): line.split("\t")[2] for line in lines}
+    assert float(found["utility".ljust(22), "q1"]) == 0.0
+    assert float(found["utility_2,-1,-1,1".ljust(22), "q1"]) == 6.0
+    ndcg = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg"}).evaluate(RUN)
+    for query in QRELS:
+        ratio = float(found["dcg".ljust(22), query]) / float(found["ideal_dcg".ljust(22), query])
+        assert ratio == pytest.approx(ndcg[query]["ndcg"], abs=5e-4), query
+
+
+def test_a_bad_parameter_is_refused_by_name(tmp_path):
+    files = write(tmp_path, QRELS, RUN)
+    result = rerankeval("trec_eval", "-m", "relative_P.5,x", *files, check=False)
+    assert result.returncode != 0 and "relative_P" in result.stderr and "Traceback" not in result.stderr
+    result = rerankeval("trec_eval", "-m", "utility.1,2", *files, check=False)
+    assert result.returncode != 0 and "4 weights" in result.stderr and "Traceback" not in result.stderr

@@ -49,8 +49,8 @@ def _measures(text: str) -> list[tuple[str, object]]:
 
 DEFAULT_MEASURES = ("map", "Rprec", "bpref", "recip_rank", "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200",
                     "P_500", "P_1000")
-"""Without --metric: trec_eval's default summary measures, those rerankeval's measures compute (not num_ret, num_rel,
-num_rel_ret, gm_map, iprec_at_recall_*: `rerankeval trec_eval` prints the counts and gm_map apart), in trec_eval's
+"""Without --metric: trec_eval's default summary measures that are measure families here (`rerankeval trec_eval`
+prints the rest of trec_eval's official set too: runid, the counts, gm_map, iprec_at_recall_*), in trec_eval's
 order and named as trec_eval prints them."""
 
 
@@ -66,7 +66,8 @@ order and named as trec_eval prints them."""
         _argument(
             "-m", "--metric", action="extend", type=_measures, metavar="MEASURE", dest="measures",
             help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp], or trec_eval's name (ndcg_cut_10, ndcg_cut.10, map, "
-                 "recip_rank, P_10, or a list of cutoffs: P.5,10,20); printed as given; repeat for several (`rerankeval --help` lists all). Default: "
+                 "recip_rank, P_10, or a list of cutoffs: P.5,10,20); printed as given; repeat for several "
+                 "(`rerankeval --help` lists all). Default: "
                  f"trec_eval's default summary measures that rerankeval computes ({' '.join(DEFAULT_MEASURES)})",
         ),
         _argument("-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)"),
@@ -206,35 +207,76 @@ def _as_trec_eval_lines(values, per_query: bool) -> str:
 
 
 MEASURE_SETS = {
-    "official": ("map", "gm_map", *DEFAULT_MEASURES[1:]),  # trec_eval prints gm_map right after map
-    "all_trec": ("map", "gm_map", *DEFAULT_MEASURES[1:], "ndcg", *(f"{name}_{cut}" for name in ("recall", "ndcg_cut", "map_cut")
-                                             for cut in (5, 10, 15, 20, 30, 100, 200, 500, 1000)),
-                 *(f"success_{cut}" for cut in (1, 5, 10)), "set_P", "set_recall", "set_map", "set_F", "gm_bpref"),
+    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                 "recip_rank", "iprec_at_recall", "P"),
+    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                 "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "utility",
+                 "11pt_avg", "ideal_dcg", "dcg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
+                 "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+                 "set_F", "num_nonrel_judged_ret"),
 }
-"""trec_eval 10's measure sets, as far as rerankeval computes them (the rest is named on stderr)."""
+"""trec_eval 10's measure sets (measures.c's nicknames ``official`` and ``all_trec``), each measure at its default
+parameters."""
 
+TREC_EVAL_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                   "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult",
+                   "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut",
+                   "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                   "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj")
+"""The order trec_eval prints its measures in, whatever the order of ``-m`` (measures.c's table)."""
+
+DEFAULT_CUTOFFS = {"P": "5,10,15,20,30,100,200,500,1000", "recall": "5,10,15,20,30,100,200,500,1000",
+                   "ndcg_cut": "5,10,15,20,30,100,200,500,1000", "map_cut": "5,10,15,20,30,100,200,500,1000",
+                   "success": "1,5,10"}
+"""trec_eval's default cut-offs of the measures rerankeval computes as measure families, named bare (``-m P``)."""
 
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
 """trec_eval's counts per query, summed (not averaged) over the queries in its summary line."""
 
 
 def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
-    """``-m``'s value for ``rerankeval trec_eval``: a measure set, a comma list of cutoffs or one measure (a count,
-    ``COUNTS``, stays a name: it is computed apart; a geometric mean, ``GEOMETRIC``, is the measure it averages)."""
+    """``-m``'s value for ``rerankeval trec_eval`` as (printed name, what computes it): a measure set, a count, a
+    geometric mean, a measure of ``eval.trec_lists`` (its ``ListMeasure``), ``runid``, ``num_q``, or a measure family
+    (bare, with its default cut-offs, or with a comma list of them)."""
     from ..eval.counts import GEOMETRIC
+    from ..eval.trec_lists import parse_list_measure
 
     if text in MEASURE_SETS:
-        return [found for name in (*COUNTS, *MEASURE_SETS[text]) for found in _trec_eval_measures(name)]
-    if text in COUNTS:
+        return [found for name in MEASURE_SETS[text] for found in _trec_eval_measures(name)]
+    if text in (*COUNTS, "runid", "num_q"):
         return [(text, None)]
     if text in GEOMETRIC:
         return [(text, parse_measure(GEOMETRIC[text]))]
+    listed = parse_list_measure(text)
+    if listed is not None:
+        return [(column, listed) for column in listed.columns()]
+    if text in DEFAULT_CUTOFFS:
+        return _measures(f"{text}.{DEFAULT_CUTOFFS[text]}")
     return _measures(text)
+
+
+def _printing_order(name: str) -> tuple:
+    """Where trec_eval prints ``name`` (``P_10``, ``iprec_at_recall_0.20``): its measure's place in
+    ``TREC_EVAL_ORDER``, then its cut-off, ascending (trec_eval sorts them)."""
+    base = max((b for b in TREC_EVAL_ORDER if name == b or name.startswith(b + "_")), key=len, default=None)
+    place = TREC_EVAL_ORDER.index(base) if base else len(TREC_EVAL_ORDER)
+    suffix = name[len(base) + 1:] if base and name != base else ""
+    try:
+        return place, float(suffix)
+    except ValueError:
+        return place, 0.0
+
+
+def _trec_number(value: float) -> str:
+    """A value as trec_eval's ``%6.4f`` prints it; NaN (C's 0/0, e.g. relative_P without a relevant document) as
+    glibc prints x86's default NaN."""
+    return "-nan" if value != value else f"{value:.4f}"
 
 
 @_subcommand(
     "trec_eval",
-    "trec_eval 10's command line (trec_eval [-q] [-n] [-c] [-M N] [-l N] [-J] [-m MEASURE]... QRELS RUN) and output",
+    "trec_eval 10's command line (trec_eval [-q] [-n] [-c] [-M N] [-l N] [-J] [-N N] [-m MEASURE]... QRELS RUN) and "
+    "output",
     [
         _argument("qrels", metavar="QRELS", help="TREC qrels (or BEIR qrels TSV, Parquet)"),
         _argument("run_file", metavar="RUN", help="TREC run (or Parquet)"),
@@ -242,8 +284,9 @@ def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
         _argument("-n", action="store_true", dest="no_summary",
                   help="print no summary over the queries (with -q: each query's values only)"),
         _argument("--trec-eval-version", choices=TREC_EVAL_VERSIONS, default="10.0", dest="version",
-                  help="whose ties to follow: 10.0 compares scores as doubles, 9.0.8 (pytrec_eval) as 32-bit floats; "
-                       "equal scores by doc id, descending, in both (default 10.0)"),
+                  help="whose behaviour to follow: 10.0 compares scores as doubles and rounds iprec_at_recall's and "
+                       "11pt_avg's recall cut-offs, 9.0.8 (pytrec_eval) compares 32-bit floats and truncates "
+                       "p*R+0.9; equal scores by doc id, descending, in both (default 10.0)"),
         _argument("-c", action="store_true", dest="complete",
                   help="average over every query of the qrels, a query missing from the run scoring 0"),
         _argument("-M", type=int, dest="max_docs", metavar="N", help="evaluate each query's first N documents only"),
@@ -251,66 +294,86 @@ def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
                   help="the least grade that counts as relevant for binary measures (default 1)"),
         _argument("-J", action="store_true", dest="judged_only",
                   help="leave unjudged documents out of the ranking before measuring"),
+        _argument("-N", type=int, dest="num_docs", metavar="N", default=0,
+                  help="the documents in the collection (utility's non-relevant-not-retrieved term; default 0)"),
         _argument("-m", action="append", dest="measures", metavar="MEASURE",
-                  help="a trec_eval name (P_10, P.5,10,20, ndcg_cut.10, map, recip_rank, ...) or a set: official, "
-                       "all_trec; repeat for several. Default: official"),
+                  help="a trec_eval name (P_10, P.5,10,20, ndcg_cut.10, map, iprec_at_recall, utility.1,-1,0,0, "
+                       "rbp.p=0.95, ...) or a set: official, all_trec; repeat for several. Default: official"),
     ],
 )
 def _trec_eval(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from ..data.trec import read_qrels, read_run
+    import pandas as pd
+
+    from ..data.trec import read_qrels, read_run, run_tag
     from ..eval.counts import GEOMETRIC, geometric_summary, geometric_terms, trec_eval_counts
     from ..eval.engine import evaluate
-    from ..eval.measures.base import NOT_COMPUTED_TREC_EVAL
     from ..eval.ranks import trec_eval_ranks
+    from ..eval.trec_lists import ListMeasure, list_values, ranked_grades, summary_of
 
     if args.max_docs is not None and args.max_docs < 1:
         raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
-    named = args.measures or ["official"]
     try:
-        asked = dict(found for text in named for found in _trec_eval_measures(text))
-    except argparse.ArgumentTypeError as err:
+        asked = dict(found for text in (args.measures or ["official"]) for found in _trec_eval_measures(text))
+    except (argparse.ArgumentTypeError, ValueError) as err:
         raise ValueError(f"-m: {err}") from None
-    asked = {re.sub(r"\.(\d+)$", r"_\1", name): measure for name, measure in asked.items()}  # P.5 prints P_5
-    counts = [name for name, measure in asked.items() if measure is None]
-    asked = {name: measure for name, measure in asked.items() if measure is not None}
-    for name, measure in list(asked.items()):  # -l and -J are conventions of the measure: its rel and judged_only
+    asked = {name if isinstance(measure, ListMeasure) else re.sub(r"\.(\d+)$", r"_\1", name): measure
+             for name, measure in asked.items()}  # P.5 prints P_5
+    order = sorted(asked, key=_printing_order)
+    level = 1 if args.level is None else args.level
+    families = {}
+    for name, measure in asked.items():  # -l and -J are conventions of the measure: its rel and judged_only
+        if measure is None or isinstance(measure, ListMeasure):
+            continue
         parameters = measure.family.parameters
         if args.level is not None and "rel" in parameters:
             measure = dataclasses.replace(measure, rel=args.level)
         if args.judged_only and "judged_only" in parameters:
             measure = dataclasses.replace(measure, judged_only=True)
-        asked[name] = measure
+        families[name] = measure
     qrels, run = read_qrels(args.qrels), trec_eval_ranks(read_run(args.run_file), args.version)
     if args.max_docs is not None:
         run = run[run["rank"] <= args.max_docs]
     queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
-    values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant="zero") if asked else None
+    columns = []
+    if families:
+        values = evaluate(run, qrels, families.values(), queries=queries, no_relevant="zero")
+        columns.append(pd.DataFrame({name: geometric_terms(values[str(m)]) if name in GEOMETRIC else values[str(m)]
+                                     for name, m in families.items()}))
+    counted = [name for name in asked if name in COUNTS]
+    if counted:
+        columns.append(trec_eval_counts(run, qrels, queries, level, args.judged_only)[counted])
+    listed = list(dict.fromkeys(m for m in asked.values() if isinstance(m, ListMeasure)))
+    if listed:
+        lists = ranked_grades(run, qrels, queries, args.judged_only)
+        columns.append(list_values(lists, listed, level, args.version, args.num_docs))
+    table = pd.concat(columns, axis=1).reindex(queries) if columns else pd.DataFrame(index=queries)
+    summed = {*counted, *(c for m in listed if summary_of(m) == "sum" for c in m.columns())}
+    per_query_only = {c for m in listed if summary_of(m) == "none" for c in m.columns()}
+
+    def cell(name: str, value) -> str:
+        if name in per_query_only:
+            return f"'{value}'"
+        return str(int(value)) if name in summed else _trec_number(float(value))
+
     lines = []
-    if counts:
-        found = trec_eval_counts(run, qrels, queries, args.level or 1, args.judged_only)[counts]
-        if args.per_query:
-            lines += [f"{name:<22}\t{query}\t{value}" for query, row in found.iterrows() for name, value in row.items()]
-    if values is not None:
-        values = values.assign(**{name: geometric_terms(values[str(measure)]) if name in GEOMETRIC
-                                  else values[str(measure)] for name, measure in asked.items()})[list(asked)]
-        if args.per_query:
-            lines += [f"{name:<22}\t{query}\t{value:.4f}" for query, row in values.iterrows()
-                      for name, value in row.items()]
+    if args.per_query:
+        lines += [f"{name:<22}\t{query}\t{cell(name, table.at[query, name])}"
+                  for query in queries for name in order if name not in ("runid", "num_q")]
     if not args.no_summary:
-        lines.append(f"{'num_q':<22}\tall\t{len(queries)}")
-        if counts:
-            lines += [f"{name:<22}\tall\t{int(total)}" for name, total in found.sum().items()]
-        if values is not None:
-            lines += [f"{name:<22}\tall\t"
-                      f"{geometric_summary(values[name]) if name in GEOMETRIC else values[name].mean():.4f}"
-                      for name in values.columns]
+        for name in order:
+            if name == "runid":
+                lines.append(f"{name:<22}\tall\t{run_tag(args.run_file)}")
+            elif name == "num_q":
+                lines.append(f"{name:<22}\tall\t{len(queries)}")
+            elif name in summed:
+                lines.append(f"{name:<22}\tall\t{int(table[name].sum())}")
+            elif name in GEOMETRIC:
+                lines.append(f"{name:<22}\tall\t{geometric_summary(table[name]):.4f}")
+            elif name not in per_query_only:
+                lines.append(f"{name:<22}\tall\t{_trec_number(float(table[name].astype(float).mean()))}")
     print("\n".join(lines))
-    if set(named) & set(MEASURE_SETS):
-        missing = [name for name in NOT_COMPUTED_TREC_EVAL if name not in (*COUNTS, *GEOMETRIC, "num_q")]
-        print("rerankeval trec_eval: note: of the named measure set, trec_eval's " + ", ".join(missing)
-              + " are not computed", file=sys.stderr)
     return 0
 
 

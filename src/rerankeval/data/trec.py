@@ -72,6 +72,19 @@ def read_run(path: str | os.PathLike) -> pd.DataFrame:
     return read_trec_run(path)
 
 
+def run_tag(path: str | os.PathLike) -> str:
+    """The run's tag as trec_eval's ``runid`` prints it: the sixth field of its first line (comment and blank lines
+    skipped); for a Parquet run its ``tag`` column's first value, else the file's name without suffix."""
+    if Path(path).suffix == ".parquet":
+        run = _read_parquet(path)
+        return str(run["tag"].iloc[0]) if "tag" in run.columns and len(run) else Path(path).stem
+    for _, line in utf8_lines(Path(path)):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            return fields[5] if len(fields) > 5 else ""
+    return ""
+
+
 def read_qrels(path: str | os.PathLike) -> pd.DataFrame:
     """Qrels from Parquet (.parquet: query_id, doc_id, relevance), BEIR TSV (by its header) or TREC qrels."""
     if Path(path).suffix == ".parquet":

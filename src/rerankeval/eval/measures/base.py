@@ -258,10 +258,11 @@ TREC_EVAL_VERSIONS = ("9.0.8", "10.0")
 """How trec_eval breaks ties between scores: 9.0.8 (what pytrec_eval builds, and the engine's TIE_BREAK_RULE) compares
 them as 32-bit floats, 10.0 as doubles; both then order equal scores by doc id, descending."""
 
-# trec_eval measures with no rerankeval equivalent: named in the refusal, so that a user sees it is not a typo.
-NOT_COMPUTED_TREC_EVAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "gm_map", "iprec_at_recall",
-                          "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "gm_bpref", "ndcg_rel", "rbp")
-"""(num_q, the counts and the geometric means are printed by ``rerankeval trec_eval``, apart from the measures.)"""
+# trec_eval measures that are no measure family here: ``rerankeval trec_eval`` prints them (its counts, geometric
+# means and ``eval.trec_lists``), the measure parser names them in its refusal, so that a user sees it is not a typo.
+TREC_EVAL_ONLY = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "gm_map", "gm_bpref", "iprec_at_recall",
+                  "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "ndcg_rel", "Rndcg", "binG", "G", "dcg",
+                  "ideal_dcg", "relative_P", "set_relative_P", "num_nonrel_judged_ret", "rbp", "rbp_resid")
 
 
 def trec_eval_names() -> str:
@@ -294,8 +295,9 @@ def _from_trec_eval(text: str) -> Measure | None:
 def _trec_eval_hint(text: str) -> str:
     """What to say of a name trec_eval has but rerankeval lacks, then the trec_eval names accepted."""
     head = re.split(r"[._]\d", text.strip(), maxsplit=1)[0].casefold()
-    missing = next((name for name in NOT_COMPUTED_TREC_EVAL if head == name.casefold()), None)
-    lacking = f"trec_eval's {missing} is not computed by rerankeval; " if missing else ""
+    only = next((name for name in TREC_EVAL_ONLY if head == name.casefold()), None)
+    lacking = (f"trec_eval's {only} is no measure rerankeval compares systems by: `rerankeval trec_eval -m {only}` "
+               "prints it; " if only else "")
     return f"{lacking}trec_eval names accepted (k a cutoff, P_k or P.k): {trec_eval_names()}"
 
 
