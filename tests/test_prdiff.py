@@ -147,17 +147,23 @@ for system, config in params["systems"].items():
     frames.append(pd.DataFrame({"system": system, "query_id": query_ids, "nDCG@10": ndcg, "RR@10": np.sqrt(ndcg)}))
 write_table("data/eval/per_query.parquet", pa.Table.from_pandas(pd.concat(frames), preserve_index=False),
             {"split": "test", "snapshot": snapshot})
+for system, config in params["systems"].items():  # 5 documents a query; a boost swaps the top two of the ko ones
+    rows = [(q, f"d{k}", k + 1, 1.0 - k / 10) for q in query_ids for k in range(5)]
+    run = pd.DataFrame(rows, columns=["query_id", "doc_id", "rank", "score"])
+    swap = run["query_id"].isin(np.array(query_ids)[ko]) & run["rank"].le(2) & (config["boost"] > 0)
+    run.loc[swap, "rank"] = 3 - run.loc[swap, "rank"]
+    write_table(f"data/runs/run_{system}.parquet", pa.Table.from_pandas(run, preserve_index=False))
 '''
 
 DVC_YAML = """
 vars:
-  - paths: {snapshot: data/snapshot, eval: data/eval}
+  - paths: {snapshot: data/snapshot, eval: data/eval, runs: data/runs}
 stages:
   evaluate:
     cmd: python evaluate.py
     deps: [evaluate.py]
     params: [systems]
-    outs: [data/snapshot, data/eval]
+    outs: [data/snapshot, data/eval, data/runs]
 """
 
 PARAMS = {
@@ -218,6 +224,9 @@ def test_diff_of_two_dvc_revisions(two_revisions, tmp_path):
     assert "| `reranker` | nDCG@10 |" in comment and "| ▲ +0.0500 |" in comment
     assert "Unchanged (identical per-query values): `fusion`" in comment
     assert "| `reranker` | language = ko | 20 ⚠ | ▲ +0.1500 | +0.1500 .. +0.1500 |" in comment
+    # the reranker's top two swap on the 20 ko queries of 60: its top 10 changed on a third of them
+    assert "### How far the rankings moved, head against base" in comment
+    assert "Same ranking in both (identical runs): `fusion`" in comment
 
     assert diff("before", "after", "--repo", repo, "--json", "--output", str(tmp_path / "diff.json")) == 0
     result = json.loads((tmp_path / "diff.json").read_text())
@@ -227,6 +236,10 @@ def test_diff_of_two_dvc_revisions(two_revisions, tmp_path):
     assert ndcg["p_adjusted"] < 0.01
     assert (ndcg["improved"], ndcg["tied"], ndcg["regressed"]) == (20, 40, 0)
     assert [(s["system"], s["value"]) for s in result["slices"]] == [("reranker", "ko")]
+    moved = result["agreement"]["compared"]["reranker"]
+    assert moved["queries"] == 60 and moved["changed"]["mean"] == pytest.approx(20 / 60)
+    assert moved["overlap"]["mean"] == 1.0 and moved["tau"]["mean"] == pytest.approx((40 + 20 * 0.8) / 60)
+    assert result["agreement"]["identical"] == ["fusion"]
 
     assert diff("after", "before", "--repo", repo, "--output", str(tmp_path / "back.md"),
                 "--fail-on-regression") == 1

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.errors import RerankevalError
 from ..eval.measures import describe_measures, parse_measure
 from ..eval.measures.base import TREC_EVAL_VERSIONS
+from . import agreement as _agreement  # noqa: F401  (registers the `agreement` subcommand)
 from . import compare as _compare  # noqa: F401  (registers the `compare` subcommand)
 from . import export_candidates as _export_candidates  # noqa: F401  (registers `export-candidates`)
 from . import export_run as _export_run  # noqa: F401  (registers the `export-run` subcommand)

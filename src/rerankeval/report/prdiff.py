@@ -78,12 +78,20 @@ def load_revision(repo: str | Path, rev: str | None) -> Revision:
         queries = pq.read_table(io.BytesIO(read_output(snapshot_dir / "queries.parquet")))
         manifest = json.loads(read_output(snapshot_dir / MANIFEST))
         params = yaml.safe_load((repo / PARAMS).read_text() if rev is None else _git(repo, "show", f"{rev}:{PARAMS}"))
-        # An LLM reranker's pins (model, template, decoding) are in its run's metadata: a change there is a new system.
-        pins = {}
-        for system, config in (params.get("systems") or {}).items():
-            if str((config or {}).get("kind", "")).startswith("llm_") and "runs" in paths:
-                run = read_output(Path(paths["runs"]) / f"run_{system}.parquet")
-                pins[system] = table_metadata(pq.read_table(io.BytesIO(run))).get("describe", {})
+        # Each system's run, for how far its ranking moved (stats.revisions.ranking_agreement); a run the cache and
+        # the remote lack only leaves that out. An LLM reranker's pins (model, template, decoding) are in its run's
+        # metadata: a change there is a new system, so its run must be there.
+        pins, runs = {}, {}
+        for system, config in (params.get("systems") or {}).items() if "runs" in paths else ():
+            path = Path(paths["runs"]) / f"run_{system}.parquet"
+            llm = str((config or {}).get("kind", "")).startswith("llm_")
+            try:
+                table = pq.read_table(io.BytesIO(read_output(path) if llm else read(path)))
+            except (DvcException, DataIndexError, OSError):
+                continue
+            runs[system] = table.select(["query_id", "doc_id", "rank", "score"]).to_pandas()
+            if llm:
+                pins[system] = table_metadata(table).get("describe", {})
         # A system new in head is shown with head's own comparison; a revision without compare.json still diffs.
         try:
             compare = json.loads(read(Path(paths["reports"]) / COMPARE_FILE)) if "reports" in paths else None
@@ -94,7 +102,7 @@ def load_revision(repo: str | Path, rev: str | None) -> Revision:
             fs.close()
     slices = queries.to_pandas().set_index("query_id")[manifest["slice_columns"]]
     return Revision(label, per_query.to_pandas(), slices, table_metadata(per_query).get("snapshot", {}), params,
-                    compare, pins)
+                    compare, pins, runs)
 
 
 @dataclass(frozen=True)
@@ -225,6 +233,7 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
         else:
             parts.append(title + "\n\nNone.")
 
+    parts += _agreement_section(result.get("agreement"))
     queries = result["queries"]
     footnote = f"{queries['paired']} queries paired by id (base {queries['base']}, head {queries['head']})."
     if result["comparisons"]:
@@ -238,6 +247,26 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
             f"⚠ = fewer than {method['min_slice_size']} queries.")
     parts.append(f"<sub>{footnote}</sub>")
     return "\n\n".join(parts) + "\n"
+
+
+def _agreement_section(agreement: Mapping[str, Any] | None) -> list[str]:
+    """How far each system's ranking moved from base to head; nothing when no run was read."""
+    from .precision import agreement_markdown
+
+    if not agreement or not (agreement["compared"] or agreement["identical"]):
+        return []
+    text = "### How far the rankings moved, head against base"
+    if agreement["compared"]:
+        text = agreement_markdown(
+            [(f"`{system}`", found) for system, found in agreement["compared"].items()], "system",
+            "How far the rankings moved, head against base",
+            "RBO weighs the top most (1: the same order); a system can reorder its top without moving a metric, "
+            "or move a metric by a few swaps: these say which.")
+    notes = [f"Same ranking in both (identical runs): {', '.join(f'`{s}`' for s in agreement['identical'])}"
+             if agreement["identical"] else "",
+             f"No run to compare (not in the outputs read): {', '.join(f'`{s}`' for s in agreement['missing'])}"
+             if agreement["missing"] else ""]
+    return [text + "".join(f"\n\n- {note}" for note in notes if note)]
 
 
 def _new_systems_section(new: Mapping[str, Any], systems: Sequence[str], level: str,

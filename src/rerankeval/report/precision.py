@@ -57,19 +57,26 @@ def precision_section(rows: Sequence[Mapping[str, Any]], measure: str, confidenc
 def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """How far each variant's ranking agrees with its float32 twin's (``stats.agreement``), as the compare stage
     measured it."""
-    found = [r for r in rows if r.get("agreement")]
-    if not found:
+    pairs = [(f"`{r['variant']}` vs `{r['twin']}`", r["agreement"]) for r in rows if r.get("agreement")]
+    if not pairs:
         return ""
+    return "\n\n" + agreement_markdown(
+        pairs, "variant", "Do their rankings agree?",
+        "RBO weighs the top most (1: the same order); tau ranks the float32 top against the variant's; a mean Δ near "
+        "0 can still hide many queries reordered both ways, which these show.")
+
+
+def agreement_markdown(pairs: Sequence[tuple[str, Mapping[str, Any]]], what: str, title: str, note: str) -> str:
+    """A table of ``stats.agreement.agreement_summary`` results, one row per (label, summary)."""
 
     def cell(interval: Mapping[str, float] | None) -> str:
         return "n/a" if not interval else f"{interval['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
 
-    first = found[0]["agreement"]
-    body = [[f"`{r['variant']}` vs `{r['twin']}`", cell(r["agreement"]["rbo"]), cell(r["agreement"]["tau"]),
-             cell(r["agreement"]["overlap"]), cell(r["agreement"]["changed"]),
-             fmt(r["agreement"]["max_score_diff"])] for r in found]
-    return (f"\n\n### Do their rankings agree? (per query, top {first['k']}, means with CIs)\n\n"
-            + table(["variant", f"RBO (p={first['p']:g})", f"Kendall's tau@{first['k']}", f"overlap@{first['k']}",
-                     f"share of queries whose top {first['k']} changed", "largest score difference"], body)
-            + "\n\nRBO weighs the top most (1: the same order); tau ranks the float32 top against the variant's; a "
-              "mean Δ near 0 can still hide many queries reordered both ways, which these show.")
+    first = pairs[0][1]
+    body = [[label, str(found["queries"]), cell(found["rbo"]), cell(found["tau"]), cell(found["overlap"]),
+             cell(found["changed"]), fmt(found["max_score_diff"])] for label, found in pairs]
+    return (f"### {title} (per query, top {first['k']}, means with CIs)\n\n"
+            + table([what, "queries", f"RBO (p={first['p']:g})", f"Kendall's tau@{first['k']}",
+                     f"overlap@{first['k']}", f"share of queries whose top {first['k']} changed",
+                     "largest score difference"], body)
+            + f"\n\n{note}")

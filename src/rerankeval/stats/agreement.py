@@ -19,6 +19,8 @@ Pure: DataFrames in, per-query arrays out.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
@@ -83,11 +85,41 @@ def run_agreement(reference: pd.DataFrame, other: pd.DataFrame, *, k: int = DEPT
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(AGREEMENT_COLUMNS)).rename_axis("query_id")
 
 
-def agreement_summary(reference: pd.DataFrame, other: pd.DataFrame, boot: dict) -> dict:
-    """``run_agreement`` at ``DEPTH`` and ``PERSISTENCE``: each measure's mean over queries with its bootstrap CI
+def agreement_summary(reference: pd.DataFrame, other: pd.DataFrame, boot: dict, *, k: int = DEPTH,
+                      p: float = PERSISTENCE) -> dict:
+    """``run_agreement`` at depth ``k`` and persistence ``p``: each measure's mean over queries with its bootstrap CI
     (``boot``: the comparison's resampling settings), and the largest score difference."""
-    per_query = run_agreement(reference, other)
-    return {"k": DEPTH, "p": PERSISTENCE, "queries": int(len(per_query)),
+    per_query = run_agreement(reference, other, k=k, p=p)
+    return {"k": k, "p": p, "queries": int(len(per_query)),
             **{name: mean_interval(per_query[name].to_numpy(dtype=np.float64), boot)
                for name in ("rbo", "tau", "overlap", "changed")},
             "max_score_diff": float(per_query["max_score_diff"].max()) if len(per_query) else None}
+
+
+SCORE_TRANSFORMS = ("none", "sigmoid")
+"""What to apply to the reference's scores before score parity: a served endpoint may return sigmoid(logit) where
+the in-process system stores the logit (``normalization``)."""
+
+
+def score_parity(reference: pd.DataFrame, other: pd.DataFrame, tolerance: float,
+                 transform: str = "none") -> dict[str, Any]:
+    """Whether ``other`` scores every document both runs scored as ``reference`` does, within ``tolerance``: the
+    largest absolute difference (reference scores through ``transform``), where it is, and how many pairs were
+    compared. Rows without a score (a fused tail) are left out; no pair in common fails the check."""
+    if transform not in SCORE_TRANSFORMS:
+        raise ValueError(f"score transform {transform!r}: known are {', '.join(SCORE_TRANSFORMS)}")
+    if not tolerance >= 0:
+        raise ValueError(f"the score tolerance must be 0 or more, got {tolerance}")
+    keys = ["query_id", "doc_id"]
+    mine = reference.dropna(subset=["score"]).set_index(keys)["score"].astype(np.float64)
+    if transform == "sigmoid":
+        mine = 1.0 / (1.0 + np.exp(-mine))
+    pairs = mine.to_frame("reference").join(other.dropna(subset=["score"]).set_index(keys)["score"].rename("other"),
+                                            how="inner")
+    if pairs.empty:
+        return {"pairs": 0, "tolerance": tolerance, "transform": transform, "max_diff": None, "at": None,
+                "passed": False}
+    diff = (pairs["reference"] - pairs["other"]).abs()
+    where = diff.idxmax()
+    return {"pairs": int(len(pairs)), "tolerance": tolerance, "transform": transform, "max_diff": float(diff.max()),
+            "at": {"query_id": str(where[0]), "doc_id": str(where[1])}, "passed": bool(diff.max() <= tolerance)}

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from . import domains
+from .agreement import agreement_summary
 from .comparison import finite
 from .config import CompareConfig
 from .deltas import Comparison
@@ -38,10 +39,13 @@ class Revision:
     compare: Mapping[str, Any] | None = None  # the revision's compare.json, when it has one
     pins: Mapping[str, Mapping[str, Any]] = None  # type: ignore[assignment]
     """Per LLM reranker, what decides its scores as its run recorded it (``systems.llm.pins``); None: not read."""
+    runs: Mapping[str, pd.DataFrame] = None  # type: ignore[assignment]
+    """Per system its run (query_id, doc_id, rank, score) where the revision's outputs hold it; None: not read."""
 
     def __post_init__(self) -> None:
-        if self.pins is None:
-            object.__setattr__(self, "pins", {})
+        for name in ("pins", "runs"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, {})
 
 
 PINS = ("model", "served_models", "template", "template_sha256", "decoding", "window", "top_logprobs")
@@ -116,6 +120,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
                     "only_in_head": [s for s in head_systems if s not in base_systems]},
         "slice_columns": list(head.slices.columns), "comparisons": [], "slices": [], "regressions": [],
         "new_systems": new_systems(head, [s for s in head_systems if s not in base_systems], metrics),
+        "agreement": ranking_agreement(base, head, systems, query_ids, settings.resampling()),
     }
     if not changed:
         return result
@@ -169,6 +174,32 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
                         "too_small": bool(found.too_small[k, i]), "delta": finite(found.mean[k, i]),
                         "low": finite(found.low[k, i]), "high": finite(found.high[k, i])})
     return result
+
+
+def ranking_agreement(base: Revision, head: Revision, systems: Sequence[str], query_ids: Sequence,
+                      boot: Mapping[str, Any]) -> dict[str, Any]:
+    """How far each system's head ranking agrees with its base ranking on the paired queries (``stats.agreement``):
+    a change can reorder documents without moving a metric (or move one by luck), and this shows how much moved.
+    ``identical``: the systems whose two runs are the same rows; ``compared``: the others' summaries; ``missing``:
+    those without a run on one side (outputs not read)."""
+    found = {"identical": [], "compared": {}, "missing": []}
+    wanted = set(query_ids)
+    for system in systems:
+        before, after = base.runs.get(system), head.runs.get(system)
+        if before is None or after is None:
+            found["missing"].append(system)
+            continue
+        before, after = (_ranked(run[run["query_id"].isin(wanted)]) for run in (before, after))
+        if before.equals(after):
+            found["identical"].append(system)
+        else:
+            found["compared"][system] = agreement_summary(before, after, boot)
+    return found
+
+
+def _ranked(run: pd.DataFrame) -> pd.DataFrame:
+    return run[["query_id", "doc_id", "rank", "score"]].sort_values(["query_id", "rank"], kind="stable").reset_index(
+        drop=True)
 
 
 def new_systems(head: Revision, systems: Sequence[str], metrics: Sequence[str]) -> dict[str, Any]:
