@@ -4,6 +4,7 @@ here times anything: a script passes when it exits 0 and prints its table."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def test_bench_ray_executor():
 @needs_demo_outputs
 def test_bench_serving(tmp_path):
     run_script("bench_serving.py", "--out", str(tmp_path / "loadtest.json"))
-    assert (tmp_path / "loadtest.json").exists()
+    parity = json.loads((tmp_path / "loadtest.json").read_text())["parity"]
+    assert parity["passed"] and parity["requests"] == 2  # the served model scores as the one loaded in-process
 
 
 def test_bench_own_candidates():

@@ -13,7 +13,8 @@ from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.stats.config import ReleaseRule
-from rerankeval.stats.verdict import DeltaEvidence, Evidence, InvalidOutputEvidence, decide
+from rerankeval.stats.run_checks import InvalidOutputEvidence
+from rerankeval.stats.verdict import DeltaEvidence, Evidence, decide
 from rerankeval.systems.base import FUSION_FALLBACK, Query, RERANKED
 from rerankeval.systems.llm.listwise import parse_permutation
 from rerankeval.systems.registry import BuildContext, build_system

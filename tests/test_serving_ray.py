@@ -166,9 +166,31 @@ def test_http_rerank_against_rerankeval_serve_matches_in_process_scoring(server,
     assert_same_order(api_run, local_run)
     timings = [dict(t) for t in api_latency["timings"]]
     assert all(t["server_compute_s"] > 0 and t["network_queue_s"] >= 0 for t in timings)
+    assert_served_parity_tells_the_served_model_from_another(url, tiny_model, candidates, queries)
 
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 0, process.log.read_text()
     assert "shutting down" in process.log.read_text()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/health", timeout=2.0)
+
+
+def assert_served_parity_tells_the_served_model_from_another(url, tiny_model, candidates, queries):
+    """The load test's parity check (serving.loadtest.score_parity) against the real server: the model it serves,
+    loaded in-process, holds; the same weights read with another max length (what a mis-configured replica does)
+    fail, naming the largest difference."""
+    from rerankeval.serving.config import LoadTestConfig
+    from rerankeval.serving.loadtest import Endpoint, Request, score_parity
+    from rerankeval.serving.server import serving_recipe
+    from rerankeval.systems.pairs import NORMALIZE
+
+    requests = [Request(queries[qid].text, rows["passage"].tolist(), None)
+                for qid, rows in candidates.groupby("query_id")][:6]
+    same = {"kind": "cross_encoder", "model": str(tiny_model), "depth": DEPTH, "max_length": 64, "batch_size": 16}
+    settings = LoadTestConfig()
+    for max_length, holds in ((64, True), (16, False)):
+        scorer = serving_recipe("tiny", {"tiny": {**same, "max_length": max_length}}).build()
+        found = score_parity(Endpoint(url, model="tiny"), requests, scorer, NORMALIZE["sigmoid"], settings, 1e-4)
+        assert found["passed"] is holds, found
+        assert found["requests"] == 6 and (found["max_abs_diff"] <= 1e-4) is holds
+

@@ -17,10 +17,6 @@ from pathlib import Path
 
 from .registry import argument, subcommand
 
-BOOT = {"n_samples": 2000, "seed": 17, "confidence": 0.95, "method": "percentile"}
-"""The bootstrap of the CIs: the compare stage's defaults (compare.samples, seed, confidence, ci_method)."""
-
-
 @subcommand(
     "agreement",
     "how far two runs of the same candidates agree (RBO, Kendall's tau@k, overlap@k, top-k changed, score parity)",
@@ -42,7 +38,7 @@ BOOT = {"n_samples": 2000, "seed": 17, "confidence": 0.95, "method": "percentile
 def run_agreement_command(args: argparse.Namespace) -> int:
     from ..data.trec import read_run
     from ..eval.ranks import assign_ranks
-    from ..stats.agreement import agreement_summary, score_parity
+    from ..stats.agreement import RESAMPLING, agreement_summary, score_parity
 
     runs = []
     for path in (args.reference, args.other):
@@ -58,7 +54,7 @@ def run_agreement_command(args: argparse.Namespace) -> int:
                          "queries. Fix: pass two runs of one query set.")
     if not 0 < args.p < 1 or args.k < 1:
         raise ValueError(f"--p must lie strictly between 0 and 1 and --k be at least 1, got --p {args.p} --k {args.k}")
-    found = agreement_summary(reference, other, BOOT, k=args.k, p=args.p)
+    found = agreement_summary(reference, other, RESAMPLING, k=args.k, p=args.p)
     parity = (score_parity(reference, other, args.score_tolerance, args.reference_transform)
               if args.score_tolerance is not None else None)
     if args.json:

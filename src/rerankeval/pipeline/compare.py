@@ -10,10 +10,11 @@ from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
-from ..stats.agreement import agreement_summary
+from ..stats.agreement import agreement_summary, score_parity
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.guardrails import invalid_output_record
+from ..stats.run_checks import ParityEvidence
 from ..stats.schema import checked_compare, checked_verdicts
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
@@ -59,6 +60,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     latency_p95_ms, sources, untrusted = verdict_latencies(str(paths.measurement(SYSTEM_PLACEHOLDER)),
                                                            paths.loadtest, params.system_names)
     invalid = invalid_outputs(latency_frames, settings.resampling())
+    parity = served_parity(params, runs)
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
@@ -67,7 +69,10 @@ def run(params: Params, paths: PipelinePaths) -> None:
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
         reference_systems=frozenset(system for system, found in traits.items() if found.reference),
-        invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()})
+        invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()},
+        served_parity={system: ParityEvidence(found["reference"], found["parity"]["pairs"],
+                                              found["parity"]["max_diff"], found["parity"]["tolerance"],
+                                              _where(found["parity"]["at"])) for system, found in parity.items()})
     result, verdicts = compare(per_query, slices, settings, rule, facts,
                                read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
     verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
@@ -90,6 +95,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
                                                                                   rule.primary_metric])),
             settings.baseline, **settings.resampling(with_method=False))
+    verdicts["served_parity"] = parity
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
     # Written for people as well as programs: personal data in query texts is redacted (core.privacy).
     redact = redactor(params.privacy)
@@ -117,6 +123,28 @@ def invalid_outputs(latency_frames: dict[str, pd.DataFrame], boot) -> dict[str, 
         found[system] = invalid_output_record(np.array([t.get("invalid_outputs", 0.0) for t in timings]),
                                               np.array([t.get("llm_calls", 0.0) for t in timings]), boot)
     return found
+
+
+def served_parity(params: Params, runs: dict[str, pd.DataFrame]) -> dict[str, dict]:
+    """Per served system of ``compare.served_parity`` that this run configures with its reference: its score parity
+    (``stats.agreement.score_parity``) and how far its ranking agrees with the reference's (``agreement_summary``)."""
+    boot = params.compare.resampling()
+    found = {}
+    for declared in params.compare.served_parity:
+        if declared.system not in runs or declared.reference not in runs:
+            print(f"compare: note: served parity of {declared.system} against {declared.reference} decides nothing: "
+                  "this run does not configure both (compare.served_parity)")
+            continue
+        found[declared.system] = {
+            "reference": declared.reference, "agreement": agreement_summary(runs[declared.reference],
+                                                                            runs[declared.system], boot),
+            "parity": score_parity(runs[declared.reference], runs[declared.system], declared.tolerance,
+                                   declared.reference_transform)}
+    return found
+
+
+def _where(at: dict | None) -> str:
+    return "" if at is None else f"query {at['query_id']}, document {at['doc_id']}"
 
 
 def timed_cold_seconds(latency: pd.DataFrame, warmup: int) -> pd.Series:

@@ -248,6 +248,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,
                                   on_decision_page=True),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
+        precision.served_parity_section(inputs.verdicts.get("served_parity") or {}),
         md.environment_section(environments),
         md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])

@@ -66,6 +66,31 @@ def agreement_table(rows: Sequence[Mapping[str, Any]]) -> str:
         "0 can still hide many queries reordered both ways, which these show.")
 
 
+def served_parity_section(found: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each served system of ``compare.served_parity`` against its in-process reference, as the compare stage
+    measured it: the score-parity check its verdict read, then how far the two rankings agree."""
+    if not found:
+        return ""
+    rows = []
+    for system, entry in found.items():
+        parity = entry["parity"]
+        at = parity["at"] or {}
+        rows.append([f"`{system}` vs `{entry['reference']}`", str(parity["pairs"]),
+                     "n/a" if parity["max_diff"] is None else f"{parity['max_diff']:.3g}",
+                     f"{parity['tolerance']:g}" + ("" if parity["transform"] == "none"
+                                                   else f" (reference through {parity['transform']})"),
+                     "held" if parity["passed"] else "**failed** (REJECT)",
+                     f"{at.get('query_id', '')} / {at.get('doc_id', '')}" if at else ""])
+    text = ("## Served against in-process\n\n"
+            + table(["served vs in-process", "scored pairs", "largest score difference", "tolerance", "parity",
+                     "where (query / document)"], rows)
+            + "\n\nA served system is the model its verdict speaks for only if it scores as that model does "
+              "in-process (`compare.served_parity`): beyond the tolerance, the verdict REJECTs it.")
+    pairs = [(f"`{system}` vs `{entry['reference']}`", entry["agreement"]) for system, entry in found.items()]
+    return text + "\n\n" + agreement_markdown(pairs, "served vs in-process", "Do their rankings agree?",
+                                               "RBO weighs the top most (1: the same order).")
+
+
 def agreement_markdown(pairs: Sequence[tuple[str, Mapping[str, Any]]], what: str, title: str, note: str) -> str:
     """A table of ``stats.agreement.agreement_summary`` results, one row per (label, summary)."""
 

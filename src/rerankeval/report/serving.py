@@ -70,6 +70,21 @@ def loadtest_section(loadtest: Mapping[str, Any] | None, plots_link: str) -> str
                  f"same requests; the best served throughput is {overhead['best_throughput_ratio']:.2f}x in-process.")
     if loadtest.get("server_peak_rss_mib"):
         text += f" Server peak memory: {loadtest['server_peak_rss_mib']:.0f} MiB."
+    parity = loadtest.get("parity")
+    if parity:
+        text += ("\n\n" + (f"Served parity **failed**: {parity['error']}." if "error" in parity else
+                            f"Served parity {'held' if parity['passed'] else '**failed**'}: over "
+                            f"{parity['requests']} requests ({parity['pairs']} pairs) the replies' scores differ from "
+                            f"the same model's in-process scores by at most {parity['max_abs_diff']:.3g} (tolerance "
+                            f"{parity['tolerance']:g}); {parity['requests_reordered']} requests ranked otherwise.")
+                 + ("" if parity["passed"] else " The endpoint timed is not the model evaluated: its latency does "
+                                                "not speak for it."))
+        if parity.get("agreement"):
+            from .precision import agreement_markdown
+
+            text += "\n\n" + agreement_markdown(
+                [(f"`{loadtest['system']}` served vs in-process", parity["agreement"])], "system",
+                "Served and in-process rankings of the same requests", "Each request is one query's candidates.")
     machine = loadtest["machine"]
     text += (f" Load average (1 min) before / after: {machine['before']['load_average_1m']} / "
              f"{machine['after']['load_average_1m']} on {machine['before']['cpus']} CPUs.")

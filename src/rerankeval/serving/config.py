@@ -50,6 +50,10 @@ class LoadTestConfig(RetrySettings):
     max_backoff_s: float = Field(1.0, ge=0)
     pareto_concurrency: int = 8
     """The concurrency whose p95 goes on the Pareto plot and, when the test ran, into the verdict's latency check."""
+    parity_tolerance: float = Field(1e-4, ge=0)
+    """Served parity: a served learned system's reply scores may differ from the same model's in-process scores (through
+    ``serve.score``) by at most this on the measured requests; beyond it the load test says the endpoint serves
+    another model (``serving.loadtest.score_parity``)."""
 
     @field_validator("concurrency")
     @classmethod

@@ -9,7 +9,8 @@ send to its final reply, retries included; its status is how it ended: ok, timeo
 Per level: p50/p95/p99, requests/s and pairs/s over the timed phase, input tokens/s (the pairs' tokens from the
 system's run, before truncation), timeout, retry and error rates, and the server's time split when it reports it.
 The server's peak memory comes from its health endpoint (``rerankeval serve``). The same requests are also scored
-in-process, one at a time, so the report states serving's overhead.
+in-process, one at a time, so the report states serving's overhead; and a served learned system's reply scores are
+checked against that in-process model's (``score_parity``), so the endpoint timed is the model evaluated.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..core.http import AsyncHttpClient, HttpFailure, RetrySettings
+from ..stats.agreement import RESAMPLING, agreement_summary, ranking_of
 from ..systems.http_protocols import PROTOCOLS, BadResponse, server_seconds
 from .config import LoadTestConfig
 from .measure import percentiles_ms
@@ -154,6 +157,51 @@ def _in_process(scorer, requests: Sequence[Request], settings: LoadTestConfig) -
     return {**percentiles_ms(seconds), "requests": len(seconds),
             "pairs_per_s": sum(len(r.documents) for r in measured) / sum(seconds),
             "torch_threads": _torch_threads()}
+
+
+def score_parity(endpoint: Endpoint, requests: Sequence[Request], scorer, normalize, settings: LoadTestConfig,
+                 tolerance: float) -> dict[str, Any]:
+    """Served parity: each request's reply scores against the same model's scores in this process (``normalize``: the
+    server's ``serve.score``, applied to the raw scores): the largest absolute difference, the requests whose order
+    differs, and whether every score stays within ``tolerance``. A served model that differs (another checkpoint,
+    another max length, a quantized replica) fails it, whatever its latency."""
+    from .server import score_requests
+
+    local = score_requests(scorer, [(request.query, request.documents) for request in requests])
+    served = asyncio.run(_served_scores(endpoint, requests, settings))
+    gaps, reordered = [], 0
+    for index, (mine, theirs) in enumerate(zip(local, served)):
+        if isinstance(theirs, str) or not isinstance(mine, np.ndarray):
+            return {"requests": len(requests), "passed": False, "tolerance": tolerance,
+                    "error": f"request {index}: {theirs if isinstance(theirs, str) else mine}"}
+        expected = normalize(mine)
+        gaps.append(float(np.max(np.abs(expected - theirs))) if len(expected) else 0.0)
+        reordered += not np.array_equal(np.argsort(-expected, kind="stable"), np.argsort(-theirs, kind="stable"))
+    largest = max(gaps, default=0.0)
+    rankings = [(ranking_of(normalize(mine), str(i)), ranking_of(theirs, str(i)))
+                for i, (mine, theirs) in enumerate(zip(local, served))]
+    agreement = agreement_summary(pd.concat([mine for mine, _ in rankings]),
+                                  pd.concat([theirs for _, theirs in rankings]), RESAMPLING)
+    return {"requests": len(requests), "pairs": sum(len(request.documents) for request in requests),
+            "max_abs_diff": largest, "worst_request": int(np.argmax(gaps)) if gaps else None,
+            "requests_reordered": reordered, "agreement": agreement,
+            "tolerance": tolerance, "passed": largest <= tolerance}
+
+
+async def _served_scores(endpoint: Endpoint, requests: Sequence[Request], retry: RetrySettings) -> list:
+    """Each request's reply scores (an array), or why there are none (a string), one request at a time."""
+    protocol = PROTOCOLS[endpoint.protocol]
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    found: list = []
+    async with AsyncHttpClient(retry, headers, secrets=[endpoint.api_key], max_connections=1, seed=0) as client:
+        for request in requests:
+            try:
+                reply = await client.post_json(endpoint.base_url + protocol.path,
+                                               protocol.request(endpoint.model, request.query, request.documents))
+                found.append(protocol.scores(reply.body, len(request.documents)))
+            except (HttpFailure, BadResponse) as failure:
+                found.append(f"{type(failure).__name__}: {failure}")
+    return found
 
 
 def _torch_threads() -> int | None:

@@ -30,6 +30,9 @@ from .variants import mean_interval
 AGREEMENT_COLUMNS = ("rbo", "tau", "overlap", "changed", "max_score_diff")
 DEPTH, PERSISTENCE = 10, 0.9
 """The top 10, as the primary metric reads it; RBO's p = 0.9 gives those 10 ranks about 86% of its weight."""
+RESAMPLING = {"n_samples": 2000, "seed": 17, "confidence": 0.95, "method": "percentile"}
+"""The CIs' bootstrap where no comparison's settings apply (`rerankeval agreement`, the load test's served parity):
+the compare stage's defaults (compare.samples, seed, confidence, ci_method)."""
 
 
 def rbo_ext(reference: list, other: list, p: float) -> float:
@@ -99,6 +102,16 @@ def agreement_summary(reference: pd.DataFrame, other: pd.DataFrame, boot: dict, 
 SCORE_TRANSFORMS = ("none", "sigmoid")
 """What to apply to the reference's scores before score parity: a served endpoint may return sigmoid(logit) where
 the in-process system stores the logit (``normalization``)."""
+
+
+def ranking_of(scores: np.ndarray, query_id: str) -> pd.DataFrame:
+    """One query's documents (numbered by position) ranked by ``scores``, descending, ties by position: a run's rows
+    for ``run_agreement``."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    return pd.DataFrame({"query_id": query_id, "doc_id": [f"{i}" for i in range(len(order))], "rank": rank,
+                         "score": np.asarray(scores, dtype=np.float64)})
 
 
 def score_parity(reference: pd.DataFrame, other: pd.DataFrame, tolerance: float,

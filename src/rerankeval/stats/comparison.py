@@ -29,8 +29,9 @@ from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
 from .guardrails import guardrail_evidence, guardrail_table
-from .verdict import (Caveat, DeltaEvidence, Evidence, FallbackEvidence, GuardrailEvidence, InvalidOutputEvidence,
-                      LatencyEvidence, SavingEvidence, SliceEvidence, UnjudgedEvidence, decide)
+from .run_checks import FallbackEvidence, InvalidOutputEvidence, ParityEvidence
+from .verdict import (Caveat, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SavingEvidence, SliceEvidence,
+                      UnjudgedEvidence, decide)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class RunFacts:
     caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
     invalid_outputs: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Per LLM reranker: (calls whose output was invalid, calls), from its run's ``describe`` (``systems.llm``)."""
+    served_parity: Mapping[str, ParityEvidence] = field(default_factory=dict)
+    """Per served system declared in ``compare.served_parity``: its scores against its in-process reference."""
     reference_systems: frozenset[str] = frozenset()
     """Systems that are reference points, not release challengers (first stages, the oracle, random: their
     kind's role): each is decided alone, outside the release family, and shown as descriptive."""
@@ -393,7 +396,7 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
         saving=saving, caveats=caveats, guardrails=guardrails,
         invalid_outputs=None if challenger not in facts.invalid_outputs else InvalidOutputEvidence(
-            *facts.invalid_outputs[challenger])), claim)
+            *facts.invalid_outputs[challenger]), parity=facts.served_parity.get(challenger)), claim)
     entry: dict[str, Any] = {
         "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
         "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],

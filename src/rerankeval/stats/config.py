@@ -156,6 +156,18 @@ class GuardrailRule(StrictConfig):
         return self
 
 
+class ServedParity(StrictConfig):
+    """A served system that must score as the model it serves does in-process: ``system`` (an ``http_rerank`` to the
+    endpoint) against ``reference`` (the in-process system), every document both scored within ``tolerance`` after
+    ``reference_transform`` on the reference's scores (``sigmoid`` when the reference stores logits and the endpoint
+    returns probabilities). Failing it is a hard check: the evaluated model is not the one behind the endpoint."""
+
+    system: str
+    reference: str
+    tolerance: float = Field(1e-4, ge=0)
+    reference_transform: Literal["none", "sigmoid"] = "none"
+
+
 class CompareConfig(StrictConfig):
     """The ``compare`` block of params.yaml.
 
@@ -185,6 +197,7 @@ class CompareConfig(StrictConfig):
     simulation: SimulationConfig = SimulationConfig()
     generator_check: GeneratorCheck = GeneratorCheck()
     guardrails: list[GuardrailRule] = []
+    served_parity: list[ServedParity] = []
     release: ReleaseRule
 
     @model_validator(mode="before")

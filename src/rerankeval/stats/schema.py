@@ -100,6 +100,8 @@ class Verdicts(_Strict):
     """Per system: evaluated queries it answered with no document (``empty``) of ``queries``."""
     generator_flag: str | None
     inactive_claims: list[str]
+    served_parity: dict[str, dict[str, Any]] = {}
+    """Per served system of ``compare.served_parity``: its ``reference``, run ``agreement`` and score ``parity``."""
     variants: dict[str, Any]
     verdicts: dict[str, Verdict]
     verdicts_by_baseline: dict[str, dict[str, Verdict]] | None = None

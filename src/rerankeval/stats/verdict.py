@@ -34,6 +34,10 @@ min_saving (established short of it), and otherwise only blocks ACCEPT (the data
 on trusted measurements; failed (or passed against a reference) measured under load, it only blocks ACCEPT. Not
 measured, either only blocks ACCEPT.
 
+A served system declared with an in-process reference (``compare.served_parity``) must score every document both
+scored within its tolerance: failing that is a hard check listed right after the guardrails (REJECT, never softened),
+since the model behind the endpoint is then not the one evaluated.
+
 A caveat (``Caveat``: the generator cannot tell rankings apart while the primary metric reads the answer; the
 model cannot read a language slice, ``stats.caveats``) is a failed soft check placed right after the identical-run
 check, and turns the quality checks it covers (the primary metric's on every query, or the critical slices of its
@@ -51,6 +55,8 @@ from enum import StrEnum
 
 from .config import SUPERIOR, CriticalSlice, ReleaseClaim, ReleaseRule
 from .resampling import Intervals, SliceIntervals
+from .run_checks import (Check, FallbackEvidence, InvalidOutputEvidence, ParityEvidence, fallback_checks,
+                         invalid_output_checks, parity_checks)
 from .saving import SavingInterval
 
 
@@ -133,22 +139,6 @@ class UnjudgedEvidence:
 
 
 @dataclass(frozen=True)
-class FallbackEvidence:
-    """Queries the challenger served with the fused-order fallback (deadline passed or scoring failed)."""
-
-    fallbacks: int
-    queries: int
-
-
-@dataclass(frozen=True)
-class InvalidOutputEvidence:
-    """An LLM reranker's calls whose output was invalid (``systems.llm``), of all its calls."""
-
-    invalid: int
-    calls: int
-
-
-@dataclass(frozen=True)
 class SavingEvidence:
     """What a non-inferiority claim saves: ``measure`` (``latency_p95`` in ms, ``cost`` in cold seconds per query) of
     the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's.
@@ -213,19 +203,7 @@ class Evidence:
     caveats: tuple[Caveat, ...] = ()
     guardrails: tuple[GuardrailEvidence, ...] = ()
     invalid_outputs: InvalidOutputEvidence | None = None
-
-
-@dataclass(frozen=True)
-class Check:
-    """Outcome of one check; ``message`` names the measured number and the threshold.
-
-    A failed ``hard`` check is a violation (REJECT); a failed soft check only blocks ACCEPT.
-    """
-
-    name: str
-    passed: bool
-    hard: bool
-    message: str
+    parity: ParityEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -250,10 +228,11 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
     # failed soft check for INCONCLUSIVE.
     checks = (
         *_guardrail_checks(evidence.guardrails),
+        *parity_checks(evidence.parity),
         *_identical_run(evidence.identical_queries),
         *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
-        *_fallback_checks(rule, evidence.fallbacks, notes),
-        *_invalid_output_checks(rule, evidence.invalid_outputs),
+        *fallback_checks(rule, evidence.fallbacks, notes),
+        *invalid_output_checks(rule, evidence.invalid_outputs),
         *_quality_checks(rule, claim, evidence),
         *_slice_checks(rule, evidence.slices),
         *_unjudged_checks(rule, evidence.unjudged, notes),
@@ -352,32 +331,6 @@ def _under_caveats(checks: tuple[Check, ...], caveats: tuple[Caveat, ...]) -> tu
     return tuple(Check(c.name, c.passed, False, c.message + ("; blocks ACCEPT only: a caveat covers it"
                                                              if not c.passed else ""))
                  if c.hard and covers(c) else c for c in checks)
-
-
-def _fallback_checks(rule: ReleaseRule, fallbacks: FallbackEvidence | None, notes: list[str]) -> list[Check]:
-    if rule.max_fallback_rate is None:
-        return []
-    if fallbacks is None or fallbacks.queries == 0:
-        notes.append("fallbacks not recorded; fallback limit skipped")
-        return []
-    rate = fallbacks.fallbacks / fallbacks.queries
-    passed = rate <= rule.max_fallback_rate
-    message = (f"{fallbacks.fallbacks}/{fallbacks.queries} queries ({rate:.1%}) fell back to the fused order, "
-               f"{'within' if passed else 'above'} the limit {rule.max_fallback_rate:.1%}")
-    return [Check("fallback_rate", passed, True, message)]
-
-
-def _invalid_output_checks(rule: ReleaseRule, found: InvalidOutputEvidence | None) -> list[Check]:
-    """An LLM reranker whose outputs were invalid too often cannot be ACCEPTed (its order is partly the repair
-    rule's, not the model's); it does not REJECT on that alone."""
-    if rule.max_invalid_rate is None or found is None or not found.calls:
-        return []
-    rate = found.invalid / found.calls
-    passed = rate <= rule.max_invalid_rate
-    return [Check("invalid_outputs", passed, False,
-                  f"{found.invalid}/{found.calls} LLM calls ({rate:.1%}) gave an invalid output (repaired by the "
-                  f"kind's rule), {'within' if passed else 'above'} max_invalid_rate {rule.max_invalid_rate:.1%}"
-                  + ("" if passed else "; blocks ACCEPT"))]
 
 
 def _quality_checks(rule: ReleaseRule, claim: ReleaseClaim, evidence: Evidence) -> list[Check]:
