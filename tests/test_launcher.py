@@ -68,7 +68,8 @@ def test_a_bad_stage_or_a_missing_system_names_the_stages(argv, problem, capsys)
     message = capsys.readouterr().err
     assert message.startswith(problem), message
     assert (f"stages: {', '.join(STAGES)} (rerank, select, generate take a system under `systems` in "
-            "params.yaml; readout takes a name under `online.readouts`).") in message
+            "params.yaml; readout takes a name under `online.readouts`; shadow takes a name under "
+            "`online.shadows`).") in message
 
 
 def test_bad_input_is_the_stage_s_message_and_exit_2(tmp_path, monkeypatch, capsys):

@@ -71,6 +71,7 @@ def project(tmp_path, tiny_beir):
     params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
     params["system_names"] = [*SYSTEMS, *CONFIGURATIONS]
     params["online"]["readouts"] = {}  # the demo's logged experiments are of the demo's queries, not these
+    params["online"]["shadows"] = {}  # its query log too (`make demo` runs the shadow stage; tests/test_shadow.py)
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=workdir, check=True)
     return workdir

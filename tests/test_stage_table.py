@@ -66,9 +66,10 @@ def test_each_stage_s_dvc_params_are_its_declared_reads():
 
 def test_a_measure_kernel_edit_re_runs_what_computes_measures_and_no_reranker():
     rerun = rerun_by_static_deps("src/rerankeval/eval/measures/ranking.py") - {"code"}
-    # freeze and fallback fit the RRF weights on a measure when retrieval.fusion.fit asks; an online readout decides
-    # with the verdict's own code, whose rule names its primary by a measure name (stats.config).
-    assert rerun == {"freeze", "fallback", "evaluate", "compare", "sweep", "readout", "report"}, rerun
+    # freeze and fallback fit the RRF weights on a measure when retrieval.fusion.fit asks (and a shadow replay freezes
+    # its log's queries with the freeze stage's code); an online readout decides with the verdict's own code, whose
+    # rule names its primary by a measure name (stats.config).
+    assert rerun == {"freeze", "fallback", "evaluate", "compare", "sweep", "readout", "shadow", "report"}, rerun
 
 
 def test_the_serving_config_re_runs_latency_and_what_reads_its_outputs_only():
@@ -116,7 +117,8 @@ def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(
     systems = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["systems"]
     built_on_blend = {f"rerank_{name}.json" for name, fingerprint in before.items() for name in [name[7:-5]]
                       if name in systems and "blend" in fingerprint.get("kinds", {}).values()}
-    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json"}, changed
+    # latency, sweep and the shadow replay build every system
+    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json", "shadow.json"}, changed
     assert "rerank_oracle.json" not in changed and "rerank_random.json" not in changed
 
 
@@ -149,7 +151,7 @@ def test_a_measure_kernel_edit_changes_the_fingerprints_of_the_stages_that_compu
     # the kernels too; no other reranker does.
     fitted = {name for name, fingerprint in before.items() if "blend" in fingerprint.get("kinds", {}).values()}
     computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "readout",
-                                               "report")}
+                                               "shadow", "report")}
     assert fitted and changed == computing | fitted, changed
 
 

@@ -5,7 +5,8 @@
 Synthetic, and stated as such (``rerankeval.online.synthetic``): simulated users with the default click model on the
 pages of ``ce_minilm_ft`` and ``fusion`` (a team-draft log and an A/B log) over the test queries. They give the
 readout stages (``online.readouts`` in conf/online/default.yaml) something to read; their clicks follow the click
-model, not people.
+model, not people. And a production query log for the shadow stage (``online.shadows``): arrivals over about ten
+minutes of the test queries' texts with their users' groups, popularity Zipf-like, not people's either.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from rerankeval.core.io import write_text
 from rerankeval.data.snapshot import Snapshot
 from rerankeval.online.sensitivity import graded, ranked_lists
-from rerankeval.online.synthetic import synthetic_log
+from rerankeval.online.synthetic import synthetic_log, synthetic_query_log
 from rerankeval.workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from rerankeval.workspace.runs import load_runs
 
@@ -23,6 +24,7 @@ OUT = Path("datasets/demo-online")
 CHALLENGER, BASELINE = "ce_minilm_ft", "fusion"
 MEDIAN_MS = {CHALLENGER: 95.0, BASELINE: 38.0}
 LOGS = {"interleaving.jsonl": ("team_draft", 2000, 1), "ab.jsonl": ("ab", 3000, 2)}
+SHADOW_LOG, SHADOW_LINES, SHADOW_RATE_PER_S, SHADOW_SEED = "queries.jsonl", 400, 0.7, 3
 
 
 def main() -> None:
@@ -38,6 +40,12 @@ def main() -> None:
                               impressions=impressions, median_ms=MEDIAN_MS, seed=seed)
         write_text(OUT / name, "\n".join(lines) + "\n")
         print(f"{OUT / name}: {len(lines)} lines")
+    test = snapshot.queries_of("test")
+    groups = test["user_groups"] if "user_groups" in test.columns else [None] * len(test)
+    asked = [(text, None if found is None else list(found)) for text, found in zip(test["text"], groups)]
+    lines = synthetic_query_log(asked, lines=SHADOW_LINES, rate_per_s=SHADOW_RATE_PER_S, seed=SHADOW_SEED)
+    write_text(OUT / SHADOW_LOG, "\n".join(lines) + "\n")
+    print(f"{OUT / SHADOW_LOG}: {len(lines)} lines")
 
 
 if __name__ == "__main__":

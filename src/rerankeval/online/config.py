@@ -72,6 +72,28 @@ class ReadoutConfig(StrictConfig):
     """Above this many impressions the log is sampled (a seeded bottom-k sample of impression ids)."""
 
 
+class ShadowConfig(StrictConfig):
+    """``online.shadows.<name>``: a production query log replayed, without judgments, through the frozen first stage
+    and the systems (``online.shadow``, docs/online.md "Shadow replay")."""
+
+    log: str
+    """The query log, JSON lines or Parquet: query, time, optional segment, count and user_groups."""
+    systems: list[str] | None = None
+    """The systems replayed; default: the baseline (``compare.baseline``) and every reranker (not the bounds, not the
+    other first stages: an oracle has no judgments to read here)."""
+    speed: float = Field(1.0, gt=0.0)
+    """Replay the log this many times faster than it was recorded (its arrival pattern, compressed)."""
+    k: int = Field(10, ge=1)
+    """The top k of the agreement measures and of "top k changed"."""
+    p: float = Field(0.9, gt=0.0, lt=1.0)
+    """RBO's persistence."""
+    max_queries: int = Field(5000, ge=1)
+    """Distinct queries replayed at most: above it, a seeded sample (the seed is ``online.seed``); the arrivals of the
+    others are left out of the latency and guardrail figures, and said so."""
+    queue_rows: int = Field(50, ge=1)
+    """Rows of the log's judging queue."""
+
+
 class OnlineConfig(StrictConfig):
     """``online``: the pre-launch sizing of each challenger's online experiment against ``compare.baseline``."""
 
@@ -100,12 +122,14 @@ class OnlineConfig(StrictConfig):
     """Each null pair's experiment: impressions of two real rankings with the sides' labels drawn at random."""
     readouts: dict[str, ReadoutConfig] = {}
     """The online experiments to read out, by name: each is a ``readout@<name>`` stage (none without a log)."""
+    shadows: dict[str, ShadowConfig] = {}
+    """The query logs to replay in shadow, by name: each is a ``shadow@<name>`` stage (none without a log)."""
     seed: int = 0
     """Every simulation's seed: the same runs, qrels and settings give the same numbers."""
 
-    @field_validator("readouts")
+    @field_validator("readouts", "shadows")
     @classmethod
-    def _usable_names(cls, readouts: dict[str, ReadoutConfig]) -> dict[str, ReadoutConfig]:
-        for name in readouts:  # each becomes a stage (readout@NAME) and files
+    def _usable_names(cls, found: dict) -> dict:
+        for name in found:  # each becomes a stage (readout@NAME, shadow@NAME) and files
             check_name(name, "the name")
-        return readouts
+        return found

@@ -66,3 +66,26 @@ def synthetic_log(rankings: Mapping[str, Mapping[str, Sequence[str]]], grades: M
     lines = [json.dumps({**record, "time": record["time"].isoformat(timespec="milliseconds").replace("+00:00", "Z")},
                         ensure_ascii=False) for record in records]
     return lines + lines[-REPEATS:]
+
+
+def synthetic_query_log(queries: Sequence[tuple[str, Sequence[str] | None]], *, lines: int, rate_per_s: float,
+                        seed: int) -> list[str]:
+    """A synthetic production query log for shadow replay (``online.shadow``): ``lines`` arrivals at exponential
+    inter-arrival times (``rate_per_s``), each asking one of ``queries`` (text, the asking user's groups) drawn with
+    Zipf-like popularity (rank r weighs 1 / r, the order shuffled by the seed), a segment from ``SEGMENTS`` and a
+    count of 1 to 3 arrivals at that instant; ``LATE`` lines are written with a time before the line above."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(queries))
+    weights = 1.0 / np.arange(1, len(queries) + 1)
+    names, shares = zip(*SEGMENTS)
+    moment, found = START, []
+    for number in range(lines):
+        moment += timedelta(seconds=float(rng.exponential(1.0 / rate_per_s)))
+        text, groups = queries[order[rng.choice(len(queries), p=weights / weights.sum())]]
+        logged = moment - timedelta(seconds=5) if number >= lines - LATE else moment
+        record = {"query": text, "time": logged.isoformat().replace("+00:00", "Z"),
+                  "segment": str(rng.choice(names, p=shares)), "count": int(rng.integers(1, 4))}
+        if groups is not None:
+            record["user_groups"] = list(groups)
+        found.append(json.dumps(record, ensure_ascii=False))
+    return found

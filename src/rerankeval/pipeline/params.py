@@ -100,7 +100,7 @@ class Params:
         if {"systems", "system_names"} <= set(wanted) and list(data["systems"]) != data["system_names"]:
             raise ConfigError(f"system_names {data['system_names']} must list the systems {list(data['systems'])} in "
                               "order; conf/config.yaml derives it (regenerate params.yaml)")
-        if "compare" in wanted and "systems" in wanted:
+        if "compare" in wanted and wanted["compare"] is None and "systems" in wanted:  # the whole block: its names
             self._values["compare"].refuse_unknown(data["systems"])
 
     def _typed(self, data: dict[str, Any], block: str, fields: set[str] | None) -> Any:

@@ -245,6 +245,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         online.online_section(inputs.online, plots_dir, plots_link),
+        online.logged_section(list(params.online.readouts), list(params.online.shadows)),
         frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,
                                   on_decision_page=True),
         precision.precision_section(precision_rows, primary, params.compare.confidence),

@@ -5,7 +5,7 @@ Rendered from the online stage's ``online.json``; nothing computed here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,19 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
           "grade-blind null measures it here). A RAG "
           "generator that merges one context set cannot be interleaved as a result page can: interleave its context "
           "candidates only where the product shows its sources.")
+
+
+def logged_section(readouts: Sequence[str], shadows: Sequence[str]) -> str:
+    """Links to the pages the readout and shadow stages write beside the details page (``reports/online/``), one per
+    configured log; empty without one."""
+    if not readouts and not shadows:
+        return ""
+    lines = ["## Online: logged traffic", ""]
+    lines += [f"- Shadow replay [`{name}`](online/shadow_{name}.md): the log's queries through every system, without "
+              f"judgments; its judging queue [`shadow_{name}_queue.tsv`](online/shadow_{name}_queue.tsv)"
+              for name in shadows]
+    lines += [f"- Online experiment readout [`{name}`](online/readout_{name}.md)" for name in readouts]
+    return "\n".join(lines)
 
 
 def power_curves(found: Mapping[str, Any], path: Path) -> None:
@@ -156,3 +169,48 @@ def readout_page(found: Mapping[str, Any]) -> str:
               "than a line above it is counted.", "", "## Every reason", "",
               *(f"- {reason}" for reason in verdict["reasons"]), *(f"- note: {note}" for note in verdict["notes"])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def shadow_page(found: Mapping[str, Any]) -> str:
+    """The page of one shadow replay (the shadow stage's JSON, rendered)."""
+    baseline, k = found["baseline"], found["k"]
+    lines = [f"# Shadow replay `{found['name']}`", "",
+             f"Log `{found['log']}` (sha256 {found['log_sha256'][:12]}): {found['lines']:,} lines, "
+             f"{found['arrivals']:,} arrivals of {found['queries']:,} distinct queries over {found['span_s']:,.0f} s; "
+             f"{found['replayed']:,} queries ({found['replayed_arrivals']:,} arrivals) replayed"
+             + (f", a seeded sample" if found["replayed"] < found["queries"] else "")
+             + f", at {found['speed']:g}x the recorded pace. No judgments: nothing here says which system is better, "
+               "only how they differ on the traffic, what the traffic costs, and which queries to judge first.", ""]
+    candidates = found["candidates"]
+    lines += [f"First stage: {candidates['rows']:,} candidates; {candidates['removed_by_access']:,} removed by the "
+              f"access filter (each logged user's groups); {candidates['queries_without_candidates']:,} queries "
+              "found none.", ""]
+    rows = []
+    for system, entry in found["systems"].items():
+        agreement = entry.get("agreement")
+        latency = entry["latency"]
+        rows.append([f"`{system}`" + (" (baseline)" if system == baseline else ""),
+                     "" if agreement is None else _mean_ci(agreement["rbo"]),
+                     "" if agreement is None else _mean_ci(agreement["changed"]),
+                     "" if entry.get("top_k_changed_of_traffic") is None else f"{entry['top_k_changed_of_traffic']:.3f}",
+                     f"{_ms(latency['p50_ms'])} / {_ms(latency['p95_ms'])} / {_ms(latency['p99_ms'])}",
+                     f"{latency['utilisation']:.2f}", f"{entry['machine_s_per_1k']:.1f}"])
+    lines += ["## Against the baseline, at the log's pace", "", table(
+        ["system", f"RBO@{k} (p={found['p']:g}) vs baseline", f"top {k} changed (share of queries)",
+         f"top {k} changed (share of traffic)", "p50 / p95 / p99 ms at the log's arrivals", "server utilisation",
+         "machine s per 1,000 arrivals"], rows), "",
+              "Latency: each query's cold service time as the replay measured it (pairs already scored replay their "
+              "recorded compute time), through one first-in-first-out server at the logged arrival times; "
+              "utilisation above 1 means one server cannot keep up with the traffic.", ""]
+    guard_rows = [[f"`{system}`", segment, f"{row['arrivals']:,}", f"{row['empty']:,}", f"{row['fallbacks']:,}",
+                   f"{row['timeouts']:,}"]
+                  for system, entry in found["systems"].items() for segment, row in entry["guardrails"].items()]
+    lines += ["## Guardrails per segment", "", table(
+        ["system", "segment", "arrivals", "empty pages", "fallbacks to the fused order", "timeouts"], guard_rows), "",
+              f"The log's queries to judge first, by traffic times disagreement with the baseline: "
+              f"`{found['queue']['path']}` ({found['queue']['rows']} rows).", ""]
+    return "\n".join(lines)
+
+
+def _mean_ci(interval: Mapping[str, float] | None) -> str:
+    return "n/a" if not interval else f"{interval['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"

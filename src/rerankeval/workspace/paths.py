@@ -131,6 +131,14 @@ class PipelinePaths:
         """The readout of the online experiment ``name`` (``online.readouts``), as JSON; its page is beside it."""
         return self.reports / "online" / f"readout_{name}.json"
 
+    def shadow(self, name: str) -> Path:
+        """The shadow replay of the query log ``name`` (``online.shadows``), as JSON; its page and its judging queue
+        (``.md``, ``_queue.tsv``) are beside it."""
+        return self.reports / "online" / f"shadow_{name}.json"
+
+    def shadow_queue(self, name: str) -> Path:
+        return self.reports / "online" / f"shadow_{name}_queue.tsv"
+
     @property
     def judging_queue(self) -> Path:
         """The unjudged pairs worth judging next (``eval.judging``), a TSV."""
@@ -179,5 +187,6 @@ class PipelinePaths:
             "sweep": [self.sweeps],
             "online": [self.online],
             "readout": [self.readout(system), self.readout(system).with_suffix(".md")],
+            "shadow": [self.shadow(system), self.shadow(system).with_suffix(".md"), self.shadow_queue(system)],
             "report": [self.report, self.details, self.record, self.plots, self.site],
         }[stage]
