@@ -8,7 +8,13 @@ It starts `rerankeval serve` for `serving.loadtest.system` on a free port of 127
 as configured in `serving.serve`), first scores the same requests in-process, then replays the evaluated split's
 frozen candidates at each concurrency level (default 1, 8, 32), and prints p50/p95/p99, requests/s, pairs/s, the
 serving overhead ratio and the machine's load average (numbers from a shared machine are noisy: rerun on a quiet one).
-Same as `rerankeval loadtest --out FILE`, plus the Markdown table.
+Same as `rerankeval loadtest --out FILE`, plus the Markdown table. The load test also checks served parity: the
+replies' scores against the same model's in-process scores, with the two rankings' agreement. Then
+
+    python <repo>/benchmarks/bench_serving.py record --loadtest loadtest.json --commit C --command ... \
+        --conditions ... --out results/benchmarks/serving.yaml
+
+writes its figures as the results YAML.
 """
 
 from __future__ import annotations
@@ -19,7 +25,51 @@ import sys
 from pathlib import Path
 
 
+def record(argv: list[str]) -> int:
+    from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+
+    parser = argparse.ArgumentParser(description="write a load test's figures (its JSON) as the results YAML")
+    parser.add_argument("--loadtest", type=Path, required=True, help="the JSON `--out` wrote")
+    add_provenance_arguments(parser)
+    args = parser.parse_args(argv)
+    found = json.loads(args.loadtest.read_text())
+    levels = {"title": f"load test of the served {found['system']} at depth {found['depth']}",
+              "columns": ["concurrency", "p50 ms", "p95 ms", "p99 ms", "requests/s", "pairs/s", "server time p50 ms"],
+              "rows": [[level["concurrency"], round(level["p50_ms"]), round(level["p95_ms"]), round(level["p99_ms"]),
+                        round(level["requests_per_s"], 2), round(level["pairs_per_s"], 1),
+                        None if level["server_compute_p50_ms"] is None else round(level["server_compute_p50_ms"])]
+                       for level in found["levels"]]
+              + ([["in-process, 1 at a time", round(local["p50_ms"]), round(local["p95_ms"]), round(local["p99_ms"]),
+                   "", round(local["pairs_per_s"], 1), ""]] if (local := found.get("in_process")) else [])}
+    parity, agreement = found["parity"], found["parity"]["agreement"]
+
+    def cell(name):
+        interval = agreement[name]
+        return f"{interval['mean']:.4f} [{interval['low']:.4f}, {interval['high']:.4f}]"
+
+    served = {"title": f"served parity: {found['system']} served against the same model in-process, on the measured "
+                       "requests",
+              "columns": ["requests", "pairs", "largest score difference", "tolerance", "parity",
+                          "requests ranked otherwise",
+                          f"RBO@{agreement['k']} (p={agreement['p']:g})", f"tau@{agreement['k']}",
+                          f"overlap@{agreement['k']}", f"top {agreement['k']} changed"],
+              "rows": [[parity["requests"], parity["pairs"], float(f"{parity['max_abs_diff']:.3g}"),
+                        parity["tolerance"], "held" if parity["passed"] else "failed", parity["requests_reordered"],
+                        cell("rbo"), cell("tau"), cell("overlap"), cell("changed")]]}
+    overhead, machine = found["overhead"], found["machine"]
+    notes = [f"Serving overhead at concurrency {overhead['concurrency']}: p50 {overhead['p50_ratio']:.2f}x and p95 "
+             f"{overhead['p95_ratio']:.2f}x the in-process latency of the same requests; best served throughput "
+             f"{overhead['best_throughput_ratio']:.2f}x in-process; server peak memory "
+             f"{found['server_peak_rss_mib']:.0f} MiB; load average {machine['before']['load_average_1m']} before, "
+             f"{machine['after']['load_average_1m']} after, on {machine['before']['cpus']} CPUs."]
+    print(write_benchmark(args, "load test and served parity of the served cross-encoder (benchmarks/bench_serving.py)",
+                          notes, [levels, served]))
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["record"]:
+        return record(sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--system", default=None)

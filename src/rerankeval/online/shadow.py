@@ -63,7 +63,8 @@ def read_query_log(path: str | Path, *, now: datetime | None = None) -> QueryLog
         where = f"{path}:{number}"
         if not isinstance(record, Mapping):
             raise CollectionError(f"{where}: expected a JSON object (one logged query), got {type(record).__name__}. "
-                                  "Fix: one object per line, e.g. {\"query\": \"...\", \"time\": \"2026-11-02T09:00:03Z\"}")
+                                  "Fix: one object per line, e.g. "
+                                  "{\"query\": \"...\", \"time\": \"2026-11-02T09:00:03Z\"}")
         text = _text(record, "query", where)
         moment = _time(record.get("time"), where, now)
         count = record.get("count", 1)
@@ -127,7 +128,7 @@ def segment_guardrails(arrivals: pd.DataFrame, latency: pd.DataFrame, answered: 
     for segment, rows in arrivals.groupby("segment", sort=True):
         weights = rows.groupby("query_id")["count"].sum()
         fell = [q for q in weights.index if q in modes.index and modes.at[q, "mode"] == fallback_mode]
-        timed_out = [q for q in fell if "deadline" in str(modes.at[q, "reason"]) or "timeout" in str(modes.at[q, "reason"])]
+        timed_out = [q for q in fell if any(word in str(modes.at[q, "reason"]) for word in ("deadline", "timeout"))]
         found[str(segment)] = {"arrivals": int(weights.sum()),
                                "empty": int(weights[[q not in answered for q in weights.index]].sum()),
                                "fallbacks": int(weights[fell].sum()), "timeouts": int(weights[timed_out].sum())}

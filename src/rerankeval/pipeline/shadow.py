@@ -22,7 +22,7 @@ from ..online.shadow import (expand_arrivals, judging_priority, queue_latency, r
 from ..report.online import shadow_page
 from ..rerank.driver import RerankSettings, rerank
 from ..rerank.latency import cold_seconds
-from ..retrieval.candidates import candidate_source, load_passages
+from ..retrieval.candidates import candidate_source
 from ..retrieval.config import HybridConfig
 from ..retrieval.freeze import freeze
 from ..stats.agreement import agreement_summary, run_agreement
@@ -124,7 +124,8 @@ def _default_systems(params: Params, paths: PipelinePaths, baseline: str) -> lis
 
 
 def _replay(params: Params, paths: PipelinePaths, snapshot: Snapshot, systems: list[str],
-            candidates: dict[bool, pd.DataFrame], queries: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+            candidates: dict[bool, pd.DataFrame],
+            queries: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     """Each system's run and latency table on the logged queries, built as its rerank stage builds it (its first
     training seed's model)."""
     configs = system_configs(params)

@@ -192,7 +192,8 @@ def shadow_page(found: Mapping[str, Any]) -> str:
         rows.append([f"`{system}`" + (" (baseline)" if system == baseline else ""),
                      "" if agreement is None else _mean_ci(agreement["rbo"]),
                      "" if agreement is None else _mean_ci(agreement["changed"]),
-                     "" if entry.get("top_k_changed_of_traffic") is None else f"{entry['top_k_changed_of_traffic']:.3f}",
+                     "" if entry.get("top_k_changed_of_traffic") is None
+                     else f"{entry['top_k_changed_of_traffic']:.3f}",
                      f"{_ms(latency['p50_ms'])} / {_ms(latency['p95_ms'])} / {_ms(latency['p99_ms'])}",
                      f"{latency['utilisation']:.2f}", f"{entry['machine_s_per_1k']:.1f}"])
     lines += ["## Against the baseline, at the log's pace", "", table(
