@@ -52,6 +52,18 @@ def test_a_bad_line_is_refused_with_its_file_line_and_field(tmp_path, record, sa
     assert says in str(refused.value) and "Fix:" in str(refused.value)
 
 
+def test_above_the_bound_a_seeded_sample_of_queries_keeps_every_arrival_of_each(tmp_path):
+    records = [{"query": f"q{i % 40}", "time": f"2026-11-02T09:{i // 60:02d}:{i % 60:02d}Z"} for i in range(400)]
+    path = write_log(tmp_path / "q.jsonl", records)
+    whole = read_query_log(path, now=NOW)
+    assert (whole.distinct, whole.sampled, len(whole.queries)) == (40, False, 40)
+    sample = read_query_log(path, max_queries=10, seed=3, now=NOW)
+    assert (sample.distinct, sample.sampled, sample.seed, sample.lines) == (None, True, 3, 400)
+    assert len(sample.queries) == 10 and len(sample.arrivals) == 100  # 10 arrivals of each kept query
+    assert sample.queries.equals(read_query_log(path, max_queries=10, seed=3, now=NOW).queries)  # the seed decides
+    assert not sample.queries.equals(read_query_log(path, max_queries=10, seed=4, now=NOW).queries)
+
+
 def test_one_text_with_two_group_sets_and_an_empty_log_are_refused(tmp_path):
     with pytest.raises(CollectionError, match="q.jsonl:2: field 'user_groups': the same query text"):
         read_query_log(write_log(tmp_path / "q.jsonl", [
@@ -119,7 +131,7 @@ def test_the_stage_replays_a_log_through_the_systems_on_the_demo(demo, tmp_path,
     paths = replace(demo, reports=tmp_path / "reports")
     shadow.run(Params.parse(data), paths, "t")
     found = json.loads(paths.shadow("t").read_text())
-    assert (found["queries"], found["replayed"], found["arrivals"]) == (4, 4, 6)
+    assert (found["queries"], found["replayed"], found["replayed_arrivals"], found["sampled"]) == (4, 4, 6, False)
     assert "agreement" not in found["systems"]["fusion"]
     challenger = found["systems"]["ce_minilm_ft"]
     assert 0.0 <= challenger["agreement"]["rbo"]["mean"] <= 1.0 and 0.0 <= challenger["top_k_changed_of_traffic"] <= 1

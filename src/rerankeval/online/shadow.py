@@ -22,6 +22,7 @@ judging queue ordered by how much a judgment would matter: traffic times how far
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,12 +38,17 @@ from .logs import _records, _refuse, _text, _time
 @dataclass(frozen=True)
 class QueryLog:
     """The log's arrivals (``arrivals``: query_id, seconds since the first arrival, segment, count; in time order)
-    and its distinct queries (``queries``: query_id, text, user_groups), with what was doubtful (``out_of_order``)."""
+    and its distinct queries (``queries``: query_id, text, user_groups), with what was doubtful (``out_of_order``)
+    and, above ``max_queries`` distinct queries, the seeded sample's record (``distinct``, ``sampled``, ``seed``)."""
 
     arrivals: pd.DataFrame
     queries: pd.DataFrame
     lines: int
     out_of_order: int
+    distinct: int | None
+    """Distinct query texts in the log; None when there were more than ``max_queries`` (sampled)."""
+    sampled: bool = False
+    seed: int | None = None
 
 
 def log_query_id(text: str) -> str:
@@ -50,14 +56,25 @@ def log_query_id(text: str) -> str:
     return "log-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def read_query_log(path: str | Path, *, now: datetime | None = None) -> QueryLog:
-    """The query log at ``path`` (JSON lines or Parquet), every field checked."""
+def _priority(seed: int, query_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{query_id}".encode(), digest_size=8).digest(), "big")
+
+
+def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: int = 0,
+                   now: datetime | None = None) -> QueryLog:
+    """The query log at ``path`` (JSON lines or Parquet, streamed), every field checked. Above ``max_queries``
+    distinct query texts it keeps the ``max_queries`` whose seeded hash of the id is smallest, with every arrival of
+    each (a bottom-k sample of queries in one pass: memory bounded by the kept queries' arrivals)."""
     path = Path(path)
     if not path.is_file():
-        raise CollectionError(f"{path}: no such query log. Fix: point online.shadow.log at a JSON lines or Parquet "
-                              "file of logged queries (docs/online.md, \"Shadow replay\")")
+        raise CollectionError(f"{path}: no such query log. Fix: point online.shadows.<name>.log at a JSON lines or "
+                              "Parquet file of logged queries (docs/online.md, \"Shadow replay\")")
     now = now or datetime.now(timezone.utc)
-    rows, texts, lines, out_of_order, last = [], {}, 0, 0, None
+    rows: dict[str, list[dict]] = {}
+    texts: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+    heap: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    lines, out_of_order, last = 0, 0, None
     for number, record in _records(path):
         lines += 1
         where = f"{path}:{number}"
@@ -74,24 +91,39 @@ def read_query_log(path: str | Path, *, now: datetime | None = None) -> QueryLog
         if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups)):
             raise _refuse(where, "user_groups", f"expected a list of group names, got {groups!r}"[:200],
                           "list the asking user's groups, or leave the field out (public documents only)")
+        segment = _text(record, "segment", where, required=False) or "all"
         if last is not None and moment < last:
             out_of_order += 1
-        last = moment
+        last = moment if last is None else max(last, moment)
         query_id = log_query_id(text)
-        known = texts.setdefault(query_id, (text, None if groups is None else tuple(sorted(set(groups)))))
-        if known[1] != (None if groups is None else tuple(sorted(set(groups)))):
+        if max_queries is None or len(seen) <= max_queries:  # distinct queries, counted up to one past the bound
+            seen.add(query_id)
+        if query_id not in rows:
+            priority = _priority(seed, query_id)
+            if max_queries is None or len(heap) < max_queries:
+                heapq.heappush(heap, (-priority, query_id))
+            elif priority < -heap[0][0]:
+                _, dropped = heapq.heapreplace(heap, (-priority, query_id))
+                del rows[dropped], texts[dropped]
+            else:
+                continue
+            rows[query_id] = []
+        wanted = None if groups is None else tuple(sorted(set(groups)))
+        if texts.setdefault(query_id, (text, wanted))[1] != wanted:
             raise _refuse(where, "user_groups", "the same query text was logged with other groups above",
                           "log one user group set per query text, or tell the texts apart")
-        rows.append({"query_id": query_id, "time": moment,
-                     "segment": _text(record, "segment", where, required=False) or "all", "count": count})
+        rows[query_id].append({"query_id": query_id, "time": moment, "segment": segment, "count": count})
     if not rows:
         raise CollectionError(f"{path}: no logged query. Fix: one JSON object per line with at least query and time")
-    arrivals = pd.DataFrame(rows).sort_values("time", kind="stable").reset_index(drop=True)
+    arrivals = pd.DataFrame([row for found in rows.values() for row in found]).sort_values(
+        ["time", "query_id"], kind="stable").reset_index(drop=True)
     start = arrivals["time"].iloc[0]
     arrivals["seconds"] = (arrivals["time"] - start).dt.total_seconds()
     queries = pd.DataFrame([{"query_id": qid, "text": text, "user_groups": None if groups is None else list(groups)}
                             for qid, (text, groups) in sorted(texts.items())])
-    return QueryLog(arrivals[["query_id", "seconds", "segment", "count"]], queries, lines, out_of_order)
+    sampled = max_queries is not None and len(seen) > max_queries
+    return QueryLog(arrivals[["query_id", "seconds", "segment", "count"]], queries, lines, out_of_order,
+                    None if sampled else len(seen), sampled, seed if sampled else None)
 
 
 def queue_latency(arrivals_s: np.ndarray, service_s: np.ndarray, speed: float = 1.0) -> dict[str, float]:

@@ -5,8 +5,6 @@ and as the log's judging queue."""
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -41,8 +39,8 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
         raise ConfigError(f"{params.source}: no query log {name!r} under online.shadows (configured: "
                           f"{', '.join(shadows) or 'none'})")
     config, baseline = shadows[name], params.compare.baselines[0]
-    log = read_query_log(config.log)
-    queries = _sampled(log.queries, config.max_queries, params.online.seed)
+    log = read_query_log(config.log, max_queries=config.max_queries, seed=params.online.seed)
+    queries = log.queries
     snapshot = Snapshot(paths.snapshot)
     candidates, access = _freeze(params, paths, snapshot, queries)
     systems = config.systems or _default_systems(params, paths, baseline)
@@ -50,15 +48,16 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
         raise ConfigError(f"online.shadows.{name}.systems: the baseline {baseline!r} (compare.baselines[0]) must be "
                           "among them: every other system is measured against it")
     runs, latencies = _replay(params, paths, snapshot, systems, candidates, queries)
-    arrivals = log.arrivals[log.arrivals["query_id"].isin(set(queries["query_id"]))]
+    arrivals = log.arrivals
     found = measure(runs, latencies, arrivals, baseline, config, params)
     queue = judging_priority(arrivals, {system: 1.0 - entry["per_query_rbo"]
                                         for system, entry in found.pop("_per_query").items()})
     queue = queue.merge(queries[["query_id", "text"]], on="query_id").head(config.queue_rows)
     record = {"name": name, "log": config.log, "log_sha256": sha256_file(config.log), "lines": log.lines,
-              "out_of_order": log.out_of_order, "queries": int(len(log.queries)), "replayed": int(len(queries)),
-              "arrivals": int(log.arrivals["count"].sum()), "replayed_arrivals": int(arrivals["count"].sum()),
-              "span_s": float(log.arrivals["seconds"].max()), "speed": config.speed, "baseline": baseline,
+              "out_of_order": log.out_of_order, "queries": log.distinct, "replayed": int(len(queries)),
+              "sampled": log.sampled, "seed": log.seed, "max_queries": config.max_queries,
+              "replayed_arrivals": int(arrivals["count"].sum()),
+              "span_s": float(arrivals["seconds"].max()), "speed": config.speed, "baseline": baseline,
               "k": config.k, "p": config.p, "candidates": access, **found,
               "queue": {"path": str(paths.shadow_queue(name)), "rows": int(len(queue))}}
     # Written for people as well as programs: personal data in the logged texts is redacted (core.privacy).
@@ -69,17 +68,10 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
     write_text(paths.shadow(name).with_suffix(".md"), shadow_page(record))
     write_text(paths.shadow_queue(name), queue[["query_id", "traffic", "disagreement", "priority", "text"]].to_csv(
         sep="\t", index=False, float_format="%.6f", lineterminator="\n"))
-    print(f"shadow@{name}: {record['replayed']} of {record['queries']} logged queries ({record['replayed_arrivals']} "
-          f"arrivals over {record['span_s']:.0f} s) replayed through {len(systems)} systems; judging queue: "
-          f"{len(queue)} queries")
-
-
-def _sampled(queries: pd.DataFrame, limit: int, seed: int) -> pd.DataFrame:
-    """At most ``limit`` queries: a seeded bottom-k sample of their ids (the same log and seed, the same sample)."""
-    if len(queries) <= limit:
-        return queries
-    keys = [hashlib.blake2b(f"{seed}:{query}".encode(), digest_size=8).hexdigest() for query in queries["query_id"]]
-    return queries.assign(_key=keys).nsmallest(limit, "_key").drop(columns="_key").sort_values("query_id")
+    print(f"shadow@{name}: {record['replayed']} logged queries"
+          + (f" (a seeded sample of more than {config.max_queries})" if log.sampled else "")
+          + f", {record['replayed_arrivals']} arrivals over {record['span_s']:.0f} s, replayed through {len(systems)} "
+            f"systems; judging queue: {len(queue)} queries")
 
 
 def _freeze(params: Params, paths: PipelinePaths, snapshot: Snapshot,

@@ -175,12 +175,13 @@ def shadow_page(found: Mapping[str, Any]) -> str:
     """The page of one shadow replay (the shadow stage's JSON, rendered)."""
     baseline, k = found["baseline"], found["k"]
     lines = [f"# Shadow replay `{found['name']}`", "",
-             f"Log `{found['log']}` (sha256 {found['log_sha256'][:12]}): {found['lines']:,} lines, "
-             f"{found['arrivals']:,} arrivals of {found['queries']:,} distinct queries over {found['span_s']:,.0f} s; "
-             f"{found['replayed']:,} queries ({found['replayed_arrivals']:,} arrivals) replayed"
-             + (f", a seeded sample" if found["replayed"] < found["queries"] else "")
-             + f", at {found['speed']:g}x the recorded pace. No judgments: nothing here says which system is better, "
-               "only how they differ on the traffic, what the traffic costs, and which queries to judge first.", ""]
+             f"Log `{found['log']}` (sha256 {found['log_sha256'][:12]}): {found['lines']:,} lines; "
+             + (f"more than {found['max_queries']:,} distinct queries, of which a seeded sample (seed {found['seed']}) "
+                f"of {found['replayed']:,}" if found["sampled"] else f"{found['replayed']:,} distinct queries")
+             + f" ({found['replayed_arrivals']:,} arrivals over {found['span_s']:,.0f} s) replayed at "
+               f"{found['speed']:g}x the recorded pace; lines logged earlier than a line above them: "
+               f"{found['out_of_order']:,}. No judgments: nothing here says which system is better, only how they "
+               "differ on the traffic, what the traffic costs, and which queries to judge first.", ""]
     candidates = found["candidates"]
     lines += [f"First stage: {candidates['rows']:,} candidates; {candidates['removed_by_access']:,} removed by the "
               f"access filter (each logged user's groups); {candidates['queries_without_candidates']:,} queries "
