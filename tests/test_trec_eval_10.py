@@ -2,8 +2,6 @@
 its ties, its set measures and geometric means, unj_k and -n. Each fixture says where its expected value comes from:
 pytrec_eval (trec_eval 9.0.8's code) where the two versions agree and pytrec_eval has the measure, by hand where not."""
 
-import math
-
 import pytest
 
 from test_cli_evaluate import parse, rerankeval
@@ -43,11 +41,11 @@ def test_set_measures_and_geometric_means_equal_pytrec_eval(tmp_path):
     expected = pytrec_eval.RelevanceEvaluator(QRELS, set(names)).evaluate(RUN)
     found = parse(rerankeval("trec_eval", "-q", *(f"-m{name}" for name in names), *files).stdout)
     for name in names:
-        for query in QRELS:
+        for query in QRELS if not name.startswith("gm_") else ():  # trec_eval prints no query's gm_* line
             assert found[name, query] == pytest.approx(expected[query][name], abs=5e-5), (name, query)
         summary = pytrec_eval.compute_aggregated_measure(name, [expected[q][name] for q in QRELS])
         assert found[name, "all"] == pytest.approx(summary, abs=5e-5), name
-    assert found["gm_map", "q2"] == pytest.approx(math.log(1e-5), abs=5e-5)
+    assert ("gm_map", "q2") not in found
 
 
 def test_unj_k_divides_by_k_and_counts_a_negative_grade_as_unjudged(tmp_path):
@@ -79,12 +77,13 @@ def test_the_measure_sets_print_what_trec_eval_10_prints_in_its_order(tmp_path):
     assert result.stderr == ""
     bases = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
              "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
-             "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
-             "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret")  # relstring: per query
+             "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+             "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj")  # relstring: per query
     expected = []
     for base in bases:
         cuts = {"iprec_at_recall": [f"{p / 10:3.2f}" for p in range(11)],
-                "Rprec_mult": [f"{p / 10:3.2f}" for p in range(2, 21, 2)], "success": ["1", "5", "10"]}.get(
+                "Rprec_mult": [f"{p / 10:3.2f}" for p in range(2, 21, 2)], "success": ["1", "5", "10"],
+                "unj": ["5", "10", "20"]}.get(
             base, ["5", "10", "15", "20", "30", "100", "200", "500", "1000"]
             if base in ("P", "recall", "ndcg_cut", "map_cut", "relative_P") else [None])
         expected += [base if cut is None else f"{base}_{cut}" for cut in cuts]
@@ -165,7 +164,11 @@ def test_rank_biased_precision_and_its_residual_by_hand(tmp_path):
     the highest: a 0.5, b 1. rbp (p 0.9) = 0.1 x (0.5 + 1 x 0.81) = 0.131; p = 0.5: 0.5 x (0.5 + 0.25) = 0.375.
     rbp_resid = 0.9^4 + 0.1 x 0.9^3 (u at the 4th place) = 0.729."""
     files = write(tmp_path, {"q1": {"a": 1, "x": 0, "b": 2, "u": -1}}, {"q1": {"a": 4.0, "x": 3.0, "b": 2.0, "u": 1.0}})
-    found = parse(rerankeval("trec_eval", "-m", "rbp", "-m", "rbp.p=0.5", "-m", "rbp_resid", *files).stdout)
+    found = parse(rerankeval("trec_eval", "-m", "rbp", "-m", "rbp_resid", *files).stdout)
+    # named twice, a measure takes its last parameters (trec_eval marks one entry of its table)
+    found.update(parse(rerankeval("trec_eval", "-m", "rbp", "-m", "rbp.p=0.5", *files).stdout))
+    assert ("rbp", "all") in found and len(rerankeval("trec_eval", "-m", "rbp", "-m", "rbp.p=0.5",
+                                                       *files).stdout.splitlines()) == 1
     assert found["rbp", "all"] == pytest.approx(0.131, abs=5e-5)
     assert found["rbp_p=0.5", "all"] == pytest.approx(0.375, abs=5e-5)
     assert found["rbp_resid", "all"] == pytest.approx(0.729, abs=5e-5)
@@ -176,8 +179,9 @@ def test_utility_relstring_and_dcg(tmp_path):
     = 2 - 2 = 0; utility.2,-1,-1,1 with -N 10 = 2x2 - 2 - 1 + (10 + 2 - 4 - 3) = 6; relstring '10-2', printed per
     query only. dcg / ideal_dcg is trec_eval's ndcg (pytrec_eval's)."""
     files = write(tmp_path, QRELS, RUN)
-    lines = rerankeval("trec_eval", "-q", "-N", "10", "-m", "utility", "-m", "utility.2,-1,-1,1", "-m", "relstring",
-                       "-m", "dcg", "-m", "ideal_dcg", *files).stdout.splitlines()
+    lines = [*rerankeval("trec_eval", "-q", "-N", "10", "-m", "utility", "-m", "relstring", "-m", "dcg", "-m",
+                         "ideal_dcg", *files).stdout.splitlines(),
+             *rerankeval("trec_eval", "-q", "-N", "10", "-m", "utility.2,-1,-1,1", *files).stdout.splitlines()]
     assert "relstring             \tq1\t'10-2'" in lines
     assert not any(line.startswith("relstring") and "\tall\t" in line for line in lines)
     found = {tuple(line.split("\t")[:2]): line.split("\t")[2] for line in lines}

@@ -211,8 +211,8 @@ MEASURE_SETS = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                  "recip_rank", "iprec_at_recall", "P"),
     "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-                 "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "utility",
-                 "11pt_avg", "ideal_dcg", "dcg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
+                 "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP",
+                 "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
                  "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
                  "set_F", "num_nonrel_judged_ret"),
 }
@@ -228,7 +228,7 @@ TREC_EVAL_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map",
 
 DEFAULT_CUTOFFS = {"P": "5,10,15,20,30,100,200,500,1000", "recall": "5,10,15,20,30,100,200,500,1000",
                    "ndcg_cut": "5,10,15,20,30,100,200,500,1000", "map_cut": "5,10,15,20,30,100,200,500,1000",
-                   "success": "1,5,10"}
+                   "success": "1,5,10", "unj": "5,10,20"}
 """trec_eval's default cut-offs of the measures rerankeval computes as measure families, named bare (``-m P``)."""
 
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
@@ -271,7 +271,7 @@ def _printing_order(name: str) -> tuple:
 def _trec_number(value: float) -> str:
     """A value as trec_eval's ``%6.4f`` prints it; NaN (C's 0/0, e.g. relative_P without a relevant document) as
     glibc prints x86's default NaN."""
-    return "-nan" if value != value else f"{value:.4f}"
+    return f"{'-nan':>6}" if value != value else f"{value:.4f}"
 
 
 @_subcommand(
@@ -316,9 +316,13 @@ def _trec_eval(args: argparse.Namespace) -> int:
     if args.max_docs is not None and args.max_docs < 1:
         raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
     try:
-        asked = dict(found for text in (args.measures or ["official"]) for found in _trec_eval_measures(text))
+        named = [_trec_eval_measures(text) for text in (args.measures or ["official"])]
     except (argparse.ArgumentTypeError, ValueError) as err:
         raise ValueError(f"-m: {err}") from None
+    # A measure of eval.trec_lists named twice takes its last parameters, as trec_eval marks one table entry.
+    last = {m.name: m for found in named for _, m in found if isinstance(m, ListMeasure)}
+    asked = dict(item for found in named for item in found
+                 if not isinstance(item[1], ListMeasure) or last[item[1].name] == item[1])
     asked = {name if isinstance(measure, ListMeasure) else re.sub(r"\.(\d+)$", r"_\1", name): measure
              for name, measure in asked.items()}  # P.5 prints P_5
     order = sorted(asked, key=_printing_order)
@@ -360,8 +364,8 @@ def _trec_eval(args: argparse.Namespace) -> int:
 
     lines = []
     if args.per_query:
-        lines += [f"{name:<22}\t{query}\t{cell(name, table.at[query, name])}"
-                  for query in queries for name in order if name not in ("runid", "num_q")]
+        lines += [f"{name:<22}\t{query}\t{cell(name, table.at[query, name])}"  # trec_eval prints no query's gm_*
+                  for query in queries for name in order if name not in ("runid", "num_q", *GEOMETRIC)]
     if not args.no_summary:
         for name in order:
             if name == "runid":
@@ -373,7 +377,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
             elif name in GEOMETRIC:
                 lines.append(f"{name:<22}\tall\t{geometric_summary(table[name]):.4f}")
             elif name not in per_query_only:
-                lines.append(f"{name:<22}\tall\t{_trec_number(float(table[name].astype(float).mean()))}")
+                lines.append(f"{name:<22}\tall\t{_trec_number(float(table[name].astype(float).mean(skipna=False)))}")
     print("\n".join(lines))
     return 0
 
