@@ -89,7 +89,7 @@ def test_guardrails_per_segment_and_the_judging_order_by_hand():
     arrivals = pd.DataFrame({"query_id": ["a", "b", "c", "a"], "seconds": [0, 1, 2, 3],
                              "segment": ["web", "web", "mobile", "mobile"], "count": [2, 1, 4, 1]})
     latency = pd.DataFrame({"query_id": ["a", "b"], "mode": ["reranked", "fusion_fallback"],
-                            "reason": [None, "deadline_exceeded"]})
+                            "reason": [None, "deadline: cold compute time 2.1 s over deadline_s 1.0"]})
     found = segment_guardrails(arrivals, latency, answered={"a", "b"}, fallback_mode="fusion_fallback")
     # web: a (2) and b (1, fell back at its deadline); mobile: c (4, no candidate: an empty page) and a (1)
     assert found == {"mobile": {"arrivals": 5, "empty": 4, "fallbacks": 0, "timeouts": 0},

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .registry import argument, subcommand
 
+
 @subcommand(
     "agreement",
     "how far two runs of the same candidates agree (RBO, Kendall's tau@k, overlap@k, top-k changed, score parity)",

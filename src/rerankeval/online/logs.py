@@ -79,16 +79,16 @@ class LogCounts:
                 "examples": self.examples}
 
 
-def _refuse(where: str, key: str, problem: str, fix: str) -> CollectionError:
+def refusal(where: str, key: str, problem: str, fix: str) -> CollectionError:
     return CollectionError(f"{where}: field {key!r}: {problem}. Fix: {fix}")
 
 
-def _text(record: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+def text_field(record: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
     value = record.get(key)
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value:
-        raise _refuse(where, key, f"expected a non-empty string, got {value!r}",
+        raise refusal(where, key, f"expected a non-empty string, got {value!r}",
                       f"give every impression its {key}")
     return value
 
@@ -97,20 +97,20 @@ def _number(value: Any, where: str, key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise _refuse(where, key, f"expected a finite number >= 0, got {value!r}", f"write {key} as a number")
+        raise refusal(where, key, f"expected a finite number >= 0, got {value!r}", f"write {key} as a number")
     return float(value)
 
 
-def _time(value: Any, where: str, now: datetime) -> datetime:
+def log_time(value: Any, where: str, now: datetime) -> datetime:
     try:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
-        raise _refuse(where, "time", f"{value!r} is not an ISO 8601 time", "write e.g. 2026-11-02T09:00:03Z") from None
+        raise refusal(where, "time", f"{value!r} is not an ISO 8601 time", "write e.g. 2026-11-02T09:00:03Z") from None
     if moment.tzinfo is None:
-        raise _refuse(where, "time", f"{value!r} has no time zone", "append Z (UTC) or an offset")
+        raise refusal(where, "time", f"{value!r} has no time zone", "append Z (UTC) or an offset")
     moment = moment.astimezone(timezone.utc)
     if moment > now:
-        raise _refuse(where, "time", f"{value} lies in the future (it is {now.isoformat(timespec='seconds')} now)",
+        raise refusal(where, "time", f"{value} lies in the future (it is {now.isoformat(timespec='seconds')} now)",
                       "check the logging clock; a log holds what happened")
     return moment
 
@@ -119,48 +119,48 @@ def parse_impression(record: Any, where: str, systems: tuple[str, str], now: dat
     """One impression, every field checked; ``systems``: (challenger, baseline), the only sides and arms allowed."""
     if not isinstance(record, Mapping):
         raise CollectionError(f"{where}: expected a JSON object (one impression), got {type(record).__name__}")
-    arm = _text(record, "arm", where)
+    arm = text_field(record, "arm", where)
     if arm not in (INTERLEAVED, *systems):
-        raise _refuse(where, "arm", f"{arm!r} is not {INTERLEAVED!r} nor a system of this experiment "
+        raise refusal(where, "arm", f"{arm!r} is not {INTERLEAVED!r} nor a system of this experiment "
                       f"({', '.join(systems)})", "name the arm as online.readouts names its systems")
     shown = record.get("shown")
     if not isinstance(shown, list) or not all(isinstance(doc, str) and doc for doc in shown) or len(shown) > MAX_SHOWN:
-        raise _refuse(where, "shown", f"expected a list of at most {MAX_SHOWN} doc ids, got {shown!r}"[:300],
+        raise refusal(where, "shown", f"expected a list of at most {MAX_SHOWN} doc ids, got {shown!r}"[:300],
                       "list the results shown, top first (an empty list for an empty page)")
     if len(set(shown)) != len(shown):
-        raise _refuse(where, "shown", "a result is shown twice", "log each shown result once")
+        raise refusal(where, "shown", "a result is shown twice", "log each shown result once")
     origin = record.get("origin", [])
     if arm == INTERLEAVED:
         if not isinstance(origin, list) or len(origin) != len(shown) or not all(side in systems for side in origin):
-            raise _refuse(where, "origin", f"expected one of {', '.join(systems)} for each of the {len(shown)} shown "
+            raise refusal(where, "origin", f"expected one of {', '.join(systems)} for each of the {len(shown)} shown "
                           f"results, got {origin!r}"[:300], "log which system picked each result")
     elif origin not in ([], None):
-        raise _refuse(where, "origin", "given for an A/B arm", "leave origin out unless arm is interleaved")
+        raise refusal(where, "origin", "given for an A/B arm", "leave origin out unless arm is interleaved")
     clicks = record.get("clicks", [])
     if not isinstance(clicks, list):
-        raise _refuse(where, "clicks", f"expected a list, got {clicks!r}", "log clicks as [{\"position\": 1}, ...]")
+        raise refusal(where, "clicks", f"expected a list, got {clicks!r}", "log clicks as [{\"position\": 1}, ...]")
     positions, dwell = [], []
     for number, click in enumerate(clicks):
         key = f"clicks[{number}].position"
         position = click.get("position") if isinstance(click, Mapping) else None
         if isinstance(position, bool) or not isinstance(position, int):
-            raise _refuse(where, key, f"expected an integer, got {position!r}", "log the 1-based shown position")
+            raise refusal(where, key, f"expected an integer, got {position!r}", "log the 1-based shown position")
         if not 1 <= position <= len(shown):
-            raise _refuse(where, key, f"position {position} was never shown (the page had {len(shown)} results)",
+            raise refusal(where, key, f"position {position} was never shown (the page had {len(shown)} results)",
                           "log the 1-based position of a shown result")
         positions.append(position)
         dwell.append(_number(click.get("dwell_s"), where, f"clicks[{number}].dwell_s"))
     reformulated = record.get("reformulated", False)
     if not isinstance(reformulated, bool):
-        raise _refuse(where, "reformulated", f"expected true or false, got {reformulated!r}", "write a JSON boolean")
+        raise refusal(where, "reformulated", f"expected true or false, got {reformulated!r}", "write a JSON boolean")
     return Impression(
-        impression=_text(record, "impression", where), time=_time(record.get("time"), where, now),
-        query_id=_text(record, "query_id", where), segment=_text(record, "segment", where, required=False) or "all",
+        impression=text_field(record, "impression", where), time=log_time(record.get("time"), where, now),
+        query_id=text_field(record, "query_id", where), segment=text_field(record, "segment", where, required=False) or "all",
         arm=arm, shown=tuple(shown), origin=tuple(origin or ()), clicks=tuple(positions), dwell_s=tuple(dwell),
         reformulated=reformulated, latency_ms=_number(record.get("latency_ms"), where, "latency_ms"))
 
 
-def _records(path: Path) -> Iterator[tuple[int, Any]]:
+def log_records(path: Path) -> Iterator[tuple[int, Any]]:
     """(line or row number, the record), streamed: a JSONL file line by line, a Parquet file batch by batch."""
     if path.suffix == ".parquet":
         import pyarrow as pa
@@ -211,7 +211,7 @@ def read_log(path: str | Path, systems: tuple[str, str], queries: Mapping[str, A
         raise CollectionError(f"{path}: no such interaction log. Fix: point online.readouts.<name>.log at the file")
     now = now or datetime.now(timezone.utc)
     counts, kept, heap, last_time = LogCounts(), {}, [], None
-    for number, record in _records(path):
+    for number, record in log_records(path):
         where = f"{path}:{number}"
         counts.lines += 1
         found = parse_impression(record, where, systems, now)

@@ -32,7 +32,11 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import CollectionError
-from .logs import _records, _refuse, _text, _time
+from .logs import log_records, log_time, refusal, text_field
+
+TIMEOUT_REASONS = ("deadline", "timeout")
+"""The fallback reasons that are timeouts (``ScoringFailure.reason``, before the ``": detail"`` the latency table's
+reason carries): the query's deadline passed, or an endpoint did not answer in time."""
 
 
 @dataclass(frozen=True)
@@ -75,23 +79,23 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
     heap: list[tuple[int, str]] = []
     seen: set[str] = set()
     lines, out_of_order, last = 0, 0, None
-    for number, record in _records(path):
+    for number, record in log_records(path):
         lines += 1
         where = f"{path}:{number}"
         if not isinstance(record, Mapping):
             raise CollectionError(f"{where}: expected a JSON object (one logged query), got {type(record).__name__}. "
                                   "Fix: one object per line, e.g. "
                                   "{\"query\": \"...\", \"time\": \"2026-11-02T09:00:03Z\"}")
-        text = _text(record, "query", where)
-        moment = _time(record.get("time"), where, now)
+        text = text_field(record, "query", where)
+        moment = log_time(record.get("time"), where, now)
         count = record.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise _refuse(where, "count", f"expected a whole number >= 1, got {count!r}", "count the arrivals")
+            raise refusal(where, "count", f"expected a whole number >= 1, got {count!r}", "count the arrivals")
         groups = record.get("user_groups")
         if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups)):
-            raise _refuse(where, "user_groups", f"expected a list of group names, got {groups!r}"[:200],
+            raise refusal(where, "user_groups", f"expected a list of group names, got {groups!r}"[:200],
                           "list the asking user's groups, or leave the field out (public documents only)")
-        segment = _text(record, "segment", where, required=False) or "all"
+        segment = text_field(record, "segment", where, required=False) or "all"
         if last is not None and moment < last:
             out_of_order += 1
         last = moment if last is None else max(last, moment)
@@ -110,7 +114,7 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
             rows[query_id] = []
         wanted = None if groups is None else tuple(sorted(set(groups)))
         if texts.setdefault(query_id, (text, wanted))[1] != wanted:
-            raise _refuse(where, "user_groups", "the same query text was logged with other groups above",
+            raise refusal(where, "user_groups", "the same query text was logged with other groups above",
                           "log one user group set per query text, or tell the texts apart")
         rows[query_id].append({"query_id": query_id, "time": moment, "segment": segment, "count": count})
     if not rows:
@@ -160,7 +164,7 @@ def segment_guardrails(arrivals: pd.DataFrame, latency: pd.DataFrame, answered: 
     for segment, rows in arrivals.groupby("segment", sort=True):
         weights = rows.groupby("query_id")["count"].sum()
         fell = [q for q in weights.index if q in modes.index and modes.at[q, "mode"] == fallback_mode]
-        timed_out = [q for q in fell if any(word in str(modes.at[q, "reason"]) for word in ("deadline", "timeout"))]
+        timed_out = [q for q in fell if str(modes.at[q, "reason"]).split(":", 1)[0] in TIMEOUT_REASONS]
         found[str(segment)] = {"arrivals": int(weights.sum()),
                                "empty": int(weights[[q not in answered for q in weights.index]].sum()),
                                "fallbacks": int(weights[fell].sum()), "timeouts": int(weights[timed_out].sum())}

@@ -23,7 +23,7 @@ from ..rerank.latency import cold_seconds
 from ..retrieval.candidates import candidate_source
 from ..retrieval.config import HybridConfig
 from ..retrieval.freeze import freeze
-from ..stats.agreement import agreement_summary, run_agreement
+from ..stats.agreement import run_agreement, summarize_agreement
 from ..systems.base import FUSION_FALLBACK, Query
 from ..systems.registry import BuildContext, build_system
 from ..systems.splits import split_candidates
@@ -156,8 +156,8 @@ def measure(runs: dict[str, pd.DataFrame], latencies: dict[str, pd.DataFrame], a
                  "machine_s_per_1k": float(service.reindex(each["query_id"]).fillna(0.0).sum() / len(each) * 1000),
                  "guardrails": segment_guardrails(arrivals, latency, set(run["query_id"]), FUSION_FALLBACK)}
         if system != baseline:
-            entry["agreement"] = agreement_summary(runs[baseline], run, boot, k=config.k, p=config.p)
             agreement = run_agreement(runs[baseline], run, k=config.k, p=config.p)
+            entry["agreement"] = summarize_agreement(agreement, boot, k=config.k, p=config.p)
             traffic = arrivals.groupby("query_id")["count"].sum().reindex(agreement.index).fillna(0)
             entry["top_k_changed_of_traffic"] = (float((agreement["changed"] * traffic).sum() / traffic.sum())
                                                  if traffic.sum() else None)

@@ -92,7 +92,11 @@ def agreement_summary(reference: pd.DataFrame, other: pd.DataFrame, boot: dict, 
                       p: float = PERSISTENCE) -> dict:
     """``run_agreement`` at depth ``k`` and persistence ``p``: each measure's mean over queries with its bootstrap CI
     (``boot``: the comparison's resampling settings), and the largest score difference."""
-    per_query = run_agreement(reference, other, k=k, p=p)
+    return summarize_agreement(run_agreement(reference, other, k=k, p=p), boot, k=k, p=p)
+
+
+def summarize_agreement(per_query: pd.DataFrame, boot: dict, *, k: int = DEPTH, p: float = PERSISTENCE) -> dict:
+    """``run_agreement``'s per-query table (at ``k`` and ``p``) summarised as ``agreement_summary`` states it."""
     return {"k": k, "p": p, "queries": int(len(per_query)),
             **{name: mean_interval(per_query[name].to_numpy(dtype=np.float64), boot)
                for name in ("rbo", "tau", "overlap", "changed")},
