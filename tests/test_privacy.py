@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rerankeval.core import caches
 from rerankeval.core.caches import cache_dir
 from rerankeval.core.config import StrictConfig  # noqa: F401  (PrivacyConfig is one)
 from rerankeval.core.errors import ConfigError
@@ -81,6 +82,57 @@ def test_a_tenant_gets_its_own_cache_folder_named_by_a_hash(monkeypatch):
     second = cache_dir("data/score_cache")
     assert len({shared, first, second}) == 3 and first.parent == shared
     assert "acme" not in str(first) and first.name.startswith("tenant-")
+
+
+@pytest.fixture
+def no_tenant(monkeypatch):
+    """A process without a tenant, and the module's tenant state restored after the test."""
+    for name in ("RERANKEVAL_CACHE_DIR", "RERANKEVAL_CACHE_TENANT", "DVC_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    caches.use_tenant(None)
+
+
+def test_the_configured_tenant_gets_its_own_cache_folder_and_the_environment_overrides_it(no_tenant, monkeypatch):
+    shared = cache_dir("data/score_cache")
+    caches.use_tenant("acme-bank")
+    configured = cache_dir("data/score_cache")
+    monkeypatch.setenv("RERANKEVAL_CACHE_TENANT", "globex")
+    overridden = cache_dir("data/score_cache")
+    assert configured.parent == shared and "acme" not in str(configured)
+    assert overridden.parent == shared and overridden != configured
+    with pytest.raises(ConfigError, match="tenant"):
+        PrivacyConfig.parse({"tenant": ""}, "privacy")
+
+
+def _run_stage_opening_a_cache(monkeypatch, tmp_path, stage: str, system: list[str], tenant: str | None) -> Path:
+    """The entry point's ``run`` for ``stage`` with params.yaml's privacy.tenant set, the stage's module replaced by one
+    that opens a cache and returns its folder."""
+    import yaml
+
+    from rerankeval.pipeline import __main__ as entry
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["privacy"]["tenant"] = tenant
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    opened = []
+    monkeypatch.setattr(entry, "import_module", lambda name: type("Stage", (), {
+        "run": staticmethod(lambda *args: opened.append(cache_dir("data/score_cache")))}))
+    entry.run(stage, system)
+    return opened[0]
+
+
+def test_a_stage_opens_its_tenants_cache_and_one_that_does_not_declare_the_tenant_cannot_open_one(
+        no_tenant, monkeypatch, tmp_path):
+    shared = _run_stage_opening_a_cache(monkeypatch, tmp_path, "rerank", ["ce_minilm_ft"], None)
+    tenants = {tenant: _run_stage_opening_a_cache(monkeypatch, tmp_path, "rerank", ["ce_minilm_ft"], tenant)
+               for tenant in ("acme-bank", "globex")}
+    assert shared == Path("data/score_cache") and len(set(tenants.values())) == 2
+    assert all(folder.parent == shared and folder.name.startswith("tenant-") for folder in tenants.values())
+    with pytest.raises(AssertionError, match="evaluate opened a cache but does not declare privacy.tenant"):
+        _run_stage_opening_a_cache(monkeypatch, tmp_path, "evaluate", [], "acme-bank")
 
 
 def test_the_stage_logs_are_redacted(tmp_path):

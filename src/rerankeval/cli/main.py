@@ -442,10 +442,12 @@ def _export_ir_datasets(args: argparse.Namespace) -> int:
     ],
 )
 def _serve(args: argparse.Namespace) -> int:
+    from ..core.caches import use_tenant
     from ..pipeline.params import load_params
     from ..serving.server import serve_until_stopped
 
     params = load_params(args.params)
+    use_tenant(params.privacy.tenant)
     options = params.serving.serve.model_copy(update={key: value for key, value in
                                                       (("host", args.host), ("port", args.port)) if value is not None})
     serve_until_stopped(args.system, params.systems, options)
@@ -472,12 +474,15 @@ def _serve(args: argparse.Namespace) -> int:
     ],
 )
 def _loadtest(args: argparse.Namespace) -> int:
+    from ..core.caches import use_tenant
     from ..pipeline.loadtest import run as run_loadtest
     from ..pipeline.params import load_params
 
     overrides = {key: value for key, value in (("system", args.system), ("concurrency", args.concurrency),
                                                ("requests", args.requests)) if value is not None}
-    run_loadtest(load_params(args.params), args.snapshot, args.candidates, args.out, args.runs, overrides=overrides,
+    params = load_params(args.params)
+    use_tenant(params.privacy.tenant)
+    run_loadtest(params, args.snapshot, args.candidates, args.out, args.runs, overrides=overrides,
                  force=True)
     return 0
 

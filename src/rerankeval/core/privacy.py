@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TextIO
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from .config import StrictConfig
 
@@ -44,6 +44,9 @@ class PrivacyConfig(StrictConfig):
     redact: list[Literal["email", "phone", "kr_rrn", "card"]] = list(KINDS)
     patterns: list[str] = []
     """Further regular expressions, redacted as ``[redacted:custom]``."""
+    tenant: str | None = Field(None, min_length=1)
+    """The run's tenant: the caches (pair scores, embeddings, LLM replies) go to a folder of their own, named by the
+    label's hash, so two tenants never share an entry. null: the shared folder."""
 
     @field_validator("patterns")
     @classmethod

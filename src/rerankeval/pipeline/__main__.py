@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from importlib import import_module
 from pathlib import Path
 
+from ..core.caches import refuse_caches, use_tenant
 from ..core.errors import ConfigError, RerankevalError
 from ..core.privacy import redact_logs
 from ..workspace.paths import PipelinePaths
@@ -85,6 +86,11 @@ def run(stage: str, system: list[str]) -> None:
     if system and STAGES[stage].each == "systems" and system[0] not in params.configured_systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
                           f"{', '.join(params.configured_systems)}). Usage: {USAGE}.")
+    if {"privacy", "privacy.tenant"} & set(STAGES[stage].reads):
+        use_tenant(params.privacy.tenant)
+    else:
+        refuse_caches(f"stage {stage} opened a cache but does not declare privacy.tenant in "
+                      "rerankeval/pipeline/table.py (add it to `reads`): its entries could mix tenants")
     import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
 
 
