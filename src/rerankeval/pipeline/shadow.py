@@ -26,11 +26,15 @@ from ..retrieval.freeze import freeze
 from ..stats.agreement import run_agreement, summarize_agreement
 from ..systems.base import FUSION_FALLBACK, Query
 from ..systems.registry import BuildContext, build_system
-from ..systems.splits import split_candidates
+from ..serving.loadtest import Endpoint, Request, replay_arrivals
+from ..serving.server import free_port
+from ..serving.server import served as served_endpoint
+from ..systems.http_rerank import api_key
+from ..systems.splits import heads, split_candidates
 from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from ..workspace.runs import load_traits
 from .params import Params
-from .system_configs import seeded_configs, system_configs
+from .system_configs import first_seed_configs, seeded_configs, system_configs
 
 
 def run(params: Params, paths: PipelinePaths, name: str) -> None:
@@ -50,6 +54,8 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
     runs, latencies = _replay(params, paths, snapshot, systems, candidates, queries)
     arrivals = log.arrivals
     found = measure(runs, latencies, arrivals, baseline, config, params)
+    if config.served is not None:
+        found["served"] = served_replay(params, config, candidates, queries, arrivals, latencies)
     queue = judging_priority(arrivals, {system: 1.0 - entry["per_query_rbo"]
                                         for system, entry in found.pop("_per_query").items()})
     queue = queue.merge(queries[["query_id", "text"]], on="query_id").head(config.queue_rows)
@@ -138,6 +144,40 @@ def _replay(params: Params, paths: PipelinePaths, snapshot: Snapshot, systems: l
         runs[system], latencies[system] = rerank(candidates[typed[system].access_filter], views,
                                                  build_system(system, typed[system], context), settings)
     return runs, latencies
+
+
+def served_replay(params: Params, config, candidates: dict[bool, pd.DataFrame], queries: pd.DataFrame,
+                  arrivals: pd.DataFrame, latencies: dict[str, pd.DataFrame]) -> dict:
+    """The first ``served.max_arrivals`` arrivals sent at their times (divided by ``speed``) to the served system, each
+    request its query's top ``depth`` candidates; beside it, the simulated queue of the same arrivals from the
+    system's in-process service times, so the simulation is checked against the served model."""
+    served = config.served
+    if served.system not in latencies:
+        raise ConfigError(f"online.shadows: served.system {served.system!r} is not among the replayed systems "
+                          f"({', '.join(latencies)})")
+    system = first_seed_configs(params)[served.system]
+    each = expand_arrivals(arrivals).sort_values("seconds", kind="stable").head(served.max_arrivals)
+    views = {qid: Query(qid, text) for qid, text in zip(queries["query_id"], queries["text"])}
+    wanted = candidates[system.access_filter]
+    requests = {head.query_id: Request(head.query_text, head.passages, None)
+                for head in heads(wanted[wanted["query_id"].isin(set(each["query_id"]))], views, system.depth)}
+    sent = each[each["query_id"].isin(set(requests))]
+    seconds = (sent["seconds"].to_numpy() - each["seconds"].iloc[0]) / config.speed
+    schedule = [(float(at), requests[qid]) for at, qid in zip(seconds, sent["query_id"])]
+    latency = latencies[served.system]
+    service = cold_seconds(latency).set_axis(latency["query_id"])
+    simulated = queue_latency(seconds, service.reindex(sent["query_id"]).fillna(0.0).to_numpy())
+    if system.kind == "http_rerank":
+        endpoint = Endpoint(system.base_url, system.protocol, system.model, api_key(system, f"systems.{served.system}"))
+        return {"system": served.system, "endpoint": system.base_url, "arrivals": len(each),
+                "without_candidates": len(each) - len(schedule), "speed": config.speed,
+                "replayed": replay_arrivals(endpoint, schedule, served), "simulated": simulated}
+    options = params.serving.serve.model_copy(update={"port": free_port(params.serving.serve.host)})
+    with served_endpoint(served.system, params.systems, options) as url:
+        replayed = replay_arrivals(Endpoint(url, model=served.system), schedule, served)
+    return {"system": served.system, "endpoint": "rerankeval serve (Ray Serve, this machine)", "arrivals": len(each),
+            "without_candidates": len(each) - len(schedule), "speed": config.speed, "replayed": replayed,
+            "simulated": simulated}
 
 
 def measure(runs: dict[str, pd.DataFrame], latencies: dict[str, pd.DataFrame], arrivals: pd.DataFrame, baseline: str,

@@ -82,6 +82,9 @@ FROZEN = _paths("snapshot", "candidates", "passages")
 """The frozen candidates a stage reads. The withheld file (what the access filter removed, read by an
 ``access_filter: false`` system only) is covered by the candidates dep: the candidates record its sha256, so it
 cannot change without them, and its reader refuses a file that is not the recorded one."""
+TENANT = "privacy.tenant"
+"""Declared by every stage that opens a cache (pair scores, embeddings, LLM replies): the tenant names its folder
+(``core.caches``); the entry point refuses a cache to a stage that does not declare it."""
 FIT_SPLIT = ("dataset.name", "dataset.path", "train.fallback_path")
 """What reading a fitting split reads (``systems.splits``) besides the frozen candidates and the fallback stage's
 output: the source it names, the fallback it names in a refusal."""
@@ -97,13 +100,13 @@ STAGES: tuple[Stage, ...] = (
           inputs=("${dataset.path}",), outputs=(Output("${paths.snapshot}"),)),
     Stage("freeze", "The candidates every system reranks, with their exact text bytes, without what the asking user "
           "may not see (rerankeval.retrieval; what the access filter removed goes to the withheld file).",
-          reads=("retrieval",),
+          reads=("retrieval", TENANT),
           inputs=("${paths.snapshot}/corpus.parquet", "${paths.snapshot}/queries.parquet", "${retrieval.depends_on}"),
           outputs=(Output("${paths.candidates}"), Output("${paths.passages}"), Output("${paths.withheld}"),
                    Output("${paths.first_stage}"))),
     Stage("fallback", "The fitting splits the dataset lacks (most BEIR sets have a test split only), read from "
           "train.fallback_path and frozen once with the retrieval settings (rerankeval.pipeline.fallback).",
-          reads=("train.fallback_path", "dataset.name", "dataset.path", "retrieval"),
+          reads=("train.fallback_path", "dataset.name", "dataset.path", "retrieval", TENANT),
           inputs=("${paths.snapshot}", "${train.fallback_path}"), outputs=(Output("${paths.fallback}"),)),
     Stage("train", "Fine-tunes our cross-encoder (systems.ce_minilm_ft) on the train split only, or on "
           "train.fallback_path's when the dataset has none (rerankeval.training).",
@@ -111,7 +114,7 @@ STAGES: tuple[Stage, ...] = (
           inputs=(*FROZEN, "${paths.fallback}"), outputs=(Output("${train.out_dir}"),)),
     Stage("rerank", "One stage per system. `depends_on` (conf/system/*.yaml) is the model directory or run file DVC "
           "watches for it; the code of its kind and its components' is in its code fingerprint.",
-          reads=(f"systems.{SYSTEM}", "dataset.eval_split", *FIT_SPLIT),
+          reads=(f"systems.{SYSTEM}", "dataset.eval_split", *FIT_SPLIT, TENANT),
           inputs=(*FROZEN, "${paths.fallback}", "${item.depends_on}"),
           outputs=(Output(f"${{paths.runs}}/run_{SYSTEM}.parquet"), Output(f"${{paths.runs}}/latency_{SYSTEM}.parquet"),
                    Output(f"${{paths.runs}}/seed_runs_{SYSTEM}.parquet")),
@@ -119,7 +122,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("latency", "The latency the verdict reads, measured on its own for every system: warmed up, repeated "
           "rounds, nothing cached, noise stated (rerankeval.serving.measure). With serving.loadtest.enabled (off in "
           "the demo) also the served model under load.",
-          reads=("serving", "systems", "system_names", "dataset.eval_split", *FIT_SPLIT),
+          reads=("serving", "systems", "system_names", "dataset.eval_split", *FIT_SPLIT, TENANT),
           inputs=(*FROZEN, "${paths.fallback}", "${paths.runs}"),
           outputs=(Output("${paths.latency}", cache=False, persist=True),
                    Output("${paths.reports}/loadtest.json", cache=False, metric=True)),
@@ -131,10 +134,10 @@ STAGES: tuple[Stage, ...] = (
           outputs=(Output(f"${{paths.contexts}}/context_{SYSTEM}.parquet"),), per_system=True),
     Stage("calibrate", "The generator's calibrated settings (the extractive abstention threshold), fitted once on the "
           "train split.",
-          reads=("rag.select", "rag.generator", "rag.calibration_split", "retrieval.access"),
+          reads=("rag.select", "rag.generator", "rag.calibration_split", "retrieval.access", TENANT),
           inputs=FROZEN, outputs=(Output("${paths.calibration}"),), kinds="generator"),
     Stage("generate", "Stage 4: one generator, prompt and budget for every system (rerankeval.rag.generators).",
-          reads=("rag.generator", "rag.claims", "dataset.eval_split"),
+          reads=("rag.generator", "rag.claims", "dataset.eval_split", TENANT),
           inputs=(*FROZEN, f"${{paths.contexts}}/context_{SYSTEM}.parquet", "${paths.calibration}"),
           outputs=(Output(f"${{paths.answers}}/answers_{SYSTEM}.parquet"),
                    Output(f"${{paths.answers}}/timing_{SYSTEM}.parquet")),
@@ -154,7 +157,7 @@ STAGES: tuple[Stage, ...] = (
                    Output("${paths.reports}/judging_queue.tsv", cache=False))),
     Stage("sweep", "Policy sweeps (params `policies`) over stored scores, after every rerank stage so their pairs are "
           "in the cache.",
-          reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT),
+          reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT, TENANT),
           inputs=_paths("snapshot", "candidates", "fallback", "runs"), outputs=(Output("${paths.sweeps}"),),
           kinds="systems"),
     Stage("online", "Each challenger's online experiment sized before launch: simulated users on interleaved pages "
@@ -177,8 +180,9 @@ STAGES: tuple[Stage, ...] = (
           per_system=True, each="online.readouts"),
     Stage("shadow", "One stage per query log under online.shadows (none without a log): the logged queries replayed, "
           "without judgments, through the frozen first stage and the systems; agreement with the baseline, latency at "
-          "the log's arrival pattern, guardrails per segment, and the log's judging queue (rerankeval.online.shadow).",
-          reads=(f"online.shadows.{SYSTEM}", "online.seed", "retrieval", "systems", "system_names",
+          "the log's arrival pattern (simulated, and sent to the served system with `served`), guardrails per "
+          "segment, and the log's judging queue (rerankeval.online.shadow).",
+          reads=(f"online.shadows.{SYSTEM}", "online.seed", "retrieval", "systems", "system_names", "serving.serve",
                  "compare.baselines", "compare.confidence", "compare.samples", "compare.seed", "compare.ci_method",
                  "dataset.eval_split", "privacy", *FIT_SPLIT),
           inputs=(*FROZEN, "${paths.fallback}", "${paths.runs}", "${item.log}"),

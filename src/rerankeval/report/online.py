@@ -204,6 +204,8 @@ def shadow_page(found: Mapping[str, Any]) -> str:
               "Latency: each query's cold service time as the replay measured it (pairs already scored replay their "
               "recorded compute time), through one first-in-first-out server at the logged arrival times; "
               "utilisation above 1 means one server cannot keep up with the traffic.", ""]
+    if found.get("served"):
+        lines += served_replay_section(found["served"])
     guard_rows = [[f"`{system}`", segment, f"{row['arrivals']:,}", f"{row['empty']:,}", f"{row['fallbacks']:,}",
                    f"{row['timeouts']:,}"]
                   for system, entry in found["systems"].items() for segment, row in entry["guardrails"].items()]
@@ -212,6 +214,22 @@ def shadow_page(found: Mapping[str, Any]) -> str:
               f"The log's queries to judge first, by traffic times disagreement with the baseline: "
               f"`{found['queue']['path']}` ({found['queue']['rows']} rows).", ""]
     return "\n".join(lines)
+
+
+def served_replay_section(served: Mapping[str, Any]) -> list[str]:
+    """The served system at the log's arrival pattern beside the simulated queue of the same arrivals."""
+    replayed, simulated = served["replayed"], served["simulated"]
+    rows = [["served, open loop", f"{replayed['requests']:,}", _ms(replayed["p50_ms"]), _ms(replayed["p95_ms"]),
+             _ms(replayed["p99_ms"]), f"{replayed['timeout_rate']:.3f}", f"{replayed['error_rate']:.3f}"],
+            ["simulated (in-process service times, one FIFO server)",
+             f"{served['arrivals'] - served['without_candidates']:,}", _ms(simulated["p50_ms"]), _ms(simulated["p95_ms"]), _ms(simulated["p99_ms"]), "", ""]]
+    return [f"## `{served['system']}` served at the log's arrival pattern", "", table(
+        ["latency", "requests", "p50 ms", "p95 ms", "p99 ms", "timeout rate", "error rate"], rows), "",
+            f"The first {served['arrivals']:,} arrivals ({replayed['span_s']:,.0f} s at {served['speed']:g}x the "
+            f"recorded pace) sent at their own times to {served['endpoint']}, whatever was still in flight; each "
+            f"response time counts from its scheduled arrival (the client sent at most "
+            f"{replayed['max_send_lag_ms']:,.0f} ms late). {served['without_candidates']:,} arrivals found no "
+            "candidate and sent nothing.", ""]
 
 
 def _mean_ci(interval: Mapping[str, float] | None) -> str:

@@ -11,6 +11,10 @@ system's run, before truncation), timeout, retry and error rates, and the server
 The server's peak memory comes from its health endpoint (``rerankeval serve``). The same requests are also scored
 in-process, one at a time, so the report states serving's overhead; and a served learned system's reply scores are
 checked against that in-process model's (``score_parity``), so the endpoint timed is the model evaluated.
+
+``replay_arrivals`` drives the endpoint open-loop instead: each request is sent at its own time (a query log's arrival
+pattern, ``online.shadows``), whatever is still in flight, and its response time counts from that scheduled arrival,
+so the server's queueing is in it as a user would meet it.
 """
 
 from __future__ import annotations
@@ -118,6 +122,42 @@ def summarise_level(concurrency: int, done: Sequence[tuple[Request, Outcome]], w
         "retry_rate": sum(outcome.attempts - 1 for _, outcome in done) / len(done),
         "server_compute_p50_ms": float(np.median(server) * 1000) if server else None,
     }
+
+
+async def _open_loop(endpoint: Endpoint, schedule: Sequence[tuple[float, Request]],
+                     retry: RetrySettings) -> tuple[list[tuple[float, float, Outcome]], float]:
+    """(scheduled arrival s, response s from it, outcome) per request, and the wall time of the whole replay."""
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+    async with AsyncHttpClient(retry, headers, secrets=[endpoint.api_key], max_connections=len(schedule) or 1,
+                               seed=0) as client:
+        started = time.perf_counter()
+
+        async def arrive(at: float, request: Request) -> tuple[float, float, Outcome]:
+            await asyncio.sleep(max(0.0, at - (time.perf_counter() - started)))
+            sent = time.perf_counter() - started
+            outcome = await _send(client, endpoint, request)
+            return at, sent - at + outcome.seconds, outcome
+
+        done = await asyncio.gather(*(arrive(at, request) for at, request in schedule))
+        return list(done), time.perf_counter() - started
+
+
+def replay_arrivals(endpoint: Endpoint, schedule: Sequence[tuple[float, Request]],
+                    retry: RetrySettings) -> dict[str, Any]:
+    """The requests sent open-loop at their times (seconds from the first, in order): response-time percentiles from
+    each scheduled arrival (a failed request's time is how long its user waited), how late the client sent (its own
+    lag, which should stay near 0), and how they ended."""
+    done, wall_s = asyncio.run(_open_loop(endpoint, schedule, retry))
+    statuses = [outcome.status for _, _, outcome in done]
+    ok = sum(status == "ok" for status in statuses)
+    span = schedule[-1][0] - schedule[0][0] if schedule else 0.0
+    return {"requests": len(done), "ok": ok, "span_s": float(span), "wall_s": float(wall_s),
+            **percentiles_ms([seconds for _, seconds, _ in done]),
+            "max_send_lag_ms": float(max((seconds - outcome.seconds for _, seconds, outcome in done), default=0.0)
+                                     * 1000),
+            "timeout_rate": statuses.count("timeout") / len(done) if done else 0.0,
+            "error_rate": sum(status not in ("ok", "timeout") for status in statuses) / len(done) if done else 0.0,
+            "retry_rate": sum(outcome.attempts - 1 for _, _, outcome in done) / len(done) if done else 0.0}
 
 
 def run_levels(endpoint: Endpoint, requests: Sequence[Request], settings: LoadTestConfig) -> list[dict[str, Any]]:
