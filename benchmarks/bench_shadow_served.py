@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
+import sys
 from contextlib import contextmanager
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -30,34 +29,14 @@ from rerankeval.workspace.paths import PipelinePaths
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class _StandIn(BaseHTTPRequestHandler):
-    """A rerank API (Cohere's protocol) that scores every passage by its position: the smoke run's endpoint."""
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        payload = json.dumps({"results": [{"index": i, "relevance_score": 1.0 / (i + 1)}
-                                          for i in range(len(body["documents"]))]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
 @contextmanager
 def stand_in(cache_dir: str):
-    """An ``http_rerank`` system's settings, its endpoint served on 127.0.0.1 for the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield {"kind": "http_rerank", "base_url": f"http://127.0.0.1:{server.server_address[1]}",
-               "model": "stand-in", "depth": 10, "cache_dir": cache_dir}
-    finally:
-        server.shutdown()
-        server.server_close()
+    """An ``http_rerank`` system's settings, its endpoint (tests/fake_rerank_api.py) on 127.0.0.1 for the block."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fake_rerank_api import rerank_api
+
+    with rerank_api() as url:
+        yield {"kind": "http_rerank", "base_url": url, "model": "stand-in", "depth": 10, "cache_dir": cache_dir}
 
 
 def measure(log_name: str, system: str, arrivals: int, speed: float, extra: dict | None = None) -> dict:

@@ -2,10 +2,7 @@
 the judging order worked out by hand, then the stage on the demo's outputs with a small log."""
 
 import json
-import threading
-import time
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +13,7 @@ import yaml
 from rerankeval.core.errors import CollectionError
 from rerankeval.online.shadow import (judging_priority, log_query_id, queue_latency, read_query_log,
                                       segment_guardrails)
+from tests.fake_rerank_api import rerank_api
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -145,25 +143,8 @@ def test_the_stage_replays_a_log_through_the_systems_on_the_demo(demo, tmp_path,
     assert "# Shadow replay `t`" in page and "`ce_minilm_ft`" in page
 
 
-class _OneAtATime(BaseHTTPRequestHandler):
-    """A rerank API (Cohere's protocol) that serves one request at a time, each in ``SERVICE_S``: the queue a log's
-    burst meets is then known exactly."""
-
-    SERVICE_S = 0.1
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        time.sleep(self.SERVICE_S)
-        results = [{"index": i, "relevance_score": 1.0 / (i + 1)} for i in range(len(body["documents"]))]
-        payload = json.dumps({"results": results}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
+SERVICE_S = 0.1
+"""Each request's time at the one-at-a-time API: the queue a log's burst meets is then known exactly."""
 
 
 def test_a_burst_sent_open_loop_to_a_served_system_meets_the_queue_the_simulation_predicts(demo, tmp_path,
@@ -176,26 +157,21 @@ def test_a_burst_sent_open_loop_to_a_served_system_meets_the_queue_the_simulatio
     from rerankeval.pipeline import shadow
     from rerankeval.pipeline.params import Params
 
-    server = HTTPServer(("127.0.0.1", 0), _OneAtATime)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with rerank_api(SERVICE_S, one_at_a_time=True) as url:
         monkeypatch.chdir(REPO)
         texts = Snapshot(demo.snapshot).queries_of("test")["text"].tolist()[:4]
         log = write_log(tmp_path / "log.jsonl", [{"query": text, "time": "2026-11-02T09:00:00Z"} for text in texts])
         data = yaml.safe_load((REPO / "params.yaml").read_text())
-        data["systems"]["api"] = {"kind": "http_rerank", "base_url": f"http://127.0.0.1:{server.server_address[1]}",
-                                  "model": "one-at-a-time", "depth": 5, "cache_dir": str(tmp_path / "cache")}
+        data["systems"]["api"] = {"kind": "http_rerank", "base_url": url, "model": "one-at-a-time", "depth": 5,
+                                  "cache_dir": str(tmp_path / "cache")}
         data["system_names"] = list(data["systems"])
         data["online"]["shadows"] = {"t": {"log": str(log), "systems": ["fusion", "api"],
                                            "served": {"system": "api", "max_arrivals": 10}}}
         paths = replace(demo, reports=tmp_path / "reports")
         shadow.run(Params.parse(data), paths, "t")
-    finally:
-        server.shutdown()
-        server.server_close()
     served = json.loads(paths.shadow("t").read_text())["served"]
     replayed, simulated = served["replayed"], served["simulated"]
     assert (served["arrivals"], served["without_candidates"], replayed["requests"], replayed["ok"]) == (4, 0, 4, 4)
-    last_waits = 3.5 * _OneAtATime.SERVICE_S  # the fourth arrival: three requests ahead of it, then its own
+    last_waits = 3.5 * SERVICE_S  # the fourth arrival: three requests ahead of it, then its own
     assert replayed["p99_ms"] / 1000 >= last_waits and simulated["p99_ms"] / 1000 >= last_waits
     assert "served at the log's arrival pattern" in paths.shadow("t").with_suffix(".md").read_text()
