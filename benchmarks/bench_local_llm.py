@@ -47,11 +47,12 @@ def signed(value: dict) -> str:
     return f"{value['delta']:+.3f} [{value['low']:+.3f}, {value['high']:+.3f}]"
 
 
-def best_reranker(run: dict) -> str:
-    """The challenger with the highest nDCG@10 that is neither a bound nor a first-stage ordering."""
+def best_reranker(run: dict) -> str | None:
+    """The challenger with the highest nDCG@10 that is neither a bound nor a first-stage ordering (None: the run has
+    none, as a run made for the generator's sanity check alone)."""
     systems = run["metrics"]["systems"]
     rerankers = [name for name in systems if name not in REFERENCE_SYSTEMS + FIRST_STAGE_SYSTEMS]
-    return max(sorted(rerankers), key=lambda name: systems[name]["nDCG@10"])
+    return max(sorted(rerankers), key=lambda name: systems[name]["nDCG@10"]) if rerankers else None
 
 
 def answer_delta(run: dict, challenger: str, measure: str = "AnswerF1") -> dict | None:
@@ -93,7 +94,7 @@ def measures_table(label: str, run: dict) -> dict:
             "columns": ["system", "nDCG@10", *ANSWER_MEASURES], "rows": rows}
 
 
-def ablation_table(runs: dict[str, dict]) -> dict:
+def ablation_table(runs: dict[str, dict]) -> dict | None:
     rows = []
     collections = dict.fromkeys(label.split("/")[0] for label in runs)
     for collection in collections:
@@ -101,6 +102,8 @@ def ablation_table(runs: dict[str, dict]) -> dict:
         if not all(pair.values()):
             continue
         best = best_reranker(pair["llm"])
+        if best is None:
+            continue
         row = [collection, f"`{best}`"]
         for generator in ("extractive", "llm"):
             run = pair[generator]
@@ -109,6 +112,8 @@ def ablation_table(runs: dict[str, dict]) -> dict:
             row += [interval(systems["fusion"].get("AnswerF1")), interval(systems[best].get("AnswerF1")),
                     signed(delta) if delta else "n/a"]
         rows.append(row)
+    if not rows:
+        return None
     return {"title": "2x2 ablation on AnswerF1: the fused order and the best reranker (by nDCG@10), extractive "
                      "generator and local LLM",
             "columns": ["collection", "best reranker", "fusion, extractive", "best, extractive", "Δ extractive",
@@ -139,7 +144,7 @@ def timing_table(runs: dict[str, dict]) -> dict | None:
 
 
 def record(runs: dict[str, dict]) -> list[dict]:
-    tables = [sanity_table(runs), ablation_table(runs)]
+    tables = [table for table in (sanity_table(runs), ablation_table(runs)) if table]
     tables += [measures_table(label, run) for label, run in runs.items() if label.endswith("/llm")]
     timing = timing_table(runs)
     return tables + ([timing] if timing else [])
