@@ -91,7 +91,10 @@ def run(stage: str, system: list[str]) -> None:
     else:
         refuse_caches(f"stage {stage} opened a cache but does not declare privacy.tenant in "
                       "rerankeval/pipeline/table.py (add it to `reads`): its entries could mix tenants")
-    import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
+    try:
+        import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
+    finally:  # the tenant and the refusal are this stage's, not the process's (a test runs several stages)
+        use_tenant(None)
 
 
 def main(argv: list[str]) -> int:
