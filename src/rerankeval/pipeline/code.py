@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from importlib.metadata import entry_points
 from importlib.util import find_spec
 from pathlib import Path
@@ -34,7 +35,13 @@ GROUPS = {"system": "rerankeval.systems", "executor": "rerankeval.executors", "g
 def kind_module(group: str, name: str) -> str | None:
     """The module the entry point of ``name`` in ``group`` names (None: not declared; the stage that builds it says
     so)."""
-    return next((point.module for point in entry_points(group=GROUPS[group]) if point.name == name), None)
+    return _entry_modules(GROUPS[group]).get(name)
+
+
+@lru_cache(maxsize=None)
+def _entry_modules(group: str) -> dict[str, str]:
+    """A group's entry points, read once per process (each read scans every installed distribution's metadata)."""
+    return {point.name: point.module for point in entry_points(group=group)}
 
 
 def code_files(modules: Iterable[str]) -> dict[str, str]:

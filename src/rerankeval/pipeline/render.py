@@ -19,6 +19,7 @@ import ast
 import re
 import sys
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 from .params import block_module
@@ -50,8 +51,16 @@ def module_files(module: str, root: Path) -> list[Path]:
 
 def imported_names(path: Path, module: str) -> set[str]:
     """Every ``rerankeval`` name ``path`` (the file of ``module``) imports, anywhere in it, relative ones resolved."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return set(_imported_names(path.read_text(encoding="utf-8"), str(path), module))
+
+
+@lru_cache(maxsize=None)
+def _imported_names(source: str, filename: str, module: str) -> frozenset[str]:
+    """``imported_names`` of one text, kept per distinct text: every stage's and every system's closure visits the same
+    files. ``pipeline.code.fingerprints`` of the demo's params parsed about 150 files 3,306 times: 6.7 s, 0.8 s with
+    this (timed in one process, Intel Xeon, 2 cores)."""
+    tree = ast.parse(source, filename)
+    package = module if Path(filename).name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
     imports_by_name = False
     for node in ast.walk(tree):
@@ -70,7 +79,7 @@ def imported_names(path: Path, module: str) -> set[str]:
     if imports_by_name:
         names.update(f"{module}.{node.value}" for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier())
-    return {name for name in names if name == PACKAGE or name.startswith(PACKAGE + ".")}
+    return frozenset(name for name in names if name == PACKAGE or name.startswith(PACKAGE + "."))
 
 
 def declared_targets(module: str, root: Path = Path(".")) -> list[str]:
