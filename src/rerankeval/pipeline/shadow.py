@@ -24,12 +24,11 @@ from ..retrieval.candidates import candidate_source
 from ..retrieval.config import HybridConfig
 from ..retrieval.freeze import freeze
 from ..stats.agreement import run_agreement, summarize_agreement
-from ..systems.base import FUSION_FALLBACK, Query
-from ..systems.registry import BuildContext, build_system
 from ..serving.loadtest import Endpoint, Request, replay_arrivals
-from ..serving.server import free_port
-from ..serving.server import served as served_endpoint
+from ..serving.server import free_port, served as served_endpoint
+from ..systems.base import FUSION_FALLBACK, Query
 from ..systems.http_rerank import api_key
+from ..systems.registry import BuildContext, build_system
 from ..systems.splits import heads, split_candidates
 from ..workspace.paths import SYSTEM_PLACEHOLDER, PipelinePaths
 from ..workspace.runs import load_traits
@@ -168,14 +167,15 @@ def served_replay(params: Params, config, candidates: dict[bool, pd.DataFrame], 
     service = cold_seconds(latency).set_axis(latency["query_id"])
     simulated = queue_latency(seconds, service.reindex(sent["query_id"]).fillna(0.0).to_numpy())
     if system.kind == "http_rerank":
-        endpoint = Endpoint(system.base_url, system.protocol, system.model, api_key(system, f"systems.{served.system}"))
-        return {"system": served.system, "endpoint": system.base_url, "arrivals": len(each),
-                "without_candidates": len(each) - len(schedule), "speed": config.speed,
-                "replayed": replay_arrivals(endpoint, schedule, served), "simulated": simulated}
-    options = params.serving.serve.model_copy(update={"port": free_port(params.serving.serve.host)})
-    with served_endpoint(served.system, params.systems, options) as url:
-        replayed = replay_arrivals(Endpoint(url, model=served.system), schedule, served)
-    return {"system": served.system, "endpoint": "rerankeval serve (Ray Serve, this machine)", "arrivals": len(each),
+        where = system.base_url
+        endpoint = Endpoint(where, system.protocol, system.model, api_key(system, f"systems.{served.system}"))
+        replayed = replay_arrivals(endpoint, schedule, served)
+    else:
+        where = "rerankeval serve (Ray Serve, this machine)"
+        options = params.serving.serve.model_copy(update={"port": free_port(params.serving.serve.host)})
+        with served_endpoint(served.system, params.systems, options) as url:
+            replayed = replay_arrivals(Endpoint(url, model=served.system), schedule, served)
+    return {"system": served.system, "endpoint": where, "arrivals": len(each),
             "without_candidates": len(each) - len(schedule), "speed": config.speed, "replayed": replayed,
             "simulated": simulated}
 
