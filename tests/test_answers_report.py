@@ -41,17 +41,15 @@ def test_answers_section_renders_the_ablation(tmp_path):
                                     "permutations": 500, "min_slice_size": 3, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
     result, _ = compare(frame, slices, settings, settings.release)
-    timing = {s: pd.DataFrame({"query_id": sorted(set(frame["query_id"])), "generate_s": 0.002, "cache_hit": False})
-              for s in ("fusion", "ce")}
-    latency = {s: pd.DataFrame({"query_id": sorted(set(frame["query_id"])), "position": range(24), "wall_s": 0.01,
-                                "replayed_s": 0.0}) for s in ("fusion", "ce")}
-    text = answers_section(result, frame, latency, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
-                                                                {"split": "train", "result": {}}, timing),
-                           2, tmp_path, "plots")
+    result["costs"] = {"end_to_end": {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0,
+                                                 "cached_answers": 0}}}
+    text = answers_section(result, frame, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
+                                                       {"split": "train", "result": {}}), tmp_path, "plots")
     assert "24 queries: 24 with gold answers, 20 with a relevant passage" in text
     # Sizes per measure: no abstention query has nDCG@10, all 4 have the answer measures.
     assert "| abstention | 0 ⚠ / 4 | `ce` |" in text and "### Outcomes" in text
     assert (tmp_path / "ranking_vs_answer.png").stat().st_size > 1000
+    assert "| `fusion` | 12.0 | 12.5 | 2.00 | 0 |" in text  # compare.json's end-to-end latency, rendered
     counts = outcome_counts(frame).set_index("system")
     assert counts.loc["fusion"].tolist() == [7, 7, 6, 0, 4, 0]
     deltas = ranking_vs_answer(frame, "fusion", "nDCG@10", "AnswerF1")

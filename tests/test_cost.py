@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.report.cost import cost_per_query, latency_at_depth, pareto_front, token_summary
+from rerankeval.policies.frontier import pareto_front
+from rerankeval.rerank.cost import cost_per_query, latency_at_depth, token_summary
 from rerankeval.rerank.latency import summarise_latency
 
 

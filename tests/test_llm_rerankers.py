@@ -154,7 +154,7 @@ def test_too_many_invalid_outputs_block_accept():
 
 
 def test_a_hosted_endpoints_tokens_are_its_cost_a_local_ones_machine_time(tmp_path):
-    from rerankeval.report.serving import llm_cost_per_1k
+    from rerankeval.rerank.cost import llm_cost_per_1k
 
     latency = pd.DataFrame({"timings": [{"prompt_tokens": 1000.0, "completion_tokens": 100.0},
                                         {"prompt_tokens": 3000.0, "completion_tokens": 300.0}]})

@@ -86,3 +86,29 @@ def test_every_demo_reject_for_significance_has_an_adjusted_p_below_alpha_in_its
     families = verdicts["inference"]["families"]
     release = families[f"release vs {verdicts['baseline']}"]["members"]
     assert len(release) >= 2 and not {"bm25", "dense", "oracle", "random"} & set(release)
+
+
+def test_each_system_has_one_p95_in_the_analysis_and_on_the_decision_page():
+    verdicts, compare = _demo()
+    measured, costs = verdicts["latency_p95_ms"], compare["costs"]
+    checked = 0
+    for system, p95 in measured.items():
+        if p95 is None:
+            continue
+        record = costs["systems"][system]
+        assert record["latency_scale"] * record["p95_ms"] == pytest.approx(p95, rel=1e-9), system
+        deepest = max((row for row in costs["depths"] if row["system"] == system), key=lambda row: row["depth"])
+        assert deepest["p95_ms"] == pytest.approx(p95, rel=1e-9), system  # the depth curve ends at its measured p95
+        checked += 1
+    configured = [point for point in costs["frontier"] if point["policy"] == point["system"]]
+    assert configured, "the demo's composites are frontier points as configured: this test must see them"
+    for point in configured:
+        assert point["p95_ms"] == pytest.approx(measured[point["system"]], rel=1e-9), point["label"]
+    decision = (REPORTS / "report.md").read_text(encoding="utf-8")
+    for system, verdict in verdicts["verdicts"].items():
+        marks = ("| superior |", "| noninferior", "(bound) |", "| first-stage order |")  # the tables with a p95
+        rows = [line for line in decision.splitlines() if line.startswith(f"| `{system}` |")
+                and any(mark in line for mark in marks)]
+        assert rows and all(f"| {measured[system]:.2f} |" in row or f"| {measured[system]:.1f}" in row
+                            for row in rows), system  # challengers with 1 decimal, reference systems with 2
+    assert checked == len([p for p in measured.values() if p is not None]) >= 5

@@ -20,6 +20,8 @@ RESAMPLING = {"rerankeval.stats.resampling", "rerankeval.stats.domains", "rerank
 RESAMPLING_NAMES = {"bootstrap_ci", "bootstrap_means", "slice_ci", "family_intervals", "family_slices",
                     "mean_intervals", "release_evidence", "weighted_bootstrap_ci", "diff_revisions", "mean_interval",
                     "precision_variant"}
+COSTING = {"rerank.cost", "policies.frontier", "rerank.latency"}
+"""What computes costs, latency percentiles and the frontier: the compare stage's analysis, never a page's."""
 QUERIES = [f"q{i:03d}" for i in range(80)]
 
 
@@ -86,6 +88,8 @@ def test_report_modules_do_not_resample():
                 if module in RESAMPLING or names & RESAMPLING_NAMES or (
                         module == "rerankeval.stats" and names & {m.rsplit(".", 1)[1] for m in RESAMPLING}):
                     found.append(f"{path.name}:{node.lineno} imports {sorted(names)} from {module}")
+                if module.removeprefix("rerankeval.") in COSTING and names - {"SECONDS_PER_HOUR"}:
+                    found.append(f"{path.name}:{node.lineno} computes costs with {sorted(names)} from {module}")
     assert found == []
 
 

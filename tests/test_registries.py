@@ -18,7 +18,7 @@ from rerankeval.eval.measures.base import FAMILIES, INPUTS
 from rerankeval.pipeline.params import load_params
 from rerankeval.pipeline.system_configs import system_configs
 from rerankeval.rag.generators import GENERATORS, extractive  # noqa: F401  (registers a built-in generator)
-from rerankeval.report.frontier import frontier_points
+from rerankeval.policies.frontier import frontier_points
 from rerankeval.retrieval.dense import ENCODERS
 from rerankeval.stats.sanity import first_stage_sanity
 from rerankeval.systems.registry import SYSTEM_KINDS, SystemConfig, register_system

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from rerankeval.report.configurations import configurations_section
-from rerankeval.report.frontier import frontier_points, plot_frontier
+from rerankeval.policies.frontier import frontier_points
+from rerankeval.report.frontier import plot_frontier
 from rerankeval.report.moved import moved_per_query, moved_section
 from rerankeval.stats.variants import mean_interval
 from rerankeval.systems.roles import KindTraits
@@ -76,11 +77,12 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
     traits = {"routed": KindTraits(composite=True), "blend": KindTraits(composite=True)}
     text = configurations_section(["routed"], configs, traits, described, {"routed": latency},
                                   {"routed": {"composite_pairs": {"scored": 0, "from_cache": 60}}}, per_query,
-                                  compare, queries, "nDCG@10", 0, 3.6,
+                                  compare, queries, "nDCG@10", {"routed": 412.5}, 3.6,
                                   {"routed": {"cold_seconds": mean_interval(latency["compute_s"].to_numpy(), BOOT),
                                               "skipped": mean_interval(np.array([1.0, 0, 1, 0]), BOOT)}}, 5)
     assert "if identifier_in_query=True then skip; else blend" in text
     assert "| 50% [" in text and "| 0 / 60 |" in text  # skip rate with its CI; pairs scored / from the cache
+    assert "| 412.5 |" in text  # the p95 its verdict read: one p95 per system on every page
     assert "No configuration beats `fusion` with a CI above 0" in text
     assert "1 of them lose, 0 gain" in text and "| a | PAY-1042 retry? | -0.5000 |" in text
 

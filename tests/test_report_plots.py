@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from rerankeval.policies.frontier import POINT_COLUMNS, pareto_front
 from rerankeval.report import answers, frontier, plots
 
 CHALLENGERS = ["blend_ce_fusion", "cascade_bm25_ce", "ce_minilm_ft", "ce_minilm_ft_int8", "routed_blend"]
@@ -70,8 +71,8 @@ def demo_points() -> pd.DataFrame:
     rows += [("blend_ce_fusion", "blend_ce_fusion", "blend_ce_fusion", 0.726, 3724.0, 0.055, 0),
              ("routed_blend", "routed_blend", "routed_blend", 0.703, 3556.0, 0.044, 0),
              ("cascade_bm25_ce", "cascade_bm25_ce", "cascade_bm25_ce", 0.625, 1243.0, 0.018, 0)]
-    points = pd.DataFrame(rows, columns=frontier.POINT_COLUMNS)
-    points["frontier"] = frontier.pareto_front(points)
+    points = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    points["frontier"] = pareto_front(points)
     return points
 
 

@@ -64,9 +64,9 @@ def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cac
     summary = summarise_latency(warm, warmup_queries=0)
     assert summary["fallbacks"] == 3 and summary["queries"] == 6
     section = cost_section({"slow": {**summary, "tokens_per_s": None, "pair_tokens_p50": None,
-                                     "pair_tokens_p95": None, "truncation_rate": None, "cost_per_1k_queries": 0.0}},
-                           1.0)
-    assert "| `slow` | 6 | 3 |" in section and "| system | queries | fallbacks |" in section
+                                     "pair_tokens_p95": None, "truncation_rate": None, "latency_scale": 1.0,
+                                     "cost_per_1k_queries": 0.0}}, 1.0, {"slow": 12.5})
+    assert "| `slow` | 12.5 | 6 | 3 |" in section and "| system | p95 ms | queries | fallbacks |" in section
 
 
 def test_a_run_copied_over_another_systems_or_from_other_candidates_is_refused(stage):

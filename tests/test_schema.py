@@ -1,5 +1,6 @@
-"""verdicts.json has a declared shape (stats.schema): the committed demo's file and every compare() result hold to
-it, the schema in docs/ is the models' rendering, and an undeclared field is refused by name."""
+"""compare.json and verdicts.json have a declared shape (stats.schema): the committed demo's files and every compare()
+result hold to it, the schema in docs/ is the models' rendering, an undeclared field is refused by name, and a page
+refuses a file this version's compare stage would not write."""
 
 import json
 from pathlib import Path
@@ -34,3 +35,16 @@ def test_the_demos_verdicts_hold_to_the_schema_and_a_new_field_must_be_declared(
     verdicts["verdicts"][first]["decision"] = "MAYBE"
     with pytest.raises(ContractError, match=rf"verdicts\.{first}\.decision"):
         checked_verdicts(verdicts, "reports/verdicts.json")
+
+
+def test_a_page_refuses_a_comparison_another_version_wrote_naming_the_field_and_the_fix(tmp_path):
+    from rerankeval.stats.schema import read_checked
+
+    compare = json.loads(Path("reports/compare.json").read_text())
+    assert read_checked("compare", "reports/compare.json") == compare
+    del compare["costs"]["frontier"][0]["p95_ms"]  # an older compare stage's frontier point
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(compare))
+    with pytest.raises(ContractError, match=r"compare\.json: costs\.frontier\.0\.p95_ms: Field required \(not what "
+                                            r"this version's compare stage writes\. Fix: re-run it: `dvc repro compare`"):
+        read_checked("compare", path)

@@ -10,7 +10,9 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.io import write_json
+from rerankeval.policies.frontier import served_point
 from rerankeval.report import serving as report_serving
+from rerankeval.rerank.cost import api_cost_per_1k
 from rerankeval.serving.config import LatencyConfig, LoadTestConfig
 from rerankeval.serving.loadtest import Endpoint, Request, overhead, run_levels
 from rerankeval.serving.measure import measure_latency, verdict_latencies
@@ -156,7 +158,7 @@ def test_report_sections_plot_pareto_point_and_efficiency_record(tmp_path):
     points = pd.DataFrame({"policy": ["ce depth", "ce depth", "fusion depth"], "position": [10, 30, 100],
                            "quality": [0.5, 0.6, 0.55], "p95_ms": [100.0, 300.0, 0.1],
                            "label": ["ce@10", "ce@30", "fusion@100"]})
-    with_served = report_serving.served_pareto_points(points, loadtest)
+    with_served = served_point(points, loadtest)
     assert with_served.iloc[-1][["label", "quality", "p95_ms"]].tolist() == ["ce@30 served, concurrency 8", 0.6, 160.0]
     record = report_serving.efficiency_record({"ce": measurement(400.0)}, {"ce": "load test at concurrency 8"},
                                               loadtest)
@@ -168,11 +170,11 @@ def test_report_sections_plot_pareto_point_and_efficiency_record(tmp_path):
 def test_api_prices_give_the_cost_columns():
     latency = pd.DataFrame({"n_pairs": [100, 150], "timings": [[("billed_tokens", 2000.0)], [("billed_tokens", 4000.0)]]})
     per_search = {"kind": "http_rerank", "price_per_search_usd": 0.002, "documents_per_search": 100}
-    assert report_serving.api_cost_per_1k(per_search, latency) == pytest.approx(0.002 * 1.5 * 1000)
+    assert api_cost_per_1k(per_search, latency) == pytest.approx(0.002 * 1.5 * 1000)
     per_token = {"kind": "http_rerank", "price_per_million_tokens_usd": 0.02}
-    assert report_serving.api_cost_per_1k(per_token, latency) == pytest.approx(0.02 * 3000 / 1e6 * 1000)
+    assert api_cost_per_1k(per_token, latency) == pytest.approx(0.02 * 3000 / 1e6 * 1000)
     unreported = latency.assign(timings=[[], []])
-    assert report_serving.api_cost_per_1k(per_token, unreported) is None
+    assert api_cost_per_1k(per_token, unreported) is None
 
 
 def test_serve_refuses_systems_without_a_model_of_their_own():

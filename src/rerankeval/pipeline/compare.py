@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.io import read_table, table_metadata, write_json
+from ..core.io import read_json, read_table, table_metadata, write_json
 from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
+from ..policies.frontier import frontier_points, own_points
+from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, system_costs
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
 from ..stats.agreement import agreement_summary, score_parity
@@ -21,7 +23,8 @@ from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
-from ..workspace.paths import FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
+from ..workspace.paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE,
+                               SYSTEM_PLACEHOLDER, PipelinePaths)
 from ..workspace.runs import load_latencies, load_runs, load_traits
 from .judging import write_judging_queue
 from .params import Params
@@ -97,6 +100,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
             settings.baseline, **settings.resampling(with_method=False))
     verdicts["served_parity"] = parity
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
+    result["costs"] = cost_analysis(params, paths, per_query, runs, latency_frames, traits, verdicts["latency_p95_ms"])
     # Written for people as well as programs: personal data in query texts is redacted (core.privacy).
     redact = redactor(params.privacy)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot, redact)
@@ -110,6 +114,48 @@ def run(params: Params, paths: PipelinePaths) -> None:
     for reference, decided in by_baseline.items():
         for system, verdict in decided.items():
             print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
+
+
+def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, runs: dict[str, pd.DataFrame],
+                  latency_frames: dict[str, pd.DataFrame], traits: dict[str, KindTraits],
+                  verdict_p95_ms: dict[str, float | None]) -> dict:
+    """What each system costs and the quality-cost frontier (compare.json ``costs``): latency percentiles, tokens and
+    cost per 1k queries per system (``rerank.cost``), each system at each evaluated depth, each sweep setting, and
+    every configuration's point with the Pareto frontier marked (``policies.frontier``), the served point included.
+    Every p95 is on the scale of the measurement the verdict reads (``rerank.cost.latency_scales``), so a system has
+    one p95 on every page and plot; cost is the quality run's machine time, as a claim's saving reads it."""
+    evaluation = params.evaluation
+    price, warmup, measure = evaluation.hourly_price_usd, evaluation.warmup_queries, evaluation.depth_measures[0]
+    costs = system_costs({system: params.systems[system] for system in params.system_names}, runs, latency_frames,
+                         price, warmup, verdict_p95_ms)
+    scales = {system: record["latency_scale"] for system, record in costs.items()}
+    curve_means = read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas() \
+        .groupby(["system", "depth", "measure"], as_index=False)["value"].mean().rename(columns={"value": "mean"})
+    depths = depth_costs(curve_means, measure, runs, latency_frames, price, warmup, scales)
+    sweeps = on_measured_scale(read_table(paths.sweep_points).to_pandas(), scales)
+    own = own_points(params.system_names, per_query, measure, costs, verdict_p95_ms)
+    loadtest = read_json(paths.loadtest) if paths.loadtest.exists() else None
+    points = frontier_points(depths, traits, own, sweeps, loadtest)
+    return {"hourly_price_usd": price, "warmup_queries": warmup, "measure": measure,
+            "systems": {system: _finite(record) for system, record in costs.items()},
+            "depths": [_finite(row) for row in depths.to_dict("records")],
+            "sweeps": [_finite(row) for row in sweeps.to_dict("records")],
+            "frontier": [_finite(row) for row in points.to_dict("records")],
+            "end_to_end": {system: end_to_end_latency(latency_frames[system],
+                                                      read_table(paths.timing(system)).to_pandas(), warmup,
+                                                      scales[system])
+                           for system in params.system_names if paths.timing(system).exists()},
+            "bounds": {row.system: float(row.quality) for row in own.itertuples() if traits[row.system].bound}}
+
+
+def _finite(record: dict) -> dict:
+    """``record`` with NumPy scalars as Python's and NaN as None (JSON has no NaN)."""
+    plain = {}
+    for key, value in record.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        plain[key] = None if isinstance(value, float) and not np.isfinite(value) else value
+    return plain
 
 
 def invalid_outputs(latency_frames: dict[str, pd.DataFrame], boot) -> dict[str, dict]:

@@ -14,9 +14,10 @@ from ..eval.judging import read_queue_tsv
 from ..report.answers import AnswerInputs
 from ..rag.answers import ANSWERS_SCHEMA
 from ..rag.select import CONTEXT_SCHEMA
-from ..report.build import ReportInputs, ReportLinks, build_report, system_costs
+from ..report.build import ReportInputs, ReportLinks, build_report
 from ..report.site import SiteInputs, build_site
 from ..retrieval.candidates import candidate_source, first_stage_filled, load_candidates, load_passages
+from ..stats.schema import read_checked
 from ..systems.roles import KindTraits
 from ..training.config import MODEL_CARD
 from ..workspace.paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
@@ -25,10 +26,9 @@ from .params import Params
 
 
 def answer_inputs(params: Params, paths: PipelinePaths) -> AnswerInputs:
-    """The generator, select rule, calibration and per-query generation timing of the answers section."""
-    timing = {system: read_table(paths.timing(system)).to_pandas() for system in params.system_names}
+    """The generator, select rule and calibration of the answers section (its latency is compare.json's)."""
     return AnswerInputs(generator=params.rag.generator, select=params.rag.select.to_dict(),
-                        calibration=read_json(paths.calibration), timing=timing)
+                        calibration=read_json(paths.calibration))
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
@@ -36,7 +36,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
     snapshot = Snapshot(paths.snapshot)
     inputs = ReportInputs(
         params=params, manifest=snapshot.manifest,
-        metrics=read_json(paths.metrics), compare=read_json(paths.compare), verdicts=read_json(paths.verdicts),
+        metrics=read_json(paths.metrics), compare=read_checked("compare", paths.compare),
+        verdicts=read_checked("verdicts", paths.verdicts),
         per_query=read_table(paths.eval / PER_QUERY_FILE).to_pandas(),
         depth_curve=read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(paths.run(SYSTEM_PLACEHOLDER), systems),
@@ -48,7 +49,6 @@ def run(params: Params, paths: PipelinePaths) -> None:
         answers=answer_inputs(params, paths),
         model_card=_model_card(Path(params.train.out_dir)),
         qrels=snapshot.table("qrels").to_pandas(), queries=snapshot.queries_of(params.dataset.eval_split),
-        sweeps=read_table(paths.sweep_points).to_pandas(),
         sweep_pairs=table_metadata(paths.sweep_points).get("pairs", {}),
         judging_queue=read_queue_tsv(paths.judging_queue.read_text(encoding="utf-8"), str(paths.judging_queue)),
         judging_queue_path=str(paths.judging_queue), online=read_json(paths.online))
@@ -77,7 +77,7 @@ def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> S
         candidates=load_candidates(paths.candidates, with_text=False),
         candidate_source=candidate_source(metadata)["name"], first_stage_filled=first_stage_filled(metadata),
         qrels=inputs.qrels, queries=inputs.queries, slice_columns=inputs.manifest.get("slice_columns", []),
-        costs=system_costs(params, inputs.runs, inputs.latencies),
+        costs=inputs.compare["costs"]["systems"],
         max_candidates=params.evaluation.explorer_candidates,
         contexts={s: read_table(paths.context(s), CONTEXT_SCHEMA).to_pandas() for s in systems},
         answers={s: read_table(paths.answer(s), ANSWERS_SCHEMA).to_pandas() for s in systems},

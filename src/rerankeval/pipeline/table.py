@@ -148,18 +148,22 @@ STAGES: tuple[Stage, ...] = (
                  "retrieval.top_n", "retrieval.access", "system_names"),
           inputs=_paths("snapshot", "candidates", "first_stage", "runs", "contexts", "answers"),
           outputs=(Output("${paths.eval}"), Output("${paths.reports}/metrics.json", cache=False, metric=True))),
-    Stage("compare", "The typed analysis: paired CIs, verdicts, claims, power, the judging queue (rerankeval.stats).",
-          reads=("compare", "dataset.eval_split", "dataset.critical_slices", "evaluation.warmup_queries",
-                 "evaluation.no_relevant", "retrieval.top_n", "systems", "system_names", "privacy"),
-          inputs=(*_paths("snapshot", "eval", "runs", "latency"), "${paths.reports}/loadtest.json"),
-          outputs=(Output("${paths.reports}/compare.json", cache=False, metric=True),
-                   Output("${paths.reports}/verdicts.json", cache=False, metric=True),
-                   Output("${paths.reports}/judging_queue.tsv", cache=False))),
     Stage("sweep", "Policy sweeps (params `policies`) over stored scores, after every rerank stage so their pairs are "
           "in the cache.",
           reads=("policies", "systems", "compare", "evaluation", "dataset.eval_split", *FIT_SPLIT, TENANT),
           inputs=_paths("snapshot", "candidates", "fallback", "runs"), outputs=(Output("${paths.sweeps}"),),
           kinds="systems"),
+    Stage("compare", "The typed analysis: paired CIs, verdicts, claims, power, the judging queue (rerankeval.stats), "
+          "latency and cost per system and depth, and the quality-cost frontier (rerankeval.rerank.cost, "
+          "rerankeval.policies.frontier).",
+          reads=("compare", "dataset.eval_split", "dataset.critical_slices", "evaluation.warmup_queries",
+                 "evaluation.no_relevant", "evaluation.hourly_price_usd", "evaluation.depth_measures",
+                 "retrieval.top_n", "systems", "system_names", "privacy"),
+          inputs=(*_paths("snapshot", "eval", "runs", "latency", "sweeps", "answers"),
+                  "${paths.reports}/loadtest.json"),
+          outputs=(Output("${paths.reports}/compare.json", cache=False, metric=True),
+                   Output("${paths.reports}/verdicts.json", cache=False, metric=True),
+                   Output("${paths.reports}/judging_queue.tsv", cache=False))),
     Stage("online", "Each challenger's online experiment sized before launch: simulated users on interleaved pages "
           "(team-draft, balanced), an A/B test and the paired offline comparison, at a stated power, with the sign "
           "test's false detection rate on seeded null pairs (rerankeval.online).",

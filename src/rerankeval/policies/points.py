@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..eval.engine import evaluate
+from ..rerank.cost import cost_per_query
 from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
 from ..stats.resampling import bootstrap_ci
 from ..systems.base import FUSION_FALLBACK, SKIPPED
@@ -25,7 +26,6 @@ from .sweep import PolicyRuns
 POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p95_ms",
                  "cost_per_1k_queries", "model_pairs", "skip_rate", "fallback_rate", "queries", "pairs_scored",
                  "pairs_from_cache", "pairs_reused"]
-SECONDS_PER_HOUR = 3600.0
 
 
 def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequence[str], measure: str,
@@ -50,8 +50,7 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
             "value": _label(setting.value), "position": position, "quality": float(values.mean()),
             "delta": float(interval.mean[0]), "low": float(interval.low[0]), "high": float(interval.high[0]),
             "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
-            "cost_per_1k_queries": float(seconds.mean() * hourly_price / SECONDS_PER_HOUR * 1000) if len(seconds)
-            else float("nan"),
+            "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000,
             "model_pairs": sum(setting.pairs.to_dict().values()),
             "skip_rate": float((latency["mode"] == SKIPPED).mean()),
             "fallback_rate": float((latency["mode"] == FUSION_FALLBACK).mean()),

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..rerank.latency import cold_seconds
 from .caveats import generator_lines
 from .markdown import ci, fmt, p_value, slice_size, table
 
@@ -32,7 +31,6 @@ class AnswerInputs:
     generator: Mapping[str, Any] = field(default_factory=dict)
     select: Mapping[str, Any] = field(default_factory=dict)
     calibration: Mapping[str, Any] = field(default_factory=dict)
-    timing: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # system -> query_id, generate_s, cache_hit
 
 
 def _system_rows(compare: Mapping[str, Any], per_query: pd.DataFrame, metrics: Sequence[str]) -> list[list[str]]:
@@ -115,29 +113,21 @@ def _reach_rows(deltas: pd.DataFrame, tolerance: float = 1e-9) -> list[list[str]
     return rows
 
 
-def end_to_end(latencies: Mapping[str, pd.DataFrame], timing: Mapping[str, pd.DataFrame],
-               per_query: pd.DataFrame, warmup: int) -> list[list[str]]:
-    """Per system: p50/p95 of rerank (cold) + generation seconds per query, tokens and cost per 1k queries."""
+def end_to_end(measured: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame) -> list[list[str]]:
+    """Per system: compare.json's ``costs.end_to_end`` (rerank + generation latency), with the mean answer tokens and
+    generation cost of the evaluated answers."""
     rows = []
-    for system, latency in latencies.items():
-        if system not in timing:
-            continue
-        rerank = pd.Series(cold_seconds(latency).to_numpy(), index=latency["query_id"])
-        timed = latency.loc[latency["position"] >= warmup, "query_id"]
-        generate = timing[system].set_index("query_id")["generate_s"]
-        total = (rerank + generate.reindex(rerank.index).fillna(0.0)).reindex(timed).to_numpy() * 1000
+    for system, found in measured.items():
         own = per_query[per_query["system"] == system]
         tokens = _nanmean(own["AnswerTokens"]) if "AnswerTokens" in own else None
         cost = _nanmean(own["AnswerCost"]) if "AnswerCost" in own else None
-        rows.append([f"`{system}`", fmt(float(np.percentile(total, 50)) if len(total) else None, 1),
-                     fmt(float(np.percentile(total, 95)) if len(total) else None, 1),
-                     fmt(float(generate.mean() * 1000), 2), int(timing[system]["cache_hit"].sum()),
-                     fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
+        rows.append([f"`{system}`", fmt(found["p50_ms"], 1), fmt(found["p95_ms"], 1), fmt(found["generate_mean_ms"], 2),
+                     found["cached_answers"], fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
     return rows
 
 
-def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latencies: Mapping[str, pd.DataFrame],
-                    inputs: AnswerInputs, warmup: int, plots_dir, plots_link: str, skip: Sequence[str] = ()) -> str:
+def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs: AnswerInputs, plots_dir,
+                    plots_link: str, skip: Sequence[str] = ()) -> str:
     """The section, or "" when no answer measures were evaluated; ``skip``: the reference systems (first-stage
     orders, oracle, random), left out of the plot."""
     if "AnswerF1" not in per_query.columns:
@@ -189,11 +179,12 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, latenci
                          f"{RANKING_MEASURE} down", "… answer down", "ranking same, answer moved"],
                         _reach_rows(deltas)), "",
                   f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
-    rows = end_to_end(latencies, inputs.timing, per_query, warmup)
+    rows = end_to_end(compare.get("costs", {}).get("end_to_end", {}), per_query)
     if rows:
-        lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold + generate)", "",
-                  table(["system", "p50 ms", "p95 ms", "generate ms (mean)", "cached answers", "tokens / query",
-                         "cost / 1k queries (USD)"], rows)]
+        lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold, on its measurement's scale, "
+                  "+ generate)", "",
+                  table(["system", "answer p50 ms", "answer p95 ms", "generate ms (mean)", "cached answers",
+                         "tokens / query", "cost / 1k queries (USD)"], rows)]
     return "\n".join(lines)
 
 

@@ -10,10 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, measure_rows, pool_measures, system_depth
-from ..eval.measures import parse_measure
+from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX
 from ..rerank.assemble import TIE_BREAK
-from ..rerank.latency import summarise_latency
 from ..stats.sanity import needs_negative_judgments
 from ..systems.roles import KindTraits
 from ..systems.run_coverage import coverage_cut, coverage_text
@@ -23,7 +21,6 @@ from . import plots
 from .answers import AnswerInputs, answers_section
 from .caveats import language_warnings
 from .judging import judging_section, power_section
-from .cost import cost_per_query, depth_cost_table, latency_at_depth, pareto_front, token_summary, tokens_per_second
 from .seeds import seeds_section
 from .training import training_section
 
@@ -50,20 +47,13 @@ class ReportInputs:
     qrels: pd.DataFrame | None = None
     queries: pd.DataFrame | None = None
     """The evaluated split's queries (query_id, text, slice columns)."""
-    sweeps: pd.DataFrame | None = None
-    """The sweep stage's points (``policies.points``), with the pairs each sweep needed in ``sweep_pairs``."""
     sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """The pairs each policy sweep needed (the sweep stage's points' metadata); the points are compare.json's."""
     judging_queue: pd.DataFrame | None = None
     """The compare stage's judging queue (``eval.judging``), read from its TSV; ``judging_queue_path`` names it."""
     judging_queue_path: str = ""
     online: Mapping[str, Any] | None = None
     """The online stage's sizing of each challenger's online experiment (``online.json``)."""
-
-
-def _pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
-    """Candidate recall of the reranking pool at each depth (the same for every system)."""
-    rows = curve_means[curve_means["measure"] == curve_means["depth"].map(lambda d: str(pool_measures(d)[0]))]
-    return dict(zip(rows["depth"], rows["mean"]))
 
 
 def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
@@ -100,21 +90,6 @@ def _source_orders(source: str, retrieval: Mapping[str, Any], traits: Mapping[st
             if found.role == "first_stage" and found.retriever == "hybrid"}
 
 
-def system_costs(params: Any, runs: Mapping[str, pd.DataFrame],
-                 latencies: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
-    """Each system's latency percentiles, tokens and cost per 1k queries (the report's and the site's)."""
-    warmup, hourly_price = params.evaluation.warmup_queries, params.evaluation.hourly_price_usd
-    costs = {}
-    for system in params.system_names:
-        run, latency = runs[system], latencies[system]
-        seconds = latency_at_depth(run, latency, system_depth(run), warmup)
-        costs[system] = {**summarise_latency(latency, warmup), **token_summary(run),
-                         "tokens_per_s": tokens_per_second(run, latency, warmup),
-                         "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000}
-    serving.apply_api_prices(costs, params.systems, latencies)
-    return costs
-
-
 @dataclass(frozen=True)
 class ReportLinks:
     """Where the pages point, relative to the folder of report.md and details.md (the same folder)."""
@@ -143,7 +118,6 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     evaluation = params.evaluation
     primary = params.compare.release.primary_metric
     top_n = params.retrieval.top_n
-    warmup = evaluation.warmup_queries
     systems = params.system_names
 
     traits = {system: KindTraits.from_metadata(inputs.run_metadata[system].get("traits"), f"run of {system}")
@@ -152,7 +126,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     bounds = [s for s in systems if traits[s].bound]
     curve_means = inputs.depth_curve.groupby(["system", "depth", "measure"], as_index=False)["value"].mean() \
         .rename(columns={"value": "mean"})
-    quality_measure = evaluation.depth_measures[0]
+    quality_measure = compare["costs"]["measure"]
     plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png", bounds)
     per_query = inputs.per_query
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
@@ -167,23 +141,18 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                        primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"],
                        lambda label: any(spec.matches(*label.split("=", 1)) for spec in critical))
 
-    hourly_price = evaluation.hourly_price_usd
-    costs = system_costs(params, inputs.runs, inputs.latencies)
-    quality = measure_rows(curve_means, [parse_measure(quality_measure)])[["system", "depth", "mean"]] \
-        .rename(columns={"mean": "quality"})
-    quality["candidate_recall"] = quality["depth"].map(_pool_recall(curve_means))
-    depth_costs = depth_cost_table(quality[["system", "depth", "candidate_recall", "quality"]], inputs.runs,
-                                   inputs.latencies, hourly_price, warmup)
+    analysed = compare["costs"]  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)
+    hourly_price = analysed["hourly_price_usd"]
+    costs = {system: analysed["systems"][system] for system in systems}  # the params' order (JSON sorts its keys)
+    depth_costs = pd.DataFrame(analysed["depths"])
+    pool_recall = {row["depth"]: row["candidate_recall"] for row in analysed["depths"]}  # the same for every system
     plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)], quality_measure,
                      plots_dir / "depth_cost.png")
-    own = frontier.own_points(systems, per_query, quality_measure, costs, inputs.verdicts.get("latency_p95_ms", {}))
-    points = frontier.frontier_points(depth_costs, traits, own, inputs.sweeps)
-    points = serving.served_pareto_points(points, inputs.loadtest)
-    points["frontier"] = pareto_front(points)
+    points, sweeps = pd.DataFrame(analysed["frontier"]), pd.DataFrame(analysed["sweeps"])
     serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
     latency_sources = inputs.verdicts.get("latency_source", {})
     frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png", {
-        f"{row.system} ({traits[row.system].role})": row.quality for row in own.itertuples() if row.system in bounds})
+        f"{system} ({traits[system].role})": quality for system, quality in analysed["bounds"].items()})
 
     environments = {}
     for system in systems:
@@ -206,7 +175,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     decision_inputs = decision.DecisionInputs(
         verdicts=inputs.verdicts, compare=compare, traits=traits, costs=costs, hourly_price=hourly_price,
         generator=str(inputs.answers.generator.get("kind", "n/a")),
-        swept=inputs.sweeps is not None and len(inputs.sweeps) > 0, access=inputs.metrics.get("access"))
+        swept=len(sweeps) > 0, access=inputs.metrics.get("access"))
     decision_text = md.render([decision.decision_page(md.decision_header(context), decision_inputs, plots_link,
                                                       links.details)])
     details = md.render([
@@ -228,25 +197,26 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         weighted.weighted_section(compare.get("weighted"), primary),
         configurations.configurations_section(
             systems, params.systems, traits, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
-            compare, inputs.queries, primary, warmup, hourly_price, variants.get("composites", {}),
+            compare, inputs.queries, primary, inputs.verdicts.get("latency_p95_ms", {}), hourly_price,
+            variants.get("composites", {}),
             params.compare.worst_n),
         llm.llm_section(systems, inputs.run_metadata, inputs.verdicts.get("invalid_outputs")),
-        md.depth_section(curve_means, quality_measure, _pool_recall(curve_means), plots_link, on_decision_page=True),
+        md.depth_section(curve_means, quality_measure, pool_recall, plots_link, on_decision_page=True),
         md.slices_section(compare, primary, plots_link, on_decision_page=True),
-        answers_section(compare, per_query, inputs.latencies, inputs.answers, warmup, plots_dir, plots_link,
+        answers_section(compare, per_query, inputs.answers, plots_dir, plots_link,
                         reference),
         md.unjudged_section(compare),
         judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare["baseline"],
                         inputs.judging_queue_path),
         md.regressions_section(compare, primary, bounds, links.explorer),
-        md.cost_section(costs, hourly_price),
+        md.cost_section(costs, hourly_price, inputs.verdicts.get("latency_p95_ms", {})),
         serving.latency_section(inputs.latency_measurements, latency_sources,
                                 inputs.verdicts.get("latency_untrusted", {})),
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         online.online_section(inputs.online, plots_dir, plots_link),
         online.logged_section(list(params.online.readouts), list(params.online.shadows)),
-        frontier.frontier_section(points, inputs.sweeps, inputs.sweep_pairs, quality_measure, plots_link,
+        frontier.frontier_section(points, sweeps, inputs.sweep_pairs, quality_measure, plots_link,
                                   on_decision_page=True),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
         precision.served_parity_section(inputs.verdicts.get("served_parity") or {}),

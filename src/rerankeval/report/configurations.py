@@ -8,13 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..rerank.latency import cold_seconds, timed_queries
+from ..rerank.cost import SECONDS_PER_HOUR
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits
-from .cost import SECONDS_PER_HOUR
 from .markdown import fmt, table
 
 
@@ -77,9 +75,11 @@ def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping
                            traits: Mapping[str, KindTraits],
                            run_metadata: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
                            latency_metadata: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame,
-                           compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str, warmup: int,
+                           compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str,
+                           measured_p95_ms: Mapping[str, float | None],
                            hourly_price: float, composites: Mapping[str, Mapping[str, Any]], worst_n: int) -> str:
-    """``composites``: verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs)."""
+    """``composites``: verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs);
+    ``measured_p95_ms``: verdicts.json's ``latency_p95_ms``, each system's one p95."""
     composed = [s for s in systems if traits[s].composite]
     if not composed:
         return ""
@@ -97,7 +97,7 @@ def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping
         pairs = latency_metadata[system].get("composite_pairs", {})
         rows.append([f"`{system}`", kind, _what(kind, described),
                      fmt(float(per_query.loc[per_query["system"] == system, metric].mean())), delta,
-                     fmt(float(np.percentile(cold_seconds(timed_queries(latency, warmup)), 95) * 1000), 1),
+                     fmt(measured_p95_ms.get(system), 1),
                      _interval(found.get("cold_seconds"), scale=hourly_price / SECONDS_PER_HOUR * 1000, digits=5),
                      _interval(found.get("skipped"), percent=True) if kind == "routed" else "",
                      f"{pairs.get('scored', 'n/a')} / {pairs.get('from_cache', 'n/a')}"])

@@ -1,62 +1,15 @@
-"""The quality-cost frontier of every configuration: each system at its depths, each composite as configured, and each
-policy sweep (sweep stage) as a curve; the Pareto frontier is marked across all of them.
-
-A point is (quality mean, p95 latency per query); the frontier holds the points no other point beats on both axes.
-The oracle (ceiling) and random (floor) are bounds, not deployable configurations, and are left out. Composite systems are drawn at their
-configured setting (their depth curve from one scoring pass would not be the composite's own).
-"""
+"""The quality-cost frontier drawn and listed: the points are the compare stage's analysis (compare.json
+``costs.frontier``, built by ``policies.frontier``); nothing here decides which point is on the frontier."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..systems.roles import KindTraits
 from . import plots
-from .cost import pareto_front
 from .markdown import fmt, plot_link, table
-
-POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
-
-
-def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
-                    sweeps: pd.DataFrame | None) -> pd.DataFrame:
-    """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
-    row per system as configured (system, quality, p95_ms, cost_per_1k_queries); ``sweeps``: the sweep stage's
-    points; ``traits``: each system's kind traits (from its run). Returns ``POINT_COLUMNS`` plus ``frontier``."""
-    deployable = [name for name, found in traits.items() if not found.bound]
-    composite = {name for name in deployable if traits[name].composite}
-    parts = []
-    depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
-    depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
-    parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "system": depths["system"],
-                               "label": depths["system"] + "@" +
-                               depths["depth"].astype(str), "quality": depths["quality"], "p95_ms": depths["p95_ms"],
-                               "cost_per_1k_queries": depths["cost_per_1k_queries"], "position": depths["depth"]}))
-    configured = own[own["system"].isin(composite) & own["p95_ms"].notna()]
-    parts.append(pd.DataFrame({"policy": configured["system"], "system": configured["system"],
-                               "label": configured["system"],
-                               "quality": configured["quality"], "p95_ms": configured["p95_ms"],
-                               "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
-    if sweeps is not None and len(sweeps):
-        swept = sweeps[sweeps["p95_ms"].notna()]
-        # A depth sweep of a system the depth table already holds at that depth is the same setting: one point,
-        # the depth table's (one latency per setting on every page and plot).
-        held = set(zip(depths["system"], depths["depth"].astype(str)))
-        same = [(system, value) in held for system, value in zip(swept["system"], swept["value"])]
-        swept = swept[~((swept["parameter"] == "depth").to_numpy() & np.array(same, dtype=bool))]
-        parts.append(pd.DataFrame({"policy": swept["policy"], "system": swept["system"],
-                                   "label": swept["system"] + " " + swept["parameter"]
-                                   + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
-                                   "cost_per_1k_queries": swept["cost_per_1k_queries"],
-                                   "position": swept["position"]}))
-    points = pd.concat([part for part in parts if len(part)], ignore_index=True)[POINT_COLUMNS]
-    points["frontier"] = pareto_front(points)
-    return points
 
 
 def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mapping[str, float] | None = None) -> None:
@@ -138,14 +91,3 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
     parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p95 ms", "cost / 1k",
                         "model pairs", "skipped", "fallbacks"], rows))
     return "\n\n".join(parts)
-
-
-def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
-               costs: Mapping[str, Mapping[str, Any]], measured: Mapping[str, float | None] = {}) -> pd.DataFrame:
-    """Each system as configured: its mean ``measure``, p95 and cost per 1k queries. ``measured``: the p95 the
-    verdict read (verdicts.json's ``latency_p95_ms``), which is the system's one p95 on every page and plot; the
-    quality run's own p95 only where none was measured."""
-    means = per_query.groupby("system")[measure].mean()
-    return pd.DataFrame([{"system": s, "quality": float(means[s]),
-                          "p95_ms": measured[s] if measured.get(s) is not None else costs[s]["p95_ms"],
-                          "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])

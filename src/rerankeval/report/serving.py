@@ -1,15 +1,14 @@
 """Report sections on latency as a service sees it: the dedicated latency measurement the verdict reads, the load
-test (table, latency-vs-concurrency plot, serving overhead), the served point on the Pareto plot, API prices in the
-cost table, and the ``efficiency`` block of evaluation.yaml."""
+test (table, latency-vs-concurrency plot, serving overhead) and the ``efficiency`` block of evaluation.yaml. The served
+point on the frontier and API prices in the cost table are the compare stage's (``policies.frontier``,
+``rerank.cost``)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from . import markdown as md
@@ -112,64 +111,6 @@ def loadtest_plot(loadtest: Mapping[str, Any] | None, path: Path) -> None:
     right.set_xticks(levels["concurrency"], [str(c) for c in levels["concurrency"]])
     fig.tight_layout()
     _save(fig, path)
-
-
-def served_pareto_points(points: pd.DataFrame, loadtest: Mapping[str, Any] | None) -> pd.DataFrame:
-    """The served system at the load test's chosen concurrency, as one more configuration (its full-depth quality);
-    ``points`` as ``frontier.frontier_points`` gives them."""
-    from ..serving.measure import loadtest_p95
-
-    system = (loadtest or {}).get("system")
-    p95 = loadtest_p95(loadtest, system) if loadtest else None
-    own = points[points["policy"] == f"{system} depth"]
-    if p95 is None or own.empty:
-        return points
-    deepest = own.sort_values("position").iloc[-1]
-    served = {**deepest.to_dict(), "policy": f"{system} served", "p95_ms": p95,
-              "label": f"{deepest['label']} served, concurrency {loadtest['pareto_concurrency']}"}
-    return pd.concat([points, pd.DataFrame([served])], ignore_index=True)
-
-
-def api_cost_per_1k(config: Mapping[str, Any], latency: pd.DataFrame) -> float | None:
-    """Cost of 1,000 queries of an API system from its prices: searches (one per request of up to
-    documents_per_search documents) and the tokens it reports billing."""
-    per_search, per_token = config.get("price_per_search_usd"), config.get("price_per_million_tokens_usd")
-    if per_search is None and per_token is None:
-        return None
-    cost = 0.0
-    if per_search is not None:
-        searches = latency["n_pairs"].map(lambda n: max(1, math.ceil(n / config.get("documents_per_search", 100))))
-        cost += per_search * float(searches.mean())
-    if per_token is not None:
-        tokens = latency["timings"].map(lambda items: dict(items).get("billed_tokens"))
-        if tokens.isna().any():
-            return None  # the API does not report what it bills: no figure rather than a guess
-        cost += per_token / 1e6 * float(tokens.mean())
-    return cost * 1000
-
-
-def apply_api_prices(costs: dict[str, dict[str, Any]], systems: Mapping[str, Mapping[str, Any]],
-                     latencies: Mapping[str, pd.DataFrame]) -> None:
-    for system, entry in costs.items():
-        if systems[system].get("kind") == "http_rerank":
-            entry["cost_per_1k_queries"] = api_cost_per_1k(systems[system], latencies[system])
-        elif str(systems[system].get("kind", "")).startswith("llm_"):
-            entry["cost_per_1k_queries"] = llm_cost_per_1k(systems[system], latencies[system],
-                                                           entry["cost_per_1k_queries"])
-
-
-def llm_cost_per_1k(config: Mapping[str, Any], latency: pd.DataFrame, machine_cost: float) -> float:
-    """An LLM reranker's cost per 1,000 queries: its tokens (per query, ``timings``) at the endpoint's prices per 1k
-    tokens when it has any (a hosted API), else the machine time it took (a local endpoint)."""
-    endpoint = config.get("endpoint") or {}
-    prices = (float(endpoint.get("price_per_1k_input_tokens") or 0.0),
-              float(endpoint.get("price_per_1k_output_tokens") or 0.0))
-    if not any(prices) or latency.empty:
-        return machine_cost
-    timings = [dict(found) if found is not None else {} for found in latency["timings"]]
-    per_query = [t.get("prompt_tokens", 0.0) / 1000 * prices[0] + t.get("completion_tokens", 0.0) / 1000 * prices[1]
-                 for t in timings]
-    return float(np.mean(per_query) * 1000)
 
 
 def efficiency_record(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str],

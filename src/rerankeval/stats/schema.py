@@ -154,6 +154,106 @@ class SliceValue(_Strict):
     comparisons: list[SliceComparison]
 
 
+class SystemCost(_Strict):
+    """One system as configured: latency after warm-up (cold: a cache hit costs its model time), tokens and cost."""
+
+    queries: int
+    fallbacks: int
+    skipped: int
+    cache_hits: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    pairs_per_s: float | None
+    measured_p95_ms: float | None
+    """What this run took, cache included."""
+    pairs: int
+    pair_tokens_p50: float | None
+    pair_tokens_p95: float | None
+    truncation_rate: float | None
+    tokens_per_s: float | None
+    latency_scale: float
+    """The verdict's measured p95 over ``p95_ms`` (the quality run's): the factor that puts this system's depth and
+    sweep latencies on the measured scale (``rerank.cost.latency_scales``)."""
+    cost_per_1k_queries: float | None
+    """The quality run's machine time at ``hourly_price_usd`` (what a claim's cost saving is decided on), or an API's or
+    LLM endpoint's prices; None where an API bills unreported tokens."""
+
+
+class DepthCost(_Strict):
+    """One system had it scored only its top ``depth`` candidates (estimated from the full-depth pass)."""
+
+    system: str
+    depth: int
+    candidate_recall: float | None
+    quality: float | None
+    p95_ms: float | None
+    cost_per_1k_queries: float | None
+
+
+class SweepPoint(_Strict):
+    """One setting of a policy sweep (the sweep stage's ``policies.points``), its p95 on the measured scale."""
+
+    policy: str
+    system: str
+    parameter: str
+    value: str
+    position: int
+    quality: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    p95_ms: float | None
+    cost_per_1k_queries: float | None
+    model_pairs: int
+    skip_rate: float
+    fallback_rate: float
+    queries: int
+    pairs_scored: int
+    pairs_from_cache: int
+    pairs_reused: int
+
+
+class FrontierPoint(_Strict):
+    """One configuration on the quality-cost plane: a system at a depth, a composite as configured, a sweep's setting
+    or the served system."""
+
+    policy: str
+    system: str
+    label: str
+    quality: float
+    p95_ms: float
+    cost_per_1k_queries: float | None
+    position: float
+    """The setting's place on its policy's curve (a depth, a sweep's index)."""
+    frontier: bool
+
+
+class EndToEnd(_Strict):
+    """One system's answer latency: rerank (cold, on the measured scale) plus generation, per query after warm-up."""
+
+    p50_ms: float | None
+    p95_ms: float | None
+    generate_mean_ms: float | None
+    cached_answers: int
+
+
+class Costs(_Strict):
+    """What quality costs (``pipeline.compare.cost_analysis``): per system, per depth, and the frontier."""
+
+    hourly_price_usd: float
+    warmup_queries: int
+    measure: str
+    """The quality measure of ``depths`` and ``frontier`` (``evaluation.depth_measures``' first)."""
+    systems: dict[str, SystemCost]
+    depths: list[DepthCost]
+    sweeps: list[SweepPoint]
+    frontier: list[FrontierPoint]
+    end_to_end: dict[str, EndToEnd]
+    bounds: dict[str, float]
+    """The reference bounds' quality (oracle, random): lines beside the frontier, not configurations."""
+
+
 class Compare(_Strict):
     """compare.json."""
 
@@ -175,13 +275,15 @@ class Compare(_Strict):
     guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
     """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
     carries no access or validity labels."""
+    costs: Costs | None = None
+    """Absent from ``rerankeval compare`` on exported runs (no latency tables)."""
 
 
 MODELS = {"compare": Compare, "verdicts": Verdicts}
 """Each file of the compare stage (``<name>.json``) and the model it holds to."""
 
 
-def _checked(model: type[BaseModel], data: dict[str, Any], where: str) -> dict[str, Any]:
+def _checked(model: type[BaseModel], data: dict[str, Any], where: str, fix: str | None = None) -> dict[str, Any]:
     from pydantic import ValidationError
 
     try:
@@ -189,9 +291,19 @@ def _checked(model: type[BaseModel], data: dict[str, Any], where: str) -> dict[s
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        raise ContractError(f"{where}: {field}: {first['msg']} (stats.schema.{model.__name__} declares what the "
-                            "file holds: a new field is declared there first, and docs/schemas/ regenerated)") from None
+        raise ContractError(f"{where}: {field}: {first['msg']} ("
+                            + (fix or f"stats.schema.{model.__name__} declares what the file holds: a new field is "
+                                      "declared there first, and docs/schemas/ regenerated") + ")") from None
     return data
+
+
+def read_checked(name: str, path: str | Path) -> dict[str, Any]:
+    """compare.json or verdicts.json (``name``: a key of ``MODELS``) read by a page: refused, naming the first field
+    that is not what the compare stage writes, when it was written by another version or edited by hand."""
+    from ..core.io import read_json
+
+    return _checked(MODELS[name], read_json(path), str(path),
+                    "not what this version's compare stage writes. Fix: re-run it: `dvc repro compare`")
 
 
 def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ class SiteInputs:
     queries: pd.DataFrame
     slice_columns: Sequence[str]
     costs: Mapping[str, Mapping[str, Any]]
-    """``report.build.system_costs``: each system's latency percentiles and cost per 1k queries."""
+    """compare.json ``costs.systems``: each system's latency percentiles and cost per 1k queries."""
     max_candidates: int
     contexts: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     answers: Mapping[str, pd.DataFrame] = field(default_factory=dict)
@@ -87,7 +87,7 @@ def system_page(inputs: SiteInputs, system: str) -> dict[str, Any]:
     metrics = {name: {key: _number(value) for key, value in entry.items()}
                for name, entry in sorted(compare["systems"].get(system, {}).items())}
     comparisons = [{key: row[key] for key in ("metric", "baseline_mean", "challenger_mean", "delta", "low", "high",
-                                               "p_adjusted", "improved", "regressed", "tied")}
+                                               "family", "p_adjusted", "improved", "regressed", "tied")}
                    for row in compare["comparisons"] if row["challenger"] == system]
     verdicts = [{"baseline": reference, **{key: verdict[key] for key in ("decision", "decided_by", "reasons", "notes")}}
                 for name, reference, verdict in decided(inputs.verdicts) if name == system]

@@ -19,6 +19,11 @@ from .assets import EXPLORER_JS, STYLESHEET
 DECISION_PLOTS = [("pareto.png", "Quality against p95 latency (the frontier)"),
                   ("slice_deltas.png", "Δ of the primary metric per slice"),
                   ("depth_curve.png", "Quality against reranking depth")]
+QUALITY_RUN_LABELS = {"p50_ms": "quality run p50 ms", "p95_ms": "quality run p95 ms", "p99_ms": "quality run p99 ms",
+                      "measured_p95_ms": "quality run p95 ms as run (cache included)",
+                      "latency_scale": "scale (p95 over the quality run's p95)"}
+"""The quality run's latency (cold replay: its shape over depth, not the system's p95) named as such, so the page
+shows one number called p95."""
 
 
 def page_name(system: str) -> str:
@@ -146,19 +151,26 @@ def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: S
     if page["comparisons"]:
         rows = [[escape(c["metric"]), _num(c["baseline_mean"]), _num(c["challenger_mean"]),
                  _num(c["delta"], signed=True), f'{_num(c["low"], signed=True)} .. {_num(c["high"], signed=True)}',
-                 _num(c["p_adjusted"]), f'{c["improved"]} / {c["regressed"]} / {c["tied"]}']
+                 escape(c["family"]), _num(c["p_adjusted"]), f'{c["improved"]} / {c["regressed"]} / {c["tied"]}']
                 for c in page["comparisons"]]
+        descriptive = page["method"].get("descriptive_family", {})
         parts += [f"<h2>Against <code>{escape(page['baseline'])}</code>, paired</h2>",
-                  _table(["metric", "baseline", system, "Δ", level, "p (adjusted)", "queries up / down / tied"], rows,
-                         [1, 2, 3, 4, 5], "comparisons"),
+                  f'<p class="muted">Family: a release or reference comparison on the primary metric has its '
+                  f"family's interval and adjusted p, from one procedure (an interval excludes 0 exactly when p is "
+                  f"below {1 - page['method']['confidence']:.2f}). Every other row is descriptive and read by no "
+                  f"verdict: its own {escape(str(descriptive.get('ci', 'per-comparison')))} interval, and p "
+                  f"{escape(str(descriptive.get('p_adjusted', 'adjusted over the descriptive family')))}, so an "
+                  "interval that excludes 0 beside an adjusted p above the level is not a finding.</p>",
+                  _table(["metric", "baseline", system, "Δ", level, "family", "p (adjusted)",
+                          "queries up / down / tied"], rows, [1, 2, 3, 4, 6], "comparisons"),
                   f'<p><a href="explorer.html#system={escape(system)}&amp;regressed=1">Queries where it regressed</a> '
                   f'· <a href="explorer.html#system={escape(system)}&amp;moved=up">where the best relevant document '
                   "moved up</a></p>"]
     cost, measured = page["cost"], page["measured"]
-    latency_rows = [[escape(key), escape(_num(value, 4) if isinstance(value, float) else str(value))]
-                    for key, value in cost.items()]
-    if measured.get("latency_p95_ms") is not None:
-        latency_rows.append(["dedicated measurement p95 ms", _num(measured["latency_p95_ms"], 1)])
+    latency_rows = [["p95 ms (the dedicated measurement the verdict read)", _num(measured["latency_p95_ms"], 1)]] \
+        if measured.get("latency_p95_ms") is not None else []
+    latency_rows += [[escape(QUALITY_RUN_LABELS.get(key, key)), escape(_num(value, 4) if isinstance(value, float)
+                                                                     else str(value))] for key, value in cost.items()]
     for key in ("latency_source", "latency_untrusted"):
         if measured.get(key):
             latency_rows.append([escape(key.replace("_", " ")), escape(measured[key])])

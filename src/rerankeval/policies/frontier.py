@@ -1,0 +1,95 @@
+"""The quality-cost frontier of every configuration: each system at its depths, each composite as configured, each
+policy sweep (sweep stage) as a curve and the served system at the load test's chosen concurrency; the Pareto frontier
+is marked across all of them. The compare stage's analysis holds the points (compare.json ``costs.frontier``); the
+report only draws and lists them.
+
+A point is (quality mean, p95 latency per query); the frontier holds the points no other point beats on both axes.
+The oracle (ceiling) and random (floor) are bounds, not deployable configurations, and are left out. Composite
+systems are drawn at their configured setting (their depth curve from one scoring pass would not be the composite's
+own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..serving.measure import loadtest_p95
+from ..systems.roles import KindTraits
+
+POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
+
+
+def pareto_front(points: pd.DataFrame, quality: str = "quality", latency: str = "p95_ms") -> pd.Series:
+    """True where no other point is at least as good on both axes and strictly better on one."""
+    values = points[[quality, latency]].to_numpy(dtype=np.float64)
+    better_or_equal = (values[None, :, 0] >= values[:, None, 0]) & (values[None, :, 1] <= values[:, None, 1])
+    strictly = (values[None, :, 0] > values[:, None, 0]) | (values[None, :, 1] < values[:, None, 1])
+    dominated = (better_or_equal & strictly).any(axis=1)
+    return pd.Series(~dominated, index=points.index)
+
+
+def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
+               costs: Mapping[str, Mapping[str, Any]], measured: Mapping[str, float | None] = {}) -> pd.DataFrame:
+    """Each system as configured: its mean ``measure``, p95 and cost per 1k queries. ``measured``: the p95 the
+    verdict read (verdicts.json's ``latency_p95_ms``), which is the system's one p95 on every page and plot; the
+    quality run's own p95 only where none was measured."""
+    means = per_query.groupby("system")[measure].mean()
+    return pd.DataFrame([{"system": s, "quality": float(means[s]),
+                          "p95_ms": measured[s] if measured.get(s) is not None else costs[s]["p95_ms"],
+                          "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])
+
+
+def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
+                    sweeps: pd.DataFrame | None, loadtest: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
+    row per system as configured (``own_points``); ``sweeps``: the sweep stage's points; ``traits``: each system's
+    kind traits (from its run); ``loadtest``: the load test's record (``served_point``). Returns ``POINT_COLUMNS``
+    plus ``frontier``."""
+    deployable = [name for name, found in traits.items() if not found.bound]
+    composite = {name for name in deployable if traits[name].composite}
+    parts = []
+    depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
+    depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
+    parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "system": depths["system"],
+                               "label": depths["system"] + "@" +
+                               depths["depth"].astype(str), "quality": depths["quality"], "p95_ms": depths["p95_ms"],
+                               "cost_per_1k_queries": depths["cost_per_1k_queries"], "position": depths["depth"]}))
+    configured = own[own["system"].isin(composite) & own["p95_ms"].notna()]
+    parts.append(pd.DataFrame({"policy": configured["system"], "system": configured["system"],
+                               "label": configured["system"],
+                               "quality": configured["quality"], "p95_ms": configured["p95_ms"],
+                               "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
+    if sweeps is not None and len(sweeps):
+        swept = sweeps[sweeps["p95_ms"].notna()]
+        # A depth sweep of a system the depth table already holds at that depth is the same setting: one point,
+        # the depth table's (one latency per setting on every page and plot).
+        held = set(zip(depths["system"], depths["depth"].astype(str)))
+        same = [(system, value) in held for system, value in zip(swept["system"], swept["value"])]
+        swept = swept[~((swept["parameter"] == "depth").to_numpy() & np.array(same, dtype=bool))]
+        parts.append(pd.DataFrame({"policy": swept["policy"], "system": swept["system"],
+                                   "label": swept["system"] + " " + swept["parameter"]
+                                   + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
+                                   "cost_per_1k_queries": swept["cost_per_1k_queries"],
+                                   "position": swept["position"]}))
+    points = pd.concat([part for part in parts if len(part)], ignore_index=True)[POINT_COLUMNS]
+    points = served_point(points, loadtest)
+    points["frontier"] = pareto_front(points)
+    return points
+
+
+def served_point(points: pd.DataFrame, loadtest: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The served system at the load test's chosen concurrency, as one more configuration (its full-depth quality);
+    ``points`` as ``frontier_points`` builds them."""
+    system = (loadtest or {}).get("system")
+    p95 = loadtest_p95(loadtest, system) if loadtest else None
+    own = points[points["policy"] == f"{system} depth"]
+    if p95 is None or own.empty:
+        return points
+    deepest = own.sort_values("position").iloc[-1]
+    served = {**deepest.to_dict(), "policy": f"{system} served", "p95_ms": p95,
+              "label": f"{deepest['label']} served, concurrency {loadtest['pareto_concurrency']}"}
+    return pd.concat([points, pd.DataFrame([served])], ignore_index=True)
