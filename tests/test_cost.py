@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rerankeval.policies.frontier import pareto_front
+from rerankeval.policies.frontier import latency_resolution, pareto_front
 from rerankeval.rerank.cost import cost_per_query, latency_at_depth, token_summary
 from rerankeval.rerank.latency import summarise_latency
 
@@ -53,3 +53,24 @@ def test_cache_hits_cost_their_replayed_compute_time():
 def test_pareto_front_marks_dominated_points():
     points = pd.DataFrame({"quality": [0.6, 0.7, 0.65, 0.7, 0.5], "p95_ms": [1.0, 50.0, 60.0, 40.0, 1.0]})
     assert pareto_front(points).tolist() == [True, False, False, True, False]
+
+
+def test_latencies_within_the_measurements_noise_are_one_latency_on_the_frontier():
+    # Three settings that score the same pairs: 945.6, 945.7 and 945.9 ms differ by timer noise, not by cost.
+    points = pd.DataFrame({"quality": [0.70, 0.7162, 0.7226, 0.7219], "p95_ms": [1.9, 945.6, 945.7, 945.9]})
+    assert pareto_front(points).tolist() == [True, True, True, False]  # noise picks two of the three
+    assert pareto_front(points, resolution=0.01).tolist() == [True, False, True, False]  # the best at that latency
+    # Two points at one quality and one latency (within the resolution) both stay: neither beats the other.
+    twins = pd.DataFrame({"quality": [0.7, 0.7], "p95_ms": [100.0, 100.5]})
+    assert pareto_front(twins, resolution=0.01).tolist() == [True, True]
+    # 10% apart is a real difference at a 1% resolution
+    apart = pd.DataFrame({"quality": [0.7, 0.7], "p95_ms": [100.0, 110.0]})
+    assert pareto_front(apart, resolution=0.01).tolist() == [True, False]
+
+
+def test_the_resolution_is_the_median_spread_of_the_measured_rounds():
+    rounds = {"ce": [281.6, 278.6, 275.2], "int8": [201.2, 190.0, 174.9], "blend": [383.0, 382.8, 382.9],
+              "fusion": [0.02, 0.05, 0.03]}  # sub-millisecond: timer noise, left out
+    spreads = sorted([(281.6 - 275.2) / 275.2, (201.2 - 174.9) / 174.9, (383.0 - 382.8) / 382.8])
+    assert latency_resolution(rounds) == pytest.approx(spreads[1])
+    assert latency_resolution({}) == 0.0 and latency_resolution({"one": [5.0]}) == 0.0

@@ -120,6 +120,35 @@ def test_pointwise_reads_logprobs_and_falls_back_to_the_parsed_label(tmp_path):
         assert frame_plain.set_index("doc_id")["score"]["d5"] == 1.0
 
 
+def test_a_model_answering_in_another_language_is_counted_or_read_in_that_language(tmp_path):
+    def korean(messages):  # "아니요" (no) first, then an English word that must not decide
+        passage = re.search(r"Passage: passage (\d+)", messages[-1]["content"]).group(1)
+        return "예, 관련 있습니다." if passage == "5" else "아니요, yes 라는 단어는 없습니다."
+
+    with FakeOpenAI(responder=korean) as server:
+        english, frame, _ = run(config(server, tmp_path, kind="llm_pointwise", top_logprobs=0))
+        assert english.describe()["invalid_outputs"]["by_reason"] == {"unreadable_label": 7}  # counted, not misread
+        assert set(frame["score"]) == {0.5}
+        read, frame_read, _ = run(config(server, tmp_path / "ko", kind="llm_pointwise", top_logprobs=0,
+                                         yes_words=["yes", "예"], no_words=["no", "아니요"]))
+        assert read.describe()["score_from"] == {"parsed label": 7}
+        assert frame_read.set_index("doc_id")["score"].to_dict() == {f"d{i}": float(i == 5) for i in range(7)}
+
+
+def test_an_endpoint_that_truncates_the_prompt_is_counted_as_missing_labels(tmp_path):
+    def truncating(messages):  # a server that keeps the prompt's end only: a window's first passages never reach it
+        prompt = messages[-1]["content"]
+        starts = [found.start() for found in re.finditer(r"\[\d+\] passage", prompt)]
+        return listwise_responder([{"content": prompt[starts[-2]:] if len(starts) > 2 else prompt}])
+
+    with FakeOpenAI(responder=truncating) as server:
+        system, frame, latency = run(config(server, tmp_path))
+    record = system.describe()["invalid_outputs"]
+    assert record["by_reason"].get("missing_labels", 0) == record["invalid_calls"] > 0
+    assert sorted(frame["doc_id"]) == sorted(f"d{i}" for i in range(7))  # repaired into a permutation, counted
+    assert dict(latency["timings"].iloc[0])["invalid_outputs"] == record["invalid_calls"]
+
+
 def test_a_failing_endpoint_degrades_the_query_with_its_reason(tmp_path):
     with FakeOpenAI(responder=listwise_responder) as server:
         server.script = ["500"] * 10

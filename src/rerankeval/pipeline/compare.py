@@ -8,7 +8,7 @@ import pandas as pd
 from ..core.io import read_json, read_table, table_metadata, write_json
 from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
-from ..policies.frontier import frontier_points, own_points
+from ..policies.frontier import frontier_points, latency_resolution, own_points
 from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, system_costs
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
@@ -135,8 +135,11 @@ def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
     sweeps = on_measured_scale(read_table(paths.sweep_points).to_pandas(), scales)
     own = own_points(params.system_names, per_query, measure, costs, verdict_p95_ms)
     loadtest = read_json(paths.loadtest) if paths.loadtest.exists() else None
-    points = frontier_points(depths, traits, own, sweeps, loadtest)
+    resolution = latency_resolution({system: read_json(paths.measurement(system))["p95_ms_by_round"]
+                                     for system in params.system_names if paths.measurement(system).exists()})
+    points = frontier_points(depths, traits, own, sweeps, loadtest, resolution)
     return {"hourly_price_usd": price, "warmup_queries": warmup, "measure": measure,
+            "latency_resolution": resolution,
             "systems": {system: _finite(record) for system, record in costs.items()},
             "depths": [_finite(row) for row in depths.to_dict("records")],
             "sweeps": [_finite(row) for row in sweeps.to_dict("records")],

@@ -23,13 +23,26 @@ from ..systems.roles import KindTraits
 POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
 
 
-def pareto_front(points: pd.DataFrame, quality: str = "quality", latency: str = "p95_ms") -> pd.Series:
-    """True where no other point is at least as good on both axes and strictly better on one."""
+def pareto_front(points: pd.DataFrame, quality: str = "quality", latency: str = "p95_ms",
+                 resolution: float = 0.0) -> pd.Series:
+    """True where no other point is at least as good on both axes and strictly better on one. ``resolution``: the
+    relative latency difference below which two latencies are one (``latency_resolution``), so that noise between
+    settings that score the same pairs does not pick the frontier: the better quality at that latency does."""
     values = points[[quality, latency]].to_numpy(dtype=np.float64)
-    better_or_equal = (values[None, :, 0] >= values[:, None, 0]) & (values[None, :, 1] <= values[:, None, 1])
-    strictly = (values[None, :, 0] > values[:, None, 0]) | (values[None, :, 1] < values[:, None, 1])
-    dominated = (better_or_equal & strictly).any(axis=1)
+    q, ms = values[:, 0], values[:, 1]
+    not_slower = ms[None, :] <= ms[:, None] * (1 + resolution)  # [i, j]: j is not slower than i
+    faster = ms[None, :] < ms[:, None] * (1 - resolution)
+    dominated = ((q[None, :] >= q[:, None]) & not_slower & ((q[None, :] > q[:, None]) | faster)).any(axis=1)
     return pd.Series(~dominated, index=points.index)
+
+
+def latency_resolution(p95_by_round: Mapping[str, Sequence[float]], floor_ms: float = 1.0) -> float:
+    """How far apart two p95 latencies must be to differ: the median, over the measured systems slower than
+    ``floor_ms`` (faster ones are timer noise), of the relative spread of one system's p95 across the rounds of its
+    dedicated measurement ((max - min) / min); 0 without such a measurement."""
+    spreads = [(max(rounds) - min(rounds)) / min(rounds) for rounds in p95_by_round.values()
+               if len(rounds) > 1 and min(rounds) >= floor_ms]
+    return float(np.median(spreads)) if spreads else 0.0
 
 
 def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
@@ -44,11 +57,12 @@ def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
 
 
 def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
-                    sweeps: pd.DataFrame | None, loadtest: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                    sweeps: pd.DataFrame | None, loadtest: Mapping[str, Any] | None = None,
+                    resolution: float = 0.0) -> pd.DataFrame:
     """``depth_costs``: system, depth, quality, p95_ms, cost_per_1k_queries (the depth-vs-cost table); ``own``: one
     row per system as configured (``own_points``); ``sweeps``: the sweep stage's points; ``traits``: each system's
-    kind traits (from its run); ``loadtest``: the load test's record (``served_point``). Returns ``POINT_COLUMNS``
-    plus ``frontier``."""
+    kind traits (from its run); ``loadtest``: the load test's record (``served_point``); ``resolution``:
+    ``pareto_front``'s. Returns ``POINT_COLUMNS`` plus ``frontier``."""
     deployable = [name for name, found in traits.items() if not found.bound]
     composite = {name for name in deployable if traits[name].composite}
     parts = []
@@ -77,7 +91,7 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
                                    "position": swept["position"]}))
     points = pd.concat([part for part in parts if len(part)], ignore_index=True)[POINT_COLUMNS]
     points = served_point(points, loadtest)
-    points["frontier"] = pareto_front(points)
+    points["frontier"] = pareto_front(points, resolution=resolution)
     return points
 
 

@@ -217,7 +217,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         online.online_section(inputs.online, plots_dir, plots_link),
         online.logged_section(list(params.online.readouts), list(params.online.shadows)),
         frontier.frontier_section(points, sweeps, inputs.sweep_pairs, quality_measure, plots_link,
-                                  on_decision_page=True),
+                                  on_decision_page=True, resolution=analysed["latency_resolution"]),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
         precision.served_parity_section(inputs.verdicts.get("served_parity") or {}),
         md.environment_section(environments),

@@ -57,7 +57,8 @@ def _tag(label: str) -> str:
 
 
 def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: Mapping[str, Mapping[str, int]],
-                     measure: str, plots_link: str, on_decision_page: bool = False) -> str:
+                     measure: str, plots_link: str, on_decision_page: bool = False, resolution: float = 0.0) -> str:
+    """``resolution``: compare.json's ``costs.latency_resolution``, stated beside the frontier it decided."""
     header = ["configuration", "policy", measure, "p95 ms", "cost / 1k queries"]
     ordered = points.sort_values(["p95_ms", "quality"], ascending=[True, False])
     rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5)]
@@ -65,7 +66,9 @@ def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: M
     every = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
               "frontier" if r.frontier else ""] for r in ordered.itertuples()]
     text = (f"## Quality-cost frontier: {measure} vs p95 latency (systems x depth, configurations, policy sweeps)\n\n"
-            f"The configurations no other beats on both axes ({len(rows)} of {len(points)} points):\n\n"
+            f"The configurations no other beats on both axes ({len(rows)} of {len(points)} points; p95 latencies "
+            f"within {resolution:.1%} of each other count as one, the median spread of a system's p95 across the "
+            "rounds of its latency measurement):\n\n"
             + table(header, rows) + "\n\n" + plot_link("frontier", f"{plots_link}/pareto.png", on_decision_page)
             + "\n\n<details><summary>Every point"
             "</summary>\n\n" + table([*header, ""], every) + "\n\n</details>")

@@ -245,6 +245,9 @@ class Costs(_Strict):
     warmup_queries: int
     measure: str
     """The quality measure of ``depths`` and ``frontier`` (``evaluation.depth_measures``' first)."""
+    latency_resolution: float
+    """Relative p95 difference below which two latencies count as one on the frontier: the median spread of a
+    system's p95 across its measurement's rounds (``policies.frontier.latency_resolution``)."""
     systems: dict[str, SystemCost]
     depths: list[DepthCost]
     sweeps: list[SweepPoint]

@@ -24,7 +24,9 @@ from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
 
 UNREADABLE = 0.5
-FIRST_WORD = re.compile(r"[A-Za-z]+")
+FIRST_WORD = re.compile(r"[^\W\d_]+")
+"""The reply's first word in any script: a model that answers in another language ("예", "nein") is read by that
+word (configure ``yes_words``/``no_words`` in that language), never by an English word further on."""
 
 
 class LLMPointwiseConfig(LLMRerankConfig):
