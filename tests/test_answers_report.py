@@ -41,10 +41,9 @@ def test_answers_section_renders_the_ablation(tmp_path):
                                     "permutations": 500, "min_slice_size": 3, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
     result, _ = compare(frame, slices, settings, settings.release)
-    result["costs"] = {"end_to_end": {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0,
-                                                 "cached_answers": 0}}}
+    latency = {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0, "cached_answers": 0}}
     text = answers_section(result, frame, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
-                                                       {"split": "train", "result": {}}), tmp_path, "plots")
+                                                       {"split": "train", "result": {}}), latency, tmp_path, "plots")
     assert "24 queries: 24 with gold answers, 20 with a relevant passage" in text
     # Sizes per measure: no abstention query has nDCG@10, all 4 have the answer measures.
     assert "| abstention | 0 ⚠ / 4 | `ce` |" in text and "### Outcomes" in text

@@ -60,9 +60,16 @@ def test_latencies_within_the_measurements_noise_are_one_latency_on_the_frontier
     points = pd.DataFrame({"quality": [0.70, 0.7162, 0.7226, 0.7219], "p95_ms": [1.9, 945.6, 945.7, 945.9]})
     assert pareto_front(points).tolist() == [True, True, True, False]  # noise picks two of the three
     assert pareto_front(points, resolution=0.01).tolist() == [True, False, True, False]  # the best at that latency
-    # Two points at one quality and one latency (within the resolution) both stay: neither beats the other.
-    twins = pd.DataFrame({"quality": [0.7, 0.7], "p95_ms": [100.0, 100.5]})
-    assert pareto_front(twins, resolution=0.01).tolist() == [True, True]
+    # Two points at one quality and one latency (within the resolution): one of them, the faster, stands for both.
+    twins = pd.DataFrame({"quality": [0.7, 0.7], "p95_ms": [100.5, 100.0]})
+    assert pareto_front(twins, resolution=0.01).tolist() == [False, True]
+    # A chain of small steps (0.8% slower, a little better, each): the frontier keeps points a resolution apart, so
+    # no point is dropped for one far slower (dominance within the resolution does not chain).
+    chain = pd.DataFrame({"quality": 0.6 + 0.01 * np.arange(12), "p95_ms": 100.0 * 1.008 ** np.arange(12)})
+    kept = chain[pareto_front(chain, resolution=0.01)]
+    assert len(kept) == 6 and kept["p95_ms"].iloc[0] < 101.0 and kept["p95_ms"].iloc[-1] == chain["p95_ms"].max()
+    dropped = chain[~pareto_front(chain, resolution=0.01)]
+    assert all((kept["p95_ms"] <= ms * 1.01).any() for ms in dropped["p95_ms"])  # each within 1% of a better one
     # 10% apart is a real difference at a 1% resolution
     apart = pd.DataFrame({"quality": [0.7, 0.7], "p95_ms": [100.0, 110.0]})
     assert pareto_front(apart, resolution=0.01).tolist() == [True, False]
@@ -74,3 +81,4 @@ def test_the_resolution_is_the_median_spread_of_the_measured_rounds():
     spreads = sorted([(281.6 - 275.2) / 275.2, (201.2 - 174.9) / 174.9, (383.0 - 382.8) / 382.8])
     assert latency_resolution(rounds) == pytest.approx(spreads[1])
     assert latency_resolution({}) == 0.0 and latency_resolution({"one": [5.0]}) == 0.0
+    assert latency_resolution({"loaded": [100.0, 180.0]}) == 0.05  # at most MAX_RESOLUTION

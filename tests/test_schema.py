@@ -37,14 +37,14 @@ def test_the_demos_verdicts_hold_to_the_schema_and_a_new_field_must_be_declared(
         checked_verdicts(verdicts, "reports/verdicts.json")
 
 
-def test_a_page_refuses_a_comparison_another_version_wrote_naming_the_field_and_the_fix(tmp_path):
+def test_a_page_refuses_costs_another_version_wrote_naming_the_field_and_the_fix(tmp_path):
     from rerankeval.stats.schema import read_checked
 
-    compare = json.loads(Path("reports/compare.json").read_text())
-    assert read_checked("compare", "reports/compare.json") == compare
-    del compare["costs"]["frontier"][0]["p95_ms"]  # an older compare stage's frontier point
-    path = tmp_path / "compare.json"
-    path.write_text(json.dumps(compare))
-    with pytest.raises(ContractError, match=r"compare\.json: costs\.frontier\.0\.p95_ms: Field required \(not what "
-                                            r"this version's compare stage writes\. Fix: re-run it: `dvc repro compare`"):
-        read_checked("compare", path)
+    costs = json.loads(Path("reports/costs.json").read_text())
+    assert read_checked("costs", "reports/costs.json") == costs
+    del costs["frontier"][0]["p95_ms"]  # an older compare stage's frontier point
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(costs))
+    with pytest.raises(ContractError, match=r"costs\.json: frontier\.0\.p95_ms: Field required \(not what this "
+                                            r"version's compare stage writes\. Fix: re-run it: `dvc repro compare`"):
+        read_checked("costs", path)

@@ -8,6 +8,7 @@ import pandas as pd
 from ..core.io import read_json, read_table, table_metadata, write_json
 from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
+from ..policies.config import frontier_measure
 from ..policies.frontier import frontier_points, latency_resolution, own_points
 from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, system_costs
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
@@ -17,7 +18,7 @@ from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.guardrails import invalid_output_record
 from ..stats.run_checks import ParityEvidence
-from ..stats.schema import checked_compare, checked_verdicts
+from ..stats.schema import checked_compare, checked_costs, checked_verdicts
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
 from ..stats.weighted import weighted_comparison
@@ -100,12 +101,13 @@ def run(params: Params, paths: PipelinePaths) -> None:
             settings.baseline, **settings.resampling(with_method=False))
     verdicts["served_parity"] = parity
     verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
-    result["costs"] = cost_analysis(params, paths, per_query, runs, latency_frames, traits, verdicts["latency_p95_ms"])
+    costs = cost_analysis(params, paths, per_query, runs, latency_frames, traits, verdicts["latency_p95_ms"])
     # Written for people as well as programs: personal data in query texts is redacted (core.privacy).
     redact = redactor(params.privacy)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot, redact)
     write_json(paths.compare, redact_values(checked_compare(result, str(paths.compare)), redact))
     write_json(paths.verdicts, redact_values(checked_verdicts(verdicts, str(paths.verdicts)), redact))
+    write_json(paths.costs, checked_costs(costs, str(paths.costs)))
     for flag in (first_stage["flag"], generator["flag"]):
         if flag:
             print(f"compare: warning: {flag}")
@@ -119,13 +121,15 @@ def run(params: Params, paths: PipelinePaths) -> None:
 def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, runs: dict[str, pd.DataFrame],
                   latency_frames: dict[str, pd.DataFrame], traits: dict[str, KindTraits],
                   verdict_p95_ms: dict[str, float | None]) -> dict:
-    """What each system costs and the quality-cost frontier (compare.json ``costs``): latency percentiles, tokens and
+    """What each system costs and the quality-cost frontier (costs.json): latency percentiles, tokens and
     cost per 1k queries per system (``rerank.cost``), each system at each evaluated depth, each sweep setting, and
     every configuration's point with the Pareto frontier marked (``policies.frontier``), the served point included.
     Every p95 is on the scale of the measurement the verdict reads (``rerank.cost.latency_scales``), so a system has
     one p95 on every page and plot; cost is the quality run's machine time, as a claim's saving reads it."""
     evaluation = params.evaluation
-    price, warmup, measure = evaluation.hourly_price_usd, evaluation.warmup_queries, evaluation.depth_measures[0]
+    price, warmup = evaluation.hourly_price_usd, evaluation.warmup_queries
+    measure = frontier_measure(params.policies.measure, evaluation.depth_measures,
+                               params.compare.release.primary_metric)
     costs = system_costs({system: params.systems[system] for system in params.system_names}, runs, latency_frames,
                          price, warmup, verdict_p95_ms)
     scales = {system: record["latency_scale"] for system, record in costs.items()}
@@ -144,11 +148,12 @@ def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
             "depths": [_finite(row) for row in depths.to_dict("records")],
             "sweeps": [_finite(row) for row in sweeps.to_dict("records")],
             "frontier": [_finite(row) for row in points.to_dict("records")],
-            "end_to_end": {system: end_to_end_latency(latency_frames[system],
-                                                      read_table(paths.timing(system)).to_pandas(), warmup,
-                                                      scales[system])
+            "end_to_end": {system: _finite(end_to_end_latency(latency_frames[system],
+                                                              read_table(paths.timing(system)).to_pandas(), warmup,
+                                                              scales[system]))
                            for system in params.system_names if paths.timing(system).exists()},
-            "bounds": {row.system: float(row.quality) for row in own.itertuples() if traits[row.system].bound}}
+            "bounds": {row.system: float(row.quality) for row in own.itertuples()
+                       if traits[row.system].bound and np.isfinite(row.quality)}}
 
 
 def _finite(record: dict) -> dict:

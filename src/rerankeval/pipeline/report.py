@@ -37,7 +37,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     inputs = ReportInputs(
         params=params, manifest=snapshot.manifest,
         metrics=read_json(paths.metrics), compare=read_checked("compare", paths.compare),
-        verdicts=read_checked("verdicts", paths.verdicts),
+        verdicts=read_checked("verdicts", paths.verdicts), costs=read_checked("costs", paths.costs),
         per_query=read_table(paths.eval / PER_QUERY_FILE).to_pandas(),
         depth_curve=read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(paths.run(SYSTEM_PLACEHOLDER), systems),
@@ -77,7 +77,7 @@ def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> S
         candidates=load_candidates(paths.candidates, with_text=False),
         candidate_source=candidate_source(metadata)["name"], first_stage_filled=first_stage_filled(metadata),
         qrels=inputs.qrels, queries=inputs.queries, slice_columns=inputs.manifest.get("slice_columns", []),
-        costs=inputs.compare["costs"]["systems"],
+        costs=inputs.costs["systems"],
         max_candidates=params.evaluation.explorer_candidates,
         contexts={s: read_table(paths.context(s), CONTEXT_SCHEMA).to_pandas() for s in systems},
         answers={s: read_table(paths.answer(s), ANSWERS_SCHEMA).to_pandas() for s in systems},

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..core.io import write_table
 from ..data.snapshot import Snapshot
-from ..policies.config import PoliciesConfig
+from ..policies.config import PoliciesConfig, frontier_measure
 from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
 from ..policies.sweep import run_policy
 from ..systems.registry import BuildContext
@@ -33,7 +33,7 @@ def inactive_sweeps(policies: PoliciesConfig, systems: Collection[str]) -> list[
 
 def run(params: Params, paths: PipelinePaths) -> None:
     policies, split = params.policies, params.dataset.eval_split
-    measure = policies.measure or (params.evaluation.depth_measures or [params.compare.release.primary_metric])[0]
+    measure = frontier_measure(policies.measure, params.evaluation.depth_measures, params.compare.release.primary_metric)
     baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
     snapshot = Snapshot(paths.snapshot)
     qrels = snapshot.table("qrels").to_pandas()

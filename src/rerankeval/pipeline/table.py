@@ -158,11 +158,13 @@ STAGES: tuple[Stage, ...] = (
           "rerankeval.policies.frontier).",
           reads=("compare", "dataset.eval_split", "dataset.critical_slices", "evaluation.warmup_queries",
                  "evaluation.no_relevant", "evaluation.hourly_price_usd", "evaluation.depth_measures",
+                 "policies.measure",
                  "retrieval.top_n", "systems", "system_names", "privacy"),
           inputs=(*_paths("snapshot", "eval", "runs", "latency", "sweeps", "answers"),
                   "${paths.reports}/loadtest.json"),
           outputs=(Output("${paths.reports}/compare.json", cache=False, metric=True),
                    Output("${paths.reports}/verdicts.json", cache=False, metric=True),
+                   Output("${paths.reports}/costs.json", cache=False),
                    Output("${paths.reports}/judging_queue.tsv", cache=False))),
     Stage("online", "Each challenger's online experiment sized before launch: simulated users on interleaved pages "
           "(team-draft, balanced), an A/B test and the paired offline comparison, at a stated power, with the sign "
@@ -200,7 +202,7 @@ STAGES: tuple[Stage, ...] = (
           inputs=(*_paths("snapshot", "candidates", "passages", "eval", "runs", "latency"),
                   "${paths.reports}/loadtest.json", *_paths("contexts", "answers", "calibration", "sweeps"),
                   *(f"${{paths.reports}}/{name}" for name in ("metrics.json", "compare.json", "verdicts.json",
-                                                             "judging_queue.tsv", "online.json")),
+                                                             "costs.json", "judging_queue.tsv", "online.json")),
                   "${train.out_dir}"),
           outputs=tuple(Output(f"${{paths.reports}}/{name}", cache=False)
                         for name in ("report.md", "details.md", "evaluation.yaml", "plots", "site"))),

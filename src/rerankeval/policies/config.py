@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -31,3 +32,9 @@ class PoliciesConfig(StrictConfig):
         if repeated:
             raise ValueError(f"sweeps share the label(s) {repeated}: give each its own `label`")
         return self
+
+
+def frontier_measure(measure: str | None, depth_measures: Sequence[str], primary: str) -> str:
+    """The frontier's quality axis (``policies.measure``), the sweep stage's and the compare stage's alike: default
+    the first of ``evaluation.depth_measures`` (as the depth plots), else the primary metric."""
+    return measure or (list(depth_measures) or [primary])[0]

@@ -1,6 +1,6 @@
 """The quality-cost frontier of every configuration: each system at its depths, each composite as configured, each
 policy sweep (sweep stage) as a curve and the served system at the load test's chosen concurrency; the Pareto frontier
-is marked across all of them. The compare stage's analysis holds the points (compare.json ``costs.frontier``); the
+is marked across all of them. The compare stage's analysis holds the points (costs.json ``frontier``); the
 report only draws and lists them.
 
 A point is (quality mean, p95 latency per query); the frontier holds the points no other point beats on both axes.
@@ -25,24 +25,34 @@ POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_
 
 def pareto_front(points: pd.DataFrame, quality: str = "quality", latency: str = "p95_ms",
                  resolution: float = 0.0) -> pd.Series:
-    """True where no other point is at least as good on both axes and strictly better on one. ``resolution``: the
-    relative latency difference below which two latencies are one (``latency_resolution``), so that noise between
-    settings that score the same pairs does not pick the frontier: the better quality at that latency does."""
-    values = points[[quality, latency]].to_numpy(dtype=np.float64)
-    q, ms = values[:, 0], values[:, 1]
-    not_slower = ms[None, :] <= ms[:, None] * (1 + resolution)  # [i, j]: j is not slower than i
-    faster = ms[None, :] < ms[:, None] * (1 - resolution)
-    dominated = ((q[None, :] >= q[:, None]) & not_slower & ((q[None, :] > q[:, None]) | faster)).any(axis=1)
-    return pd.Series(~dominated, index=points.index)
+    """The points no other beats on both axes, latencies compared at ``resolution`` (``latency_resolution``).
+
+    Taken best quality first (the faster of equal qualities first): a point joins the frontier when it is faster,
+    beyond the resolution, than every frontier point of at least its quality. So noise between settings that score
+    the same pairs does not pick the frontier (the better quality at that latency does), and a dropped point is always
+    within the resolution of a better frontier point: a chain of small steps cannot drop a point far from the rest.
+    At resolution 0 this is the exact Pareto frontier (of exact twins, one point)."""
+    order = points.sort_values([quality, latency], ascending=[False, True], kind="stable").index
+    kept, fastest = [], np.inf
+    for index in order:
+        if points.at[index, latency] * (1 + resolution) < fastest:
+            kept.append(index)
+            fastest = points.at[index, latency]
+    return pd.Series(points.index.isin(kept), index=points.index)
+
+
+MAX_RESOLUTION = 0.05
+"""The widest latency resolution: a machine so loaded that its rounds differ by more should be measured again (the
+latency check says so); the frontier still tells apart settings more than 5% apart."""
 
 
 def latency_resolution(p95_by_round: Mapping[str, Sequence[float]], floor_ms: float = 1.0) -> float:
     """How far apart two p95 latencies must be to differ: the median, over the measured systems slower than
     ``floor_ms`` (faster ones are timer noise), of the relative spread of one system's p95 across the rounds of its
-    dedicated measurement ((max - min) / min); 0 without such a measurement."""
+    dedicated measurement ((max - min) / min), at most ``MAX_RESOLUTION``; 0 without such a measurement."""
     spreads = [(max(rounds) - min(rounds)) / min(rounds) for rounds in p95_by_round.values()
                if len(rounds) > 1 and min(rounds) >= floor_ms]
-    return float(np.median(spreads)) if spreads else 0.0
+    return min(float(np.median(spreads)), MAX_RESOLUTION) if spreads else 0.0
 
 
 def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
@@ -50,8 +60,8 @@ def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
     """Each system as configured: its mean ``measure``, p95 and cost per 1k queries. ``measured``: the p95 the
     verdict read (verdicts.json's ``latency_p95_ms``), which is the system's one p95 on every page and plot; the
     quality run's own p95 only where none was measured."""
-    means = per_query.groupby("system")[measure].mean()
-    return pd.DataFrame([{"system": s, "quality": float(means[s]),
+    means = per_query.groupby("system")[measure].mean() if measure in per_query else pd.Series(dtype="float64")
+    return pd.DataFrame([{"system": s, "quality": float(means.get(s, np.nan)),
                           "p95_ms": measured[s] if measured.get(s) is not None else costs[s]["p95_ms"],
                           "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])
 
@@ -66,19 +76,20 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
     deployable = [name for name, found in traits.items() if not found.bound]
     composite = {name for name in deployable if traits[name].composite}
     parts = []
-    depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()]
+    depths = depth_costs[depth_costs["system"].isin(set(deployable) - composite) & depth_costs["p95_ms"].notna()
+                         & depth_costs["quality"].notna()]
     depths = depths.sort_values("depth").drop_duplicates(["system", "quality", "p95_ms"], keep="first")
     parts.append(pd.DataFrame({"policy": depths["system"] + " depth", "system": depths["system"],
                                "label": depths["system"] + "@" +
                                depths["depth"].astype(str), "quality": depths["quality"], "p95_ms": depths["p95_ms"],
                                "cost_per_1k_queries": depths["cost_per_1k_queries"], "position": depths["depth"]}))
-    configured = own[own["system"].isin(composite) & own["p95_ms"].notna()]
+    configured = own[own["system"].isin(composite) & own["p95_ms"].notna() & own["quality"].notna()]
     parts.append(pd.DataFrame({"policy": configured["system"], "system": configured["system"],
                                "label": configured["system"],
                                "quality": configured["quality"], "p95_ms": configured["p95_ms"],
                                "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
     if sweeps is not None and len(sweeps):
-        swept = sweeps[sweeps["p95_ms"].notna()]
+        swept = sweeps[sweeps["p95_ms"].notna() & sweeps["quality"].notna()]
         # A depth sweep of a system the depth table already holds at that depth is the same setting: one point,
         # the depth table's (one latency per setting on every page and plot).
         held = set(zip(depths["system"], depths["depth"].astype(str)))
@@ -89,7 +100,10 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
                                    + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],
                                    "cost_per_1k_queries": swept["cost_per_1k_queries"],
                                    "position": swept["position"]}))
-    points = pd.concat([part for part in parts if len(part)], ignore_index=True)[POINT_COLUMNS]
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return pd.DataFrame(columns=[*POINT_COLUMNS, "frontier"])
+    points = pd.concat(parts, ignore_index=True)[POINT_COLUMNS]
     points = served_point(points, loadtest)
     points["frontier"] = pareto_front(points, resolution=resolution)
     return points
@@ -104,6 +118,8 @@ def served_point(points: pd.DataFrame, loadtest: Mapping[str, Any] | None) -> pd
     if p95 is None or own.empty:
         return points
     deepest = own.sort_values("position").iloc[-1]
+    if np.isclose(deepest["p95_ms"], p95, rtol=1e-9):  # the verdict read the load test: its curve already ends there
+        return points
     served = {**deepest.to_dict(), "policy": f"{system} served", "p95_ms": p95,
               "label": f"{deepest['label']} served, concurrency {loadtest['pareto_concurrency']}"}
     return pd.concat([points, pd.DataFrame([served])], ignore_index=True)

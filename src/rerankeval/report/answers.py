@@ -114,7 +114,7 @@ def _reach_rows(deltas: pd.DataFrame, tolerance: float = 1e-9) -> list[list[str]
 
 
 def end_to_end(measured: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame) -> list[list[str]]:
-    """Per system: compare.json's ``costs.end_to_end`` (rerank + generation latency), with the mean answer tokens and
+    """Per system: costs.json's ``end_to_end`` (rerank + generation latency), with the mean answer tokens and
     generation cost of the evaluated answers."""
     rows = []
     for system, found in measured.items():
@@ -126,8 +126,9 @@ def end_to_end(measured: Mapping[str, Mapping[str, Any]], per_query: pd.DataFram
     return rows
 
 
-def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs: AnswerInputs, plots_dir,
-                    plots_link: str, skip: Sequence[str] = ()) -> str:
+def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs: AnswerInputs,
+                    latency: Mapping[str, Mapping[str, Any]], plots_dir, plots_link: str,
+                    skip: Sequence[str] = ()) -> str:
     """The section, or "" when no answer measures were evaluated; ``skip``: the reference systems (first-stage
     orders, oracle, random), left out of the plot."""
     if "AnswerF1" not in per_query.columns:
@@ -179,7 +180,7 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs:
                          f"{RANKING_MEASURE} down", "… answer down", "ranking same, answer moved"],
                         _reach_rows(deltas)), "",
                   f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
-    rows = end_to_end(compare.get("costs", {}).get("end_to_end", {}), per_query)
+    rows = end_to_end(latency, per_query)
     if rows:
         lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold, on its measurement's scale, "
                   "+ generate)", "",

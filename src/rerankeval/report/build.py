@@ -32,6 +32,8 @@ class ReportInputs:
     metrics: Mapping[str, Any]
     compare: Mapping[str, Any]
     verdicts: Mapping[str, Any]
+    costs: Mapping[str, Any]
+    """costs.json: latency, cost and the frontier, the compare stage's analysis (``stats.schema.Costs``)."""
     per_query: pd.DataFrame
     depth_curve: pd.DataFrame
     runs: Mapping[str, pd.DataFrame]
@@ -126,7 +128,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     bounds = [s for s in systems if traits[s].bound]
     curve_means = inputs.depth_curve.groupby(["system", "depth", "measure"], as_index=False)["value"].mean() \
         .rename(columns={"value": "mean"})
-    quality_measure = compare["costs"]["measure"]
+    quality_measure = inputs.costs["measure"]
     plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png", bounds)
     per_query = inputs.per_query
     baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
@@ -141,7 +143,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                        primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"],
                        lambda label: any(spec.matches(*label.split("=", 1)) for spec in critical))
 
-    analysed = compare["costs"]  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)
+    analysed = inputs.costs  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)
     hourly_price = analysed["hourly_price_usd"]
     costs = {system: analysed["systems"][system] for system in systems}  # the params' order (JSON sorts its keys)
     depth_costs = pd.DataFrame(analysed["depths"])
@@ -203,7 +205,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         llm.llm_section(systems, inputs.run_metadata, inputs.verdicts.get("invalid_outputs")),
         md.depth_section(curve_means, quality_measure, pool_recall, plots_link, on_decision_page=True),
         md.slices_section(compare, primary, plots_link, on_decision_page=True),
-        answers_section(compare, per_query, inputs.answers, plots_dir, plots_link,
+        answers_section(compare, per_query, inputs.answers, analysed["end_to_end"], plots_dir, plots_link,
                         reference),
         md.unjudged_section(compare),
         judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare["baseline"],

@@ -28,7 +28,7 @@ class DecisionInputs:
     compare: Mapping[str, Any]
     traits: Mapping[str, KindTraits]
     costs: Mapping[str, Mapping[str, Any]]
-    """The report's cost table (compare.json ``costs.systems``): ``cost_per_1k_queries`` per system."""
+    """The report's cost table (costs.json ``systems``): ``cost_per_1k_queries`` per system."""
     hourly_price: float
     generator: str
     """The generator kind (``rag.generator.kind``)."""

@@ -1,5 +1,5 @@
-"""The quality-cost frontier drawn and listed: the points are the compare stage's analysis (compare.json
-``costs.frontier``, built by ``policies.frontier``); nothing here decides which point is on the frontier."""
+"""The quality-cost frontier drawn and listed: the points are the compare stage's analysis (costs.json
+``frontier``, built by ``policies.frontier``); nothing here decides which point is on the frontier."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _tag(label: str) -> str:
 
 def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: Mapping[str, Mapping[str, int]],
                      measure: str, plots_link: str, on_decision_page: bool = False, resolution: float = 0.0) -> str:
-    """``resolution``: compare.json's ``costs.latency_resolution``, stated beside the frontier it decided."""
+    """``resolution``: costs.json's ``latency_resolution``, stated beside the frontier it decided."""
     header = ["configuration", "policy", measure, "p95 ms", "cost / 1k queries"]
     ordered = points.sort_values(["p95_ms", "quality"], ascending=[True, False])
     rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5)]

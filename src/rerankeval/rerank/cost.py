@@ -72,7 +72,7 @@ def depth_cost_table(quality: pd.DataFrame, runs: Mapping[str, pd.DataFrame], la
         rows.append({**row._asdict(),
                      "p95_ms": float(np.percentile(seconds, 95) * 1000) if len(seconds) else float("nan"),
                      "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*quality.columns, "p95_ms", "cost_per_1k_queries"])
 
 
 def pool_recall(curve_means: pd.DataFrame) -> dict[int, float]:
@@ -104,7 +104,7 @@ def latency_scales(quality_run_p95_ms: Mapping[str, float | None],
     whatever load the machine carried when the pairs were first scored, which nothing controlled; the dedicated
     measurement (stage ``latency``) controls and records it. Scaling each system's curve by this ratio puts every
     p95 on the scale of the measurement the verdict reads, so a system has one p95 on every page and plot (the ratio
-    itself is in compare.json: ``costs.systems.<name>.latency_scale``). Cost stays the quality run's machine time:
+    itself is in costs.json: ``systems.<name>.latency_scale``). Cost stays the quality run's machine time:
     that is what a claim's paired cost saving is decided on (``stats.saving``), so a page's cost and the claim agree."""
     scales = {}
     for system, run_p95 in quality_run_p95_ms.items():

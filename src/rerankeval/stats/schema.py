@@ -1,9 +1,9 @@
-"""compare.json and verdicts.json as types: the comparison and the decision the compare stage writes, checked against
-these models before they are written, with JSON Schemas generated from them (``docs/schemas/``), so a field a page
-reads cannot appear, vanish or change its type unseen.
+"""compare.json, verdicts.json and costs.json as types: the comparison, the decision and what quality costs, as the
+compare stage writes them, checked against these models before they are written, with JSON Schemas generated from
+them (``docs/schemas/``), so a field a page reads cannot appear, vanish or change its type unseen.
 
     python -m rerankeval.stats.schema           # exit 1 and say when docs/schemas/ differs from the models
-    python -m rerankeval.stats.schema --write   # write docs/schemas/{compare,verdicts}.schema.json
+    python -m rerankeval.stats.schema --write   # write docs/schemas/{compare,verdicts,costs}.schema.json
 """
 
 from __future__ import annotations
@@ -206,8 +206,8 @@ class SweepPoint(_Strict):
     p95_ms: float | None
     cost_per_1k_queries: float | None
     model_pairs: int
-    skip_rate: float
-    fallback_rate: float
+    skip_rate: float | None
+    fallback_rate: float | None
     queries: int
     pairs_scored: int
     pairs_from_cache: int
@@ -239,7 +239,8 @@ class EndToEnd(_Strict):
 
 
 class Costs(_Strict):
-    """What quality costs (``pipeline.compare.cost_analysis``): per system, per depth, and the frontier."""
+    """costs.json: what quality costs (``pipeline.compare.cost_analysis``), per system, per depth, each sweep setting,
+    the frontier and the answers' latency. Timings, apart from compare.json, whose bytes a rerun keeps."""
 
     hourly_price_usd: float
     warmup_queries: int
@@ -278,11 +279,9 @@ class Compare(_Strict):
     guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
     """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
     carries no access or validity labels."""
-    costs: Costs | None = None
-    """Absent from ``rerankeval compare`` on exported runs (no latency tables)."""
 
 
-MODELS = {"compare": Compare, "verdicts": Verdicts}
+MODELS = {"compare": Compare, "verdicts": Verdicts, "costs": Costs}
 """Each file of the compare stage (``<name>.json``) and the model it holds to."""
 
 
@@ -301,7 +300,7 @@ def _checked(model: type[BaseModel], data: dict[str, Any], where: str, fix: str 
 
 
 def read_checked(name: str, path: str | Path) -> dict[str, Any]:
-    """compare.json or verdicts.json (``name``: a key of ``MODELS``) read by a page: refused, naming the first field
+    """compare.json, verdicts.json or costs.json (``name``: a key of ``MODELS``) read by a page: refused, naming the first field
     that is not what the compare stage writes, when it was written by another version or edited by hand."""
     from ..core.io import read_json
 
@@ -312,6 +311,11 @@ def read_checked(name: str, path: str | Path) -> dict[str, Any]:
 def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:
     """``verdicts`` when it is what ``Verdicts`` declares; a ``ContractError`` naming the first field that is not."""
     return _checked(Verdicts, verdicts, where)
+
+
+def checked_costs(costs: dict[str, Any], where: str) -> dict[str, Any]:
+    """``costs`` when it is what ``Costs`` declares; a ``ContractError`` naming the first field that is not."""
+    return _checked(Costs, costs, where)
 
 
 def checked_compare(compare: dict[str, Any], where: str) -> dict[str, Any]:

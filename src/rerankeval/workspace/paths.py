@@ -123,6 +123,12 @@ class PipelinePaths:
         return self.reports / "verdicts.json"
 
     @property
+    def costs(self) -> Path:
+        """Latency, cost and the frontier (``stats.schema.Costs``): timings, kept apart from compare.json, whose bytes a
+        rerun keeps."""
+        return self.reports / "costs.json"
+
+    @property
     def online(self) -> Path:
         """online.json: each challenger's online experiment sized before launch (``rerankeval.online``)."""
         return self.reports / "online.json"
@@ -183,7 +189,7 @@ class PipelinePaths:
             "calibrate": [self.calibration],
             "generate": [self.answer(system), self.timing(system)],
             "evaluate": [self.eval, self.metrics],
-            "compare": [self.compare, self.verdicts, self.judging_queue],
+            "compare": [self.compare, self.verdicts, self.costs, self.judging_queue],
             "sweep": [self.sweeps],
             "online": [self.online],
             "readout": [self.readout(system), self.readout(system).with_suffix(".md")],

@@ -42,7 +42,7 @@ class SiteInputs:
     queries: pd.DataFrame
     slice_columns: Sequence[str]
     costs: Mapping[str, Mapping[str, Any]]
-    """compare.json ``costs.systems``: each system's latency percentiles and cost per 1k queries."""
+    """costs.json ``systems``: each system's latency percentiles and cost per 1k queries."""
     max_candidates: int
     contexts: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     answers: Mapping[str, pd.DataFrame] = field(default_factory=dict)

@@ -12,7 +12,7 @@ and is counted. A call that fails outright fails the query (fused order, with th
 from __future__ import annotations
 
 import math
-import re
+import unicodedata
 from collections import Counter
 from typing import Any, Literal
 
@@ -24,9 +24,6 @@ from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
 
 UNREADABLE = 0.5
-FIRST_WORD = re.compile(r"[^\W\d_]+")
-"""The reply's first word in any script: a model that answers in another language ("예", "nein") is read by that
-word (configure ``yes_words``/``no_words`` in that language), never by an English word further on."""
 
 
 class LLMPointwiseConfig(LLMRerankConfig):
@@ -40,9 +37,20 @@ class LLMPointwiseConfig(LLMRerankConfig):
     no_words: list[str] = ["no"]
 
 
+def first_word(text: str) -> str:
+    """The reply's first word in any script: a letter, then letters and combining marks (Hindi "हाँ", Thai "ใช่",
+    Arabic "نَعَم" whole), lower-cased. A model that answers in another language is read by that word (set
+    ``yes_words``/``no_words`` in that language), never by an English word further on; in a script written without
+    spaces the word runs to the first punctuation or space ("是的")."""
+    start = next((i for i, char in enumerate(text) if unicodedata.category(char).startswith("L")), len(text))
+    end = start
+    while end < len(text) and unicodedata.category(text[end])[0] in "LM":
+        end += 1
+    return text[start:end].lower()
+
+
 def label_score(text: str, yes: set[str], no: set[str]) -> float | None:
-    word = FIRST_WORD.search(text)
-    found = word.group().lower() if word else ""
+    found = first_word(text)
     return 1.0 if found in yes else 0.0 if found in no else None
 
 
