@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-import yaml
 
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = "ik-llama-cpp-python"
@@ -72,10 +71,7 @@ def main() -> None:
     rows.append(["the model's first use: six parts concatenated, sha256 verified (fetch_gguf)", round(first_use(), 1)])
     table = {"title": "Installing the local LLM on a fresh clone (seconds)", "columns": ["step", "seconds"],
              "rows": rows}
-    if args.step == "record":
-        print(write_benchmark(args, "llm_install", [], [table]))
-    else:
-        print(yaml.safe_dump({"tables": [table]}, sort_keys=False, width=120))
+    print_benchmark(args, "llm_install", [], [table])
 
 
 if __name__ == "__main__":

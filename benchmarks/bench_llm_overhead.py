@@ -20,7 +20,7 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import yaml
 
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,10 +98,7 @@ def main() -> None:
     rows, notes = measure(args.requests, smoke=args.smoke)
     table = {"title": "The answer stage's loop around the in-process local LLM against llama.cpp's own counters",
              "columns": ["measure", "value"], "rows": rows}
-    if args.step == "record":
-        print(write_benchmark(args, "llm_overhead", notes, [table]))
-    else:
-        print(yaml.safe_dump({"notes": notes, "tables": [table]}, sort_keys=False, width=120))
+    print_benchmark(args, "llm_overhead", notes, [table])
 
 
 if __name__ == "__main__":

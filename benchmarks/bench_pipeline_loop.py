@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 DVC = str(Path(sys.executable).with_name("dvc"))
@@ -73,11 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     tables = [loop_table(1, ["status"]) if args.smoke else loop_table(args.repeats, ["status", "repro"]),
               deps_table()]
-    if args.step == "record":
-        print(write_benchmark(args, "the no-op loop: dvc status against a no-op dvc repro, and each stage's deps",
-                              [], tables))
-    else:
-        print(yaml.safe_dump(tables, sort_keys=False, width=120))
+    print_benchmark(args, "the no-op loop: dvc status against a no-op dvc repro, and each stage's deps", [], tables)
 
 
 if __name__ == "__main__":

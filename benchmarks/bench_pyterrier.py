@@ -18,12 +18,11 @@ import time
 
 import pandas as pd
 import pyterrier as pt
-import yaml
 
 from rerankeval.data.snapshot import Snapshot
 from rerankeval.eval.engine import evaluate
 from rerankeval.interop.pyterrier import Reranker, candidates_source
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 from rerankeval.workspace.paths import PipelinePaths
 
 SYSTEMS = ("fusion", "ce_minilm_ft", "ce_minilm_ft_int8")
@@ -74,10 +73,7 @@ def main() -> None:
              "leaves those out (evaluation.no_relevant: drop) and says how many it left; under the same convention, "
              "and where no scores tie, the two agree to the last digit (tests/test_pyterrier.py). rerankeval adds "
              "the paired bootstrap CI, the release family's correction and the verdict (reports/report.md)."]
-    if args.step == "record":
-        print(write_benchmark(args, "PyTerrier's pt.Experiment beside rerankeval on the demo", notes, tables))
-    else:
-        print(yaml.safe_dump(tables, sort_keys=False, width=120))
+    print_benchmark(args, "PyTerrier's pt.Experiment beside rerankeval on the demo", notes, tables)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import yaml
 
 from rerankeval.pipeline import shadow
 from rerankeval.pipeline.params import Params
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 from rerankeval.workspace.paths import PipelinePaths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,10 +90,7 @@ def main() -> None:
     result = table(found)
     notes = [f"send lag: the client sent at most {found['served']['replayed']['max_send_lag_ms']:.0f} ms after a "
              f"scheduled arrival; {found['served']['without_candidates']} arrivals found no candidate and sent nothing"]
-    if args.step == "record":
-        print(write_benchmark(args, "shadow replay: the served system at the log's arrival pattern", notes, [result]))
-    else:
-        print(yaml.safe_dump({"notes": notes, "tables": [result]}, sort_keys=False, width=120))
+    print_benchmark(args, "shadow replay: the served system at the log's arrival pattern", notes, [result])
 
 
 if __name__ == "__main__":

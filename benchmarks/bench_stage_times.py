@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-import yaml
 
-from rerankeval.report.results_data import add_provenance_arguments, write_benchmark
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG = ROOT / "logs" / "stage_times.jsonl"
@@ -64,10 +63,7 @@ def main() -> None:
             table = times_table(latest_times(log))
     else:
         table = times_table(latest_times(LOG))
-    if args.step == "record":
-        print(write_benchmark(args, "each stage's wall time in the last pipeline run, and their sum", [], [table]))
-    else:
-        print(yaml.safe_dump([table], sort_keys=False, width=120))
+    print_benchmark(args, "each stage's wall time in the last pipeline run, and their sum", [], [table])
 
 
 if __name__ == "__main__":

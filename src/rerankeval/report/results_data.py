@@ -101,6 +101,15 @@ def write_benchmark(args: argparse.Namespace, benchmark: str, notes: list[str], 
     return text
 
 
+def print_benchmark(args: argparse.Namespace, benchmark: str, notes: list[str], tables: list[Any]) -> None:
+    """A benchmark script's last step: with ``record``, write its results YAML (``write_benchmark``); else print what it
+    measured, notes and tables, as YAML."""
+    if getattr(args, "step", None) == "record":
+        print(write_benchmark(args, benchmark, notes, tables))
+    else:
+        print(dump({"notes": notes, "tables": tables}))
+
+
 def _read_yaml(path: Path, required: tuple[str, ...]) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
