@@ -13,6 +13,7 @@ import pandas as pd
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX
 from ..rerank.assemble import TIE_BREAK
 from ..stats.sanity import needs_negative_judgments
+from ..stats.schema import DepthCost, FrontierPoint, SweepPoint
 from ..systems.roles import KindTraits
 from ..systems.run_coverage import coverage_cut, coverage_text
 from . import configurations, decision, frontier, llm, moved, online, precision, serving, weighted
@@ -50,7 +51,7 @@ class ReportInputs:
     queries: pd.DataFrame | None = None
     """The evaluated split's queries (query_id, text, slice columns)."""
     sweep_pairs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    """The pairs each policy sweep needed (the sweep stage's points' metadata); the points are compare.json's."""
+    """The pairs each policy sweep needed (the sweep stage's points' metadata); the points are costs.json's."""
     judging_queue: pd.DataFrame | None = None
     """The compare stage's judging queue (``eval.judging``), read from its TSV; ``judging_queue_path`` names it."""
     judging_queue_path: str = ""
@@ -146,15 +147,18 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     analysed = inputs.costs  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)
     hourly_price = analysed["hourly_price_usd"]
     costs = {system: analysed["systems"][system] for system in systems}  # the params' order (JSON sorts its keys)
-    depth_costs = pd.DataFrame(analysed["depths"])
+    depth_costs = pd.DataFrame(analysed["depths"], columns=list(DepthCost.model_fields))
     pool_recall = {row["depth"]: row["candidate_recall"] for row in analysed["depths"]}  # the same for every system
-    plots.depth_cost(depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)], quality_measure,
-                     plots_dir / "depth_cost.png")
-    points, sweeps = pd.DataFrame(analysed["frontier"]), pd.DataFrame(analysed["sweeps"])
+    drawn = depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)]
+    if len(drawn):  # none without evaluation.depths
+        plots.depth_cost(drawn, quality_measure, plots_dir / "depth_cost.png")
+    points = pd.DataFrame(analysed["frontier"], columns=list(FrontierPoint.model_fields))
+    sweeps = pd.DataFrame(analysed["sweeps"], columns=list(SweepPoint.model_fields))
     serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
     latency_sources = inputs.verdicts.get("latency_source", {})
-    frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png", {
-        f"{system} ({traits[system].role})": quality for system, quality in analysed["bounds"].items()})
+    if len(points):
+        frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png", {
+            f"{system} ({traits[system].role})": quality for system, quality in analysed["bounds"].items()})
 
     environments = {}
     for system in systems:
