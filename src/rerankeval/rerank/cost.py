@@ -104,7 +104,9 @@ def latency_scales(quality_run_p95_ms: Mapping[str, float | None],
     whatever load the machine carried when the pairs were first scored, which nothing controlled; the dedicated
     measurement (stage ``latency``) controls and records it. Scaling each system's curve by this ratio puts every
     p95 on the scale of the measurement the verdict reads, so a system has one p95 on every page and plot (the ratio
-    itself is in costs.json: ``systems.<name>.latency_scale``). Cost stays the quality run's machine time:
+    itself is in costs.json: ``systems.<name>.latency_scale``). The ratio assumes that the latency of the queries the
+    measurement times (the split's first ``serving.latency.queries``) spreads as that of all the split's queries does;
+    the quality run's own p95 is over all of them. Cost stays the quality run's machine time:
     that is what a claim's paired cost saving is decided on (``stats.saving``), so a page's cost and the claim agree."""
     scales = {}
     for system, run_p95 in quality_run_p95_ms.items():
