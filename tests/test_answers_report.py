@@ -1,11 +1,13 @@
-"""The report's answers section on a synthetic comparison: tables, outcome counts and the plot."""
+"""The answers analysis (``stats.answers``) and the report's answers section that renders it, on a synthetic
+comparison: tables, outcome counts and the plot."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from rerankeval.report.answers import AnswerInputs, answers_section, outcome_counts, ranking_vs_answer
+from rerankeval.report.answers import AnswerInputs, answers_section
+from rerankeval.stats.answers import answer_analysis, deltas_frame
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig
 
@@ -41,15 +43,35 @@ def test_answers_section_renders_the_ablation(tmp_path):
                                     "permutations": 500, "min_slice_size": 3, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
     result, _ = compare(frame, slices, settings, settings.release)
+    result["answers"] = answer_analysis(frame, "fusion")
     latency = {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0, "cached_answers": 0}}
-    text = answers_section(result, frame, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
-                                                       {"split": "train", "result": {}}), latency, tmp_path, "plots")
+    text = answers_section(result, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
+                                                {"split": "train", "result": {}}), latency, tmp_path, "plots")
     assert "24 queries: 24 with gold answers, 20 with a relevant passage" in text
     # Sizes per measure: no abstention query has nDCG@10, all 4 have the answer measures.
     assert "| abstention | 0 ⚠ / 4 | `ce` |" in text and "### Outcomes" in text
+    assert "| fusion | 7 | 7 | 6 | 0 | 4 | 0 |" in text  # the analysis's outcome counts, rendered
+    assert "| `ce` | 20 | 13 | 0 | 0 | 0 | 0 |" in text  # every ranking up; the answer up where EM was 0
     assert (tmp_path / "ranking_vs_answer.png").stat().st_size > 1000
-    assert "| `fusion` | 12.0 | 12.5 | 2.00 | 0 |" in text  # compare.json's end-to-end latency, rendered
-    counts = outcome_counts(frame).set_index("system")
-    assert counts.loc["fusion"].tolist() == [7, 7, 6, 0, 4, 0]
-    deltas = ranking_vs_answer(frame, "fusion", "nDCG@10", "AnswerF1")
-    assert len(deltas) == 20 and np.allclose(deltas["ranking_delta"], 0.1)
+    assert "| `fusion` | 12.0 | 12.5 | 2.00 | 0 |" in text  # costs.json's end-to-end latency, rendered
+
+
+def test_answer_analysis_counts_outcomes_and_per_query_deltas():
+    frame = per_query()
+    found = answer_analysis(frame, "fusion")
+    assert found["counts"] == {"queries": 24, "with_gold": 24, "with_relevant": 20}
+    assert found["outcomes"]["fusion"] == {"correct": 7, "boundary_partial": 7, "incorrect_answer": 6,
+                                           "false_refusal": 0, "correct_refusal": 4, "failed": 0}
+    deltas = deltas_frame(found)
+    assert list(deltas["challenger"].unique()) == ["ce"] and len(deltas) == 20
+    assert np.allclose(deltas["ranking_delta"], 0.1)
+    # AnswerF1 = clip(EM + 0.1): it moves by 0.1 where EM is 0 (queries 1, 2, 4, 5, ...), by 0 where EM is already 1.
+    assert found["reach"]["ce"] == {"ranking_up": 20, "ranking_up_answer_up": 13, "ranking_up_answer_down": 0,
+                                    "ranking_down": 0, "ranking_down_answer_down": 0,
+                                    "ranking_same_answer_moved": 0}
+    assert found["means"]["ce"]["CitationPrecision"] == 0.6  # defined on 20 queries, averaged over them
+
+
+def test_no_answers_analysis_without_answer_measures():
+    assert answer_analysis(per_query().drop(columns=["AnswerF1"]), "fusion") is None
+    assert answers_section({"baseline": "fusion", "answers": None}, AnswerInputs(), {}, None, "plots") == ""

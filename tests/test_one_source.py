@@ -93,6 +93,25 @@ def test_report_modules_do_not_resample():
     assert found == []
 
 
+def test_the_answers_section_renders_the_analysis_without_the_per_query_table():
+    """Its means, outcome counts and per-query deltas are compare.json's ``answers`` (``stats.answers``): the section
+    is handed no per-query table, and its module neither imports pandas at run time nor aggregates."""
+    import inspect
+
+    from rerankeval.report import answers
+
+    assert "per_query" not in inspect.signature(answers.answers_section).parameters
+    source = (REPORT / "answers.py").read_text()
+    tree = ast.parse(source)
+    imported = {alias.name for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in node.names}
+    assert "pandas" not in imported and "numpy" not in imported
+    aggregating = [f"answers.py:{node.lineno} .{node.func.attr}()" for node in ast.walk(tree)
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                   and node.func.attr in {"mean", "sum", "notna", "dropna"}]
+    assert aggregating == []
+
+
 def test_diff_shows_a_system_new_in_head_against_the_baseline():
     result, _ = run_compare()
     frame = per_query(np.random.default_rng(3))

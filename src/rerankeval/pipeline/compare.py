@@ -14,6 +14,7 @@ from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, sy
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies
 from ..stats.agreement import agreement_summary, score_parity
+from ..stats.answers import answer_analysis
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
 from ..stats.guardrails import invalid_output_record
@@ -94,6 +95,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
                                                      settings.baseline, rule.primary_metric)
     result["split"] = split
+    result["answers"] = answer_analysis(per_query, settings.baseline)
     if "weight" in queries.columns:  # traffic weights (data.traffic): weighted means beside the macro average
         result["weighted"] = weighted_comparison(
             per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,

@@ -2,55 +2,51 @@
 
 The ablation holds everything but the ranking fixed: the first-stage order (the comparison baseline) against each
 reranker, with the same select rule, generator and prompt. Its numbers come from compare.json (paired CIs over the
-same resamples as every other delta), the per-query table, and the generation timing. Pure text and one plot.
+same resamples as every other delta, and ``answers``: the means without a CI, outcome counts and the per-query deltas
+of ``stats.answers``) and costs.json's end-to-end latency. Pure text and one plot: nothing here computes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from ..stats.answers import HEADLINE, deltas_frame
 from .caveats import generator_lines
 from .markdown import ci, fmt, p_value, slice_size, table
 
-RANKING_MEASURE = "nDCG@10"
-HEADLINE = ("EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
-            "CitationPrecision")
+if TYPE_CHECKING:
+    import pandas as pd
+
 QUERY_TYPE_COLUMN = "query_type"
-OUTCOME_MEASURES = ("AnswerEM", "CorrectRefusal", "BoundaryPartial", "IncorrectAnswer", "FalseRefusal")
+OUTCOME_COLUMNS = ("correct", "boundary_partial", "incorrect_answer", "false_refusal", "correct_refusal", "failed")
+REACH_COLUMNS = ("ranking_up", "ranking_up_answer_up", "ranking_up_answer_down", "ranking_down",
+                 "ranking_down_answer_down", "ranking_same_answer_moved")
 
 
 @dataclass(frozen=True)
 class AnswerInputs:
-    """What the section reads besides compare.json and the per-query table."""
+    """What the section reads besides compare.json and costs.json."""
 
     generator: Mapping[str, Any] = field(default_factory=dict)
     select: Mapping[str, Any] = field(default_factory=dict)
     calibration: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _system_rows(compare: Mapping[str, Any], per_query: pd.DataFrame, metrics: Sequence[str]) -> list[list[str]]:
+def _system_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
     rows = []
+    means = compare["answers"]["means"]
     for system in compare["systems"]:
         values = compare["systems"][system]
-        own = per_query[per_query["system"] == system]
         row = [f"`{system}`"]
         for metric in metrics:
             if metric in values:
                 row.append(f"{fmt(values[metric]['mean'])} [{ci(values[metric])}]")
-            else:
-                row.append(fmt(_nanmean(own[metric])) if metric in own else "n/a")
+            else:  # evaluated but not compared: its mean, no interval
+                row.append(fmt(means.get(system, {}).get(metric)) if metric in means.get(system, {}) else "n/a")
         rows.append(row)
     return rows
-
-
-def _nanmean(values: pd.Series) -> float | None:
-    finite = values.dropna()
-    return float(finite.mean()) if len(finite) else None
 
 
 def _delta_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
@@ -74,67 +70,28 @@ def _query_type_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list
     return rows
 
 
-def outcome_counts(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Per system: how many answers were correct, partial, wrong, refused wrongly or rightly, or failed."""
-    rows = []
-    for system, frame in per_query.groupby("system", sort=False):
-        gold = frame["AnswerEM"].notna()
-        refusals = int(frame.loc[gold, "CorrectRefusal"].sum())
-        counts = {"correct": int(frame.loc[gold, "AnswerEM"].sum()) - refusals,
-                  "boundary_partial": int(frame.loc[gold, "BoundaryPartial"].sum()),
-                  "incorrect_answer": int(frame.loc[gold, "IncorrectAnswer"].sum()),
-                  "false_refusal": int(frame.loc[gold, "FalseRefusal"].sum()), "correct_refusal": refusals}
-        counts["failed"] = int(gold.sum()) - sum(counts.values())
-        rows.append({"system": system, **counts})
-    return pd.DataFrame(rows)
-
-
-def ranking_vs_answer(per_query: pd.DataFrame, baseline: str, ranking: str, answer: str) -> pd.DataFrame:
-    """Per challenger and query: delta of the ranking measure and of the answer measure against the baseline."""
-    base = per_query[per_query["system"] == baseline].set_index("query_id")
-    frames = []
-    for system, frame in per_query.groupby("system", sort=False):
-        if system == baseline:
-            continue
-        own = frame.set_index("query_id")
-        frames.append(pd.DataFrame({"challenger": system, "ranking_delta": own[ranking] - base[ranking],
-                                    "answer_delta": own[answer] - base[answer]}).dropna())
-    return pd.concat(frames).rename_axis("query_id").reset_index() if frames else pd.DataFrame(
-        columns=["query_id", "challenger", "ranking_delta", "answer_delta"])
-
-
-def _reach_rows(deltas: pd.DataFrame, tolerance: float = 1e-9) -> list[list[str]]:
-    rows = []
-    for challenger, frame in deltas.groupby("challenger", sort=False):
-        up, down = frame["ranking_delta"] > tolerance, frame["ranking_delta"] < -tolerance
-        gain, loss = frame["answer_delta"] > tolerance, frame["answer_delta"] < -tolerance
-        rows.append([f"`{challenger}`", int(up.sum()), int((up & gain).sum()), int((up & loss).sum()),
-                     int(down.sum()), int((down & loss).sum()), int((~up & ~down & (gain | loss)).sum())])
-    return rows
-
-
-def end_to_end(measured: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame) -> list[list[str]]:
-    """Per system: costs.json's ``end_to_end`` (rerank + generation latency), with the mean answer tokens and
-    generation cost of the evaluated answers."""
+def end_to_end(measured: Mapping[str, Mapping[str, Any]], means: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    """Per system: costs.json's ``end_to_end`` (rerank + generation latency), with compare.json's mean answer tokens
+    and generation cost (``answers.means``)."""
     rows = []
     for system, found in measured.items():
-        own = per_query[per_query["system"] == system]
-        tokens = _nanmean(own["AnswerTokens"]) if "AnswerTokens" in own else None
-        cost = _nanmean(own["AnswerCost"]) if "AnswerCost" in own else None
+        own = means.get(system, {})
+        tokens, cost = own.get("AnswerTokens"), own.get("AnswerCost")
         rows.append([f"`{system}`", fmt(found["p50_ms"], 1), fmt(found["p95_ms"], 1), fmt(found["generate_mean_ms"], 2),
                      found["cached_answers"], fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
     return rows
 
 
-def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs: AnswerInputs,
-                    latency: Mapping[str, Mapping[str, Any]], plots_dir, plots_link: str,
-                    skip: Sequence[str] = ()) -> str:
-    """The section, or "" when no answer measures were evaluated; ``skip``: the reference systems (first-stage
-    orders, oracle, random), left out of the plot."""
-    if "AnswerF1" not in per_query.columns:
+def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: Mapping[str, Mapping[str, Any]],
+                    plots_dir, plots_link: str, skip: Sequence[str] = ()) -> str:
+    """The section, or "" when no answer was generated (compare.json holds no ``answers``); ``skip``: the reference
+    systems (first-stage orders, oracle, random), left out of the plot."""
+    answers = compare.get("answers")
+    if not answers:
         return ""
-    baseline = compare["baseline"]
-    metrics = [m for m in (RANKING_MEASURE, *HEADLINE) if m in per_query.columns]
+    baseline, ranking, answer = compare["baseline"], answers["ranking_measure"], answers["answer_measure"]
+    evaluated = set(answers["means"].get(baseline, {}))
+    metrics = [ranking, *[m for m in HEADLINE if m in evaluated]]
     compared = [m for m in metrics if any(c["metric"] == m for c in compare["comparisons"])]
     generator = inputs.generator
     calibration = inputs.calibration.get("result", {})
@@ -145,26 +102,26 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs:
                 f"{inputs.calibration.get('split')} split: answer F1 {calibration.get('train_answer_f1')} there, "
                 f"{calibration.get('train_answer_f1_never_abstaining')} never abstaining"
                 if "abstain_below" in calibration else "")
-             + f"). {_query_counts(per_query, baseline)} Answer measures follow SQuAD 2.0 on unanswerable queries "
+             + f"). {_query_counts(answers['counts'])} Answer measures follow SQuAD 2.0 on unanswerable queries "
                "(abstaining scores 1); ranking measures and evidence coverage are undefined there and averaged over "
                "the queries with a relevant passage; "
                "abstention precision, citation precision and claim support over the queries where the system "
                "abstained, cited or answered (paired CIs of the two means, same resamples).", "",
                *generator_lines(compare.get("generator_sanity"))]
-    lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, per_query, metrics)), ""]
+    lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, metrics)), ""]
     if compared:
         lines += ["### Paired deltas", "",
                   table(["challenger", "metric", "baseline", "challenger", "Δ [CI]", "p adj", "win/tie/loss"],
-                        _delta_rows(compare, [m for m in compared if m != RANKING_MEASURE])), ""]
+                        _delta_rows(compare, [m for m in compared if m != ranking])), ""]
     type_rows = _query_type_rows(compare, compared)
     if type_rows:
         lines += [f"### Per query type (Δ vs `{baseline}`)", "",
                   table(["query type", "queries", "challenger", *[f"Δ {m}" for m in compared]], type_rows), ""]
-    if set(OUTCOME_MEASURES) <= set(per_query.columns):
+    if answers["outcomes"]:
         lines += ["### Outcomes (queries with gold answers)", "",
-                  table(["system", "correct", "boundary_partial", "incorrect_answer", "false_refusal",
-                         "correct_refusal", "failed"], outcome_counts(per_query).values.tolist()), ""]
-    heading = f"### Did the ranking gain reach the answer? (per query, Δ {RANKING_MEASURE} vs Δ AnswerF1)"
+                  table(["system", *OUTCOME_COLUMNS], [[system, *[found[c] for c in OUTCOME_COLUMNS]]
+                                                       for system, found in answers["outcomes"].items()]), ""]
+    heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
     flag = (compare.get("generator_sanity") or {}).get("flag")
     if flag:  # answer-level deltas would plot the generator's noise as if it were the ranking's effect
         from .plots import _nothing_to_show
@@ -173,14 +130,14 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs:
                                "apart on this collection (the generator sanity check).")
         lines += [heading, "", f"Not shown: {flag}.", ""]
     else:
-        deltas = ranking_vs_answer(per_query, baseline, RANKING_MEASURE, "AnswerF1")
-        plot_ranking_vs_answer(deltas, RANKING_MEASURE, "AnswerF1", plots_dir / "ranking_vs_answer.png", skip)
+        plot_ranking_vs_answer(deltas_frame(answers), ranking, answer, plots_dir / "ranking_vs_answer.png", skip)
         lines += [heading, "",
-                  table(["challenger", f"{RANKING_MEASURE} up", "… answer up", "… answer down",
-                         f"{RANKING_MEASURE} down", "… answer down", "ranking same, answer moved"],
-                        _reach_rows(deltas)), "",
+                  table(["challenger", f"{ranking} up", "… answer up", "… answer down", f"{ranking} down",
+                         "… answer down", "ranking same, answer moved"],
+                        [[f"`{system}`", *[found[c] for c in REACH_COLUMNS]]
+                         for system, found in answers["reach"].items()]), "",
                   f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
-    rows = end_to_end(latency, per_query)
+    rows = end_to_end(latency, answers["means"])
     if rows:
         lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold, on its measurement's scale, "
                   "+ generate)", "",
@@ -189,12 +146,9 @@ def answers_section(compare: Mapping[str, Any], per_query: pd.DataFrame, inputs:
     return "\n".join(lines)
 
 
-def _query_counts(per_query: pd.DataFrame, baseline: str) -> str:
-    own = per_query[per_query["system"] == baseline]
-    gold = int(own["AnswerEM"].notna().sum())
-    ranked = int(own[RANKING_MEASURE].notna().sum()) if RANKING_MEASURE in own else len(own)
-    return (f"{len(own)} queries: {gold} with gold answers, {ranked} with a relevant passage (ranking measures), "
-            f"{len(own) - ranked} without one.")
+def _query_counts(counts: Mapping[str, int]) -> str:
+    return (f"{counts['queries']} queries: {counts['with_gold']} with gold answers, {counts['with_relevant']} with a "
+            f"relevant passage (ranking measures), {counts['queries'] - counts['with_relevant']} without one.")
 
 
 def _describe_select(inputs: AnswerInputs) -> str:

@@ -258,6 +258,51 @@ class Costs(_Strict):
     """The reference bounds' quality (oracle, random): lines beside the frontier, not configurations."""
 
 
+class AnswerCounts(_Strict):
+    queries: int
+    with_gold: int
+    """Queries with gold answers (the answer measures' denominator)."""
+    with_relevant: int
+    """Queries with a relevant passage (the ranking measures')."""
+
+
+class Outcomes(_Strict):
+    """One system's answers to the queries with gold: each counted once."""
+
+    correct: int
+    boundary_partial: int
+    incorrect_answer: int
+    false_refusal: int
+    correct_refusal: int
+    failed: int
+
+
+class Reach(_Strict):
+    """One challenger's queries by the direction of their ranking and answer deltas against the baseline."""
+
+    ranking_up: int
+    ranking_up_answer_up: int
+    ranking_up_answer_down: int
+    ranking_down: int
+    ranking_down_answer_down: int
+    ranking_same_answer_moved: int
+
+
+class Answers(_Strict):
+    """compare.json's ``answers`` (``stats.answers.answer_analysis``)."""
+
+    ranking_measure: str
+    answer_measure: str
+    tolerance: float
+    counts: AnswerCounts
+    means: dict[str, dict[str, float | None]]
+    """Per system, each answer measure's mean over the queries where it is defined (tokens and cost included)."""
+    outcomes: dict[str, Outcomes] | None
+    reach: dict[str, Reach]
+    deltas: dict[str, list[tuple[str, float | None, float | None]]]
+    """Per challenger, its queries as (query id, Δ ranking measure, Δ answer measure) against the baseline."""
+
+
 class Compare(_Strict):
     """compare.json."""
 
@@ -279,6 +324,8 @@ class Compare(_Strict):
     guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
     """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
     carries no access or validity labels."""
+    answers: Answers | None = None
+    """What the answers show beside the ranking; absent when no answer was generated."""
 
 
 MODELS = {"compare": Compare, "verdicts": Verdicts, "costs": Costs}
