@@ -41,7 +41,7 @@ def test_every_script_is_covered():
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
                "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
                "bench_shadow_served.py", "bench_llm_overhead.py",
-               "bench_llm_install.py"}
+               "bench_llm_install.py", "bench_interleaving_null.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -124,12 +124,19 @@ def test_bench_serving(tmp_path):
     assert parity["passed"] and parity["requests"] == 2  # the served model scores as the one loaded in-process
 
 
+@needs_demo_outputs
+def test_bench_interleaving_null():
+    out = run_script("bench_interleaving_null.py")
+    assert "grade_blind" in out and "team_draft" in out and "balanced" in out and "100 null pairs" in out
+
+
 def test_bench_own_candidates():
     assert '"bm25_run_rows"' in run_script("bench_own_candidates.py")
 
 
 def test_bench_pipeline_loop():
-    assert "dvc status" in run_script("bench_pipeline_loop.py")
+    out = run_script("bench_pipeline_loop.py")
+    assert "dvc status" in out and "rwlock bypassed" in out
 
 
 def test_bench_stage_times_sums_the_latest_run_of_each_stage():

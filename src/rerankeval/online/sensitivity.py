@@ -348,18 +348,30 @@ def null_check(simulations: Sequence[PairSimulation], config: OnlineConfig) -> d
     return found
 
 
+def _top_grade(grades: Sequence[Mapping[str, int]]) -> int:
+    return max([max(found.values(), default=0) for found in grades] + [1])
+
+
+def pair_simulations(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Mapping[str, Mapping[str, int]],
+                     challengers: Sequence[str], baseline: str, query_ids: Sequence[str],
+                     config: OnlineConfig) -> dict[str, PairSimulation]:
+    """Each challenger (side A) against ``baseline`` (side B) on ``query_ids`` (``online_sizing``'s arguments)."""
+    grades = [dict(qrels.get(query, {})) for query in query_ids]
+    top_grade = _top_grade(grades)
+    ranked = {system: [list(rankings[system].get(query, ())) for query in query_ids]
+              for system in [baseline, *challengers]}
+    return {system: PairSimulation.build(ranked[system], ranked[baseline], grades, top_grade, config)
+            for system in challengers}
+
+
 def online_sizing(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Mapping[str, Mapping[str, int]],
                   deltas: Mapping[str, np.ndarray], baseline: str, query_ids: Sequence[str],
                   config: OnlineConfig) -> dict:
     """Every challenger in ``deltas`` (its per-query primary-metric deltas against ``baseline``, in ``query_ids``
     order) sized against ``baseline``; ``rankings``: system -> query -> doc ids in rank order; ``qrels``: query ->
     doc -> grade."""
-    grades = [dict(qrels.get(query, {})) for query in query_ids]
-    top_grade = max([max(found.values(), default=0) for found in grades] + [1])
-    ranked = {system: [list(rankings[system].get(query, ())) for query in query_ids]
-              for system in [baseline, *deltas]}
-    simulations = {system: PairSimulation.build(ranked[system], ranked[baseline], grades, top_grade, config)
-                   for system in deltas}
+    simulations = pair_simulations(rankings, qrels, list(deltas), baseline, query_ids, config)
+    top_grade = _top_grade([qrels.get(query, {}) for query in query_ids])
     challengers = {system: size_pair(simulation, np.asarray(deltas[system], dtype=np.float64), pair)
                    for pair, (system, simulation) in enumerate(simulations.items())}
     return {"baseline": baseline, "queries": len(query_ids), "top_grade": top_grade, "depth": config.depth,

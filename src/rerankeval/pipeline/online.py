@@ -15,13 +15,10 @@ from ..workspace.runs import load_runs, load_traits
 from .params import Params
 
 
-def run(params: Params, paths: PipelinePaths) -> None:
+def sizing_inputs(params: Params, paths: PipelinePaths) -> tuple:
+    """What ``online_sizing`` reads from the pipeline's outputs: (rankings, grades, deltas, baseline, query ids)."""
     # the first of compare.baselines is the baseline (CompareConfig.baseline)
-    config, baseline, metric = params.online, params.compare.baselines[0], params.compare.release.primary_metric
-    if not config.enabled:
-        write_json(paths.online, {"enabled": False})
-        print("online: off (online.enabled: false)")
-        return
+    baseline, metric = params.compare.baselines[0], params.compare.release.primary_metric
     traits = load_traits(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
     challengers = [system for system in params.system_names if system != baseline and not traits[system].reference]
     runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline, *challengers])
@@ -33,6 +30,16 @@ def run(params: Params, paths: PipelinePaths) -> None:
     grades = graded(qrels[qrels["query_id"].isin(set(query_ids))])
     rankings = {system: ranked_lists(run) for system, run in runs.items()}
     deltas = {system: (quality[system] - quality[baseline]).to_numpy() for system in challengers}
+    return rankings, grades, deltas, baseline, query_ids
+
+
+def run(params: Params, paths: PipelinePaths) -> None:
+    config, metric = params.online, params.compare.release.primary_metric
+    if not config.enabled:
+        write_json(paths.online, {"enabled": False})
+        print("online: off (online.enabled: false)")
+        return
+    rankings, grades, deltas, baseline, query_ids = sizing_inputs(params, paths)
     sizing = online_sizing(rankings, grades, deltas, baseline, query_ids, config)
     write_json(paths.online, {"enabled": True, "metric": metric, "split": params.dataset.eval_split, **sizing})
     for system, found in sizing["challengers"].items():
