@@ -8,7 +8,8 @@ from rerankeval.core.errors import ConfigError
 from rerankeval.online.clicks import NO_RESULT, session_measure, simulate_clicks
 from rerankeval.online.config import ClickModelConfig, OnlineConfig
 from rerankeval.online.interleaving import ABSENT, balanced, credit, team_draft
-from rerankeval.online.sensitivity import (online_sizing, sign_test_power, sign_test_pvalues, sign_test_size)
+from rerankeval.online.sensitivity import (bias_check, online_sizing, pair_simulations, sign_test_power,
+                                           sign_test_pvalues, sign_test_size)
 from rerankeval.report.online import online_section
 
 
@@ -137,7 +138,24 @@ def test_sizing_detects_the_better_ranking_at_the_stated_power_and_holds_the_nul
             assert found["null_check"][method][null]["exact_size"] <= 0.05
         assert found["null_check"][method]["labels"]["holds"]
     assert found["null_check"]["team_draft"]["grade_blind"]["holds"]  # team-draft credits blind clicks evenly
+    assert not found["bias_check"]["team_draft"]["good"]["biased"]
     assert online_sizing(rankings, qrels, deltas, "base", query_ids, config) == found  # seeded
+
+
+def test_the_bias_check_finds_balanced_interleavings_textbook_bias_and_none_in_team_draft():
+    """A = (d1, d2, d3, d5), B = (d2, d3, d4, d5): balanced interleaving credits B for clicks that ignore the grade
+    (B's ranks of the shared results are higher, so its top k holds more of them); team-draft's coin makes every
+    position A's or B's alike, so its expected preference is exactly 0."""
+    config = OnlineConfig(sessions_per_query=200000, depth=4)
+    rankings = {"a": {"q": ["d1", "d2", "d3", "d5"]}, "b": {"q": ["d2", "d3", "d4", "d5"]}}
+    qrels = {"q": {"d1": 1, "d2": 1, "d3": 0, "d4": 0, "d5": 0}}
+    found = bias_check(pair_simulations(rankings, qrels, ["a"], "b", ["q"], config), config)
+    balanced, team_draft = found["balanced"]["a"], found["team_draft"]["a"]
+    assert balanced["biased"] and balanced["high"] < -0.2 and balanced["false_detection"] > 0.99
+    # 200,000 sessions: a standard error of about 0.002 around team-draft's exact 0
+    assert not team_draft["biased"] and abs(team_draft["preference"]) < 0.006
+    assert team_draft["false_detection"] <= 0.05 + 0.01
+    assert bias_check(pair_simulations(rankings, qrels, ["a"], "b", ["q"], config), config) == found  # seeded
 
 
 def test_click_model_settings_are_refused_with_their_key():
@@ -145,6 +163,18 @@ def test_click_model_settings_are_refused_with_their_key():
         OnlineConfig.parse({"click_model": {"click": [0.5]}}, "online")
     with pytest.raises(ConfigError, match=r"online.click_model.kind"):
         OnlineConfig.parse({"click_model": {"kind": "ubm"}}, "online")
+
+
+def test_the_section_renders_each_methods_bias_on_each_pair(tmp_path):
+    rankings, qrels = synthetic_pair()
+    query_ids = sorted(qrels)
+    config = OnlineConfig(sessions_per_query=200, null_pairs=100, null_impressions=100, check_trials=20)
+    found = online_sizing(rankings, qrels, {"good": np.full(len(query_ids), 0.1)}, "base", query_ids, config)
+    text = online_section({"enabled": True, "metric": "nDCG@10", **found}, tmp_path, "plots")
+    checked = found["bias_check"]["team_draft"]["good"]
+    assert (f"| team-draft | `good` | {checked['preference']:+.4f} [{checked['low']:+.4f}, {checked['high']:+.4f}] | "
+            f"{checked['false_detection']:.1%} | no |") in text
+    assert ("Biased on some pair" in text) == found["bias_check"]["balanced"]["good"]["biased"]
 
 
 def test_the_section_is_left_out_when_the_stage_is_off(tmp_path):

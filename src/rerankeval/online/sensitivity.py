@@ -12,7 +12,8 @@ at the stated power come from each test's power function (the sign test's exact 
 approximation, the t-test's exact one); each is then checked by simulating ``check_trials`` experiments of that size
 (the achieved power); and two nulls (``null_check``): the real pairs with the sides' labels drawn at random in
 every impression (the test's calibration), and the real pairs before users whose clicks ignore the grade (a method's
-bias). Seeded: the same inputs give the same numbers.
+bias); and the bias itself (``bias_check``): the preference grade-blind users give each real pair, with its interval,
+and the false detection rate it implies. Seeded: the same inputs give the same numbers.
 """
 
 from __future__ import annotations
@@ -348,6 +349,33 @@ def null_check(simulations: Sequence[PairSimulation], config: OnlineConfig) -> d
     return found
 
 
+def bias_check(simulations: Mapping[str, PairSimulation], config: OnlineConfig) -> dict:
+    """Per interleaving method and challenger: the preference (wins minus losses per impression) that users whose
+    clicks ignore the grade (``grade_blind``) give the pair, over ``sessions_per_query`` sessions of every query, with
+    its interval (normal, from the sessions' outcome variance; simultaneous 95% over a method's pairs, Bonferroni,
+    so a method is called biased on some pair by chance at most 5% of the time), and the false detection rate that
+    preference gives an experiment of ``null_impressions`` impressions (``sign_test_power``, exact). An unbiased
+    method's preference is 0 and its rate the sign test's size at most; this measures a method's bias on each real
+    pair with every simulated impression, where the null check's detections count only the experiments that cross
+    the threshold. ``biased``: the interval excludes 0."""
+    z = _z(0.05 / max(len(simulations), 1), 0.5)[0]
+    found: dict = {}
+    for number, method in enumerate(METHODS):
+        found[method] = {}
+        for pair, (system, simulation) in enumerate(simulations.items()):
+            blind = replace(simulation, model=grade_blind(simulation.model))
+            outcomes = blind.interleaved(method, blind.every_query(), _rng(config, pair, 7, number))
+            win, loss = float(np.mean(outcomes == 1)), float(np.mean(outcomes == -1))
+            preference = win - loss
+            error = float(np.std(outcomes) / math.sqrt(len(outcomes))) if len(outcomes) else 0.0
+            low, high = preference - z * error, preference + z * error
+            found[method][system] = {
+                "preference": round(preference, 6), "low": round(low, 6), "high": round(high, 6),
+                "false_detection": round(sign_test_power(config.null_impressions, win, loss, config.alpha), 4),
+                "biased": bool(low > 0 or high < 0)}
+    return found
+
+
 def _top_grade(grades: Sequence[Mapping[str, int]]) -> int:
     return max([max(found.values(), default=0) for found in grades] + [1])
 
@@ -380,4 +408,5 @@ def online_sizing(rankings: Mapping[str, Mapping[str, Sequence[str]]], qrels: Ma
             "ab_metric": config.ab_metric, "check_trials": config.check_trials,
             "check_max_impressions": config.check_max_impressions,
             "challengers": challengers,
-            "null_check": null_check(list(simulations.values()), config) if simulations else None}
+            "null_check": null_check(list(simulations.values()), config) if simulations else None,
+            "bias_check": bias_check(simulations, config) if simulations else None}

@@ -52,3 +52,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
         print("online: null pairs detected: " + ", ".join(
             f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in ("team_draft", "balanced")
             for null in ("labels", "grade_blind")))
+    for method, by_system in (sizing["bias_check"] or {}).items():
+        biased = [system for system, checked in by_system.items() if checked["biased"]]
+        if biased:
+            print(f"online: warning: {method} is biased on {', '.join(biased)} (grade-blind users prefer one side)")
