@@ -159,3 +159,22 @@ def test_a_baseline_that_ranks_one_of_twenty_queries_is_refused_not_accepted(tmp
     err = capsys.readouterr().err
     assert "run 'base' ranks 1 of the 20 compared queries" in err and "19 more of its ids match" in err
     assert "Fix: use the qrels' query ids in the run" in err
+
+
+def test_a_run_misspelling_some_query_ids_in_letter_case_is_refused_whatever_its_coverage(tmp_path, capsys):
+    """11 of 20 baseline ids match, 9 differ in letter case only: above --min-coverage, yet those 9 queries would score
+    0 for the baseline and hand the challenger an ACCEPT (the audit's case); refused for either role."""
+    (tmp_path / "qrels.txt").write_text("".join(f"q{q:02d} 0 rel 1\nq{q:02d} 0 d0 0\n" for q in range(20)))
+    (tmp_path / "base.trec").write_text("".join(f"{'q' if q <= 10 else 'Q'}{q:02d} Q0 d0 1 2.0 base\n"
+                                                f"{'q' if q <= 10 else 'Q'}{q:02d} Q0 rel 2 1.0 base\n"
+                                                for q in range(20)))
+    (tmp_path / "new.trec").write_text("".join(f"q{q:02d} Q0 rel 1 2.0 new\nq{q:02d} Q0 d0 2 1.0 new\n"
+                                               for q in range(20)))
+    for baseline, run in (("base", "new"), ("new", "base")):
+        args = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline", str(tmp_path / f"{baseline}.trec"),
+                "--run", str(tmp_path / f"{run}.trec"), "--samples", "200", "--trials", "20"]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert ("run 'base' ranks 9 of the 20 compared queries" in err
+                and "differ from theirs in letter case only (run 'Q11', qrels 'q11')" in err)
+        assert "Fix: use the qrels' query ids in the run" in err and "ACCEPT" not in err

@@ -148,18 +148,26 @@ def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
 
 def refuse_sparse(runs: dict, query_ids: list[str], min_coverage: float, qrels_path: str) -> None:
     """Refuse any run that ranks fewer than ``min_coverage`` of ``query_ids``, with its counts and, when its ids
-    differ from the compared ones in letter case only, that hint."""
+    differ from the compared ones in letter case only, that hint; and any run, whatever its coverage, that ranks a
+    missing compared query under an id differing from it in letter case only (``Q11`` for ``q11``): the same query
+    misspelt, which would score 0 and move the verdict however few such queries there are."""
     if not 0.0 <= min_coverage <= 1.0:
         raise ValueError(f"--min-coverage {min_coverage}: a share between 0 and 1")
     wanted = set(query_ids)
     for name, run in runs.items():
         ranked = set(map(str, run["query_id"]))
         covered = len(ranked & wanted)
+        missing = {query_id.casefold(): query_id for query_id in wanted - ranked}
+        case_only = sorted(query_id for query_id in ranked - wanted if query_id.casefold() in missing)
+        if case_only and covered >= min_coverage * len(wanted):
+            raise ValueError(f"run {name!r} ranks {len(case_only)} of the {len(wanted)} compared queries (of "
+                             f"{qrels_path}) under ids that differ from theirs in letter case only (run "
+                             f"{case_only[0]!r}, qrels {missing[case_only[0].casefold()]!r}): those queries would "
+                             "score 0 and move the verdict. Fix: use the qrels' query ids in the run")
         if covered >= min_coverage * len(wanted) and covered > 0:
             continue
-        folded = {query_id.casefold() for query_id in wanted}
-        case_only = sum(1 for query_id in ranked - wanted if query_id.casefold() in folded)
-        hint = (f"; {case_only} more of its ids match a compared query in another letter case" if case_only else "")
+        hint = (f"; {len(case_only)} more of its ids match a compared query in another letter case"
+                if case_only else "")
         raise ValueError(f"run {name!r} ranks {covered} of the {len(wanted)} compared queries (of {qrels_path}), below "
                          f"--min-coverage {min_coverage:g}{hint}: its missing queries would score 0 and decide the "
                          "verdict. Fix: use the qrels' query ids in the run, or lower --min-coverage if it really "
