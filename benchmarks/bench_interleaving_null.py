@@ -4,10 +4,13 @@ check: the demo's real challenger-baseline pairs (``online.sensitivity.null_chec
 grade), first at the stage's ``online.null_pairs`` (the numbers reports/online.json holds), then at ``--pairs``, where
 the simulation's own error is small enough to tell the rate from alpha. Each rate's interval is set against the sign
 test's exact size at those pairs (what an unbiased method's rate is: a rate above it is the method's bias, not the
-test's) and against alpha. Run by hand after ``make demo``; nothing here is asserted.
+test's) and against alpha. Then the bias check's own error rate (``online.sensitivity.bias_check``): team-draft is
+unbiased by construction (its coin makes every position A's or B's alike), so each of ``--bias-trials`` seeds that
+calls it biased on some pair is a false alarm; the check's intervals are simultaneous over the pairs, so the share
+should be at most 5%. Run by hand after ``make demo``; nothing here is asserted.
 
-    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000
-    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 record --commit C --command ... \\
+    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 --bias-trials 100
+    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 --bias-trials 100 record --commit C --command ... \\
         --conditions ... --out results/benchmarks/interleaving_null.yaml
     .venv/bin/python benchmarks/bench_interleaving_null.py --smoke    # 100 pairs of 50 impressions: checks it runs
 """
@@ -18,7 +21,9 @@ import argparse
 import time
 
 from rerankeval.online.interleaving import METHODS
-from rerankeval.online.sensitivity import null_check, pair_simulations
+from scipy import stats
+
+from rerankeval.online.sensitivity import bias_check, null_check, pair_simulations
 from rerankeval.pipeline.online import sizing_inputs
 from rerankeval.pipeline.params import load_params
 from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
@@ -41,6 +46,19 @@ def null_rows(simulations: dict, config) -> tuple[list[list], float]:
     return rows, seconds
 
 
+def bias_false_alarms(simulations: dict, config, trials: int) -> tuple[dict, float]:
+    """Seeds 0..trials-1 of the bias check: how many call team-draft (unbiased by construction) biased on some pair."""
+    started = time.perf_counter()
+    alarms = sum(any(checked["biased"] for checked in bias_check(
+        simulations, config.model_copy(update={"seed": seed}))["team_draft"].values()) for seed in range(trials))
+    interval = stats.binomtest(alarms, trials).proportion_ci(0.95, method="exact")
+    table = {"title": f"The bias check's false alarms: seeds calling team-draft biased on some of the "
+                      f"{len(simulations)} pairs ({config.sessions_per_query} sessions of every query each)",
+             "columns": ["seeds", "false alarms", "rate", "95% CI (exact)"],
+             "rows": [[trials, alarms, round(alarms / trials, 4), f"[{interval.low:.4f}, {interval.high:.4f}]"]]}
+    return table, time.perf_counter() - started
+
+
 def _against(low: float, high: float, value: float) -> str:
     """Where the rate's interval lies against ``value``: "above" or "below" it, or "includes" it."""
     return "above" if low > value else "below" if high < value else "includes"
@@ -49,6 +67,7 @@ def _against(low: float, high: float, value: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=20000, help="null pairs of the large run")
+    parser.add_argument("--bias-trials", type=int, default=100, help="seeds of the bias check's false-alarm run")
     parser.add_argument("--smoke", action="store_true", help="100 pairs of 50 impressions: checks the script runs")
     steps = parser.add_subparsers(dest="step")
     add_provenance_arguments(steps.add_parser("record", help="write the results YAML"))
@@ -56,7 +75,8 @@ def main() -> None:
     params = load_params()
     config = params.online
     if args.smoke:
-        config = config.model_copy(update={"null_pairs": 100, "null_impressions": 50})
+        config = config.model_copy(update={"null_pairs": 100, "null_impressions": 50, "sessions_per_query": 100})
+        args.bias_trials = 2
     rankings, grades, deltas, baseline, query_ids = sizing_inputs(params, PipelinePaths.load())
     simulations = pair_simulations(rankings, grades, list(deltas), baseline, query_ids, config)
     sizes = [config.null_pairs] if args.smoke else [config.null_pairs, args.pairs]
@@ -71,8 +91,11 @@ def main() -> None:
                       f"{len(simulations)} challengers against {baseline}, taken in turn ({', '.join(simulations)}); "
                       + "; ".join(f"{kind}: {what}" for kind, what in NULLS.items()),
              "columns": columns, "rows": rows}
+    alarms, seconds = bias_false_alarms(simulations, config, args.bias_trials)
+    notes.append(f"{args.bias_trials} seeds of the bias check: {seconds:.1f} s")
     print_benchmark(args, "interleaving's false detection rate on seeded null pairs, at the stage's count and at "
-                    "a count whose interval separates the rate from alpha", notes, [table])
+                    "a count whose interval separates the rate from alpha; the bias check's false alarms", notes,
+                    [table, alarms])
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ def test_bench_serving(tmp_path):
 def test_bench_interleaving_null():
     out = run_script("bench_interleaving_null.py")
     assert "grade_blind" in out and "team_draft" in out and "balanced" in out and "100 null pairs" in out
+    assert "false alarms" in out
 
 
 def test_bench_own_candidates():
