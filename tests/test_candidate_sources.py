@@ -114,7 +114,8 @@ def candidate(document_id: str, text: str, rank: int, score: float, **extra) -> 
 def test_a_replay_freezes_its_own_texts_in_rank_order(tmp_path, snapshot, no_encoder):
     path = tmp_path / "replay.jsonl"
     path.write_text("\n".join([
-        replay_line("q1", [candidate("d1a", "Basic plan: 30 days (prod text)", 2, 0.5),
+        replay_line("q1", [candidate("d1a", "Basic plan: 30 days (prod text)", 2, 0.5,
+                                     document_version=f"SHA-256: {sha256_text('Basic plan: 30 days (prod text)')}"),
                            candidate("not-in-corpus", "미리 보기", 1, 0.9, document_version="v3")]),
         replay_line("q0", []),
     ]) + "\n", encoding="utf-8")
@@ -138,6 +139,10 @@ def test_a_replay_freezes_its_own_texts_in_rank_order(tmp_path, snapshot, no_enc
      "line 2: candidate 1 ('d1a'): document_version SHA256:"),
     (candidate("d1a", "edited text", 1, 0.5, document_version=f" sha256:{sha256_text('the original')}"),
      "line 2: candidate 1 ('d1a'): document_version  sha256:"),
+    (candidate("d1a", "edited text", 1, 0.5, document_version=f"sha256 :{sha256_text('the original')}"),
+     "line 2: candidate 1 ('d1a'): document_version sha256 :"),
+    (candidate("d1a", "edited text", 1, 0.5, document_version=f"SHA-256: {sha256_text('the original')}"),
+     "line 2: candidate 1 ('d1a'): document_version SHA-256:"),
 ])
 def test_a_bad_replay_candidate_is_refused_with_the_line(tmp_path, snapshot, bad, problem):
     path = tmp_path / "replay.jsonl"

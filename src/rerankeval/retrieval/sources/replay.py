@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,9 @@ RETRIEVERS = ("bm25", "dense")
 CARRIED = ("dense", "fusion")
 """The provenance keys a replay file carries from the set it was exported from (what ranked its candidates)."""
 VERSION_PREFIX = "sha256:"
+SHA256_LABEL = re.compile(r"\s*sha[-_ ]?256\s*[:=]\s*(?P<digest>.*)", re.IGNORECASE | re.DOTALL)
+"""A ``document_version`` that names a sha256 however it is spelt: ``sha256:``, ``SHA-256:``, ``sha_256 =``, spaces
+around; what follows is the digest it claims."""
 CHUNK_LINES = 4096
 """Lines whose candidates are gathered as Python values before they become Arrow arrays (bounded memory)."""
 FIX = "each line is {\"query_id\", \"candidate_source\", \"corpus_version\", \"candidates\": [...]} " \
@@ -367,12 +371,11 @@ def _integer(value: Any) -> bool:
 
 
 def _claimed_digest(version: str) -> str | None:
-    """The sha256 a ``document_version`` names (``sha256:<hex>``, the prefix in any case, spaces around ignored), or
-    None for a version of another kind (``v3``), which is not checked."""
-    version = version.strip()
-    if not version.lower().startswith(VERSION_PREFIX):
-        return None
-    return version[len(VERSION_PREFIX):].strip().lower()
+    """The sha256 a ``document_version`` names (``sha256:<hex>``, the label spelt in any case or as ``sha-256``,
+    ``sha_256``, with ``:`` or ``=``, spaces around ignored), or None for a version of another kind (``v3``), which is
+    not checked."""
+    found = SHA256_LABEL.fullmatch(version)
+    return found["digest"].strip().lower() if found else None
 
 
 def _number(value: Any) -> bool:
