@@ -5,13 +5,14 @@ grade), first at the stage's ``online.null_pairs`` (the numbers reports/online.j
 the simulation's own error is small enough to tell the rate from alpha. Each rate's interval is set against the sign
 test's exact size at those pairs (what an unbiased method's rate is: a rate above it is the method's bias, not the
 test's) and against alpha. Then the bias check's own error rate (``online.sensitivity.bias_check``): team-draft is
-unbiased by construction (its coin makes every position A's or B's alike), so each of ``--bias-trials`` seeds that
-calls it biased on some pair is a false alarm; the check's intervals are simultaneous over the pairs, so the share
+unbiased by construction where both rankings fill the page (its coin makes every position A's or B's alike; the
+demo's lists are far longer than the page), so each of ``--bias-trials`` seeds that calls it biased on some pair is a
+false alarm; the check's intervals are simultaneous over the pairs, so the share
 should be at most 5%. Run by hand after ``make demo``; nothing here is asserted.
 
     .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 --bias-trials 100
-    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 --bias-trials 100 record --commit C --command ... \\
-        --conditions ... --out results/benchmarks/interleaving_null.yaml
+    .venv/bin/python benchmarks/bench_interleaving_null.py --pairs 20000 --bias-trials 100 record --commit C \\
+        --command ... --conditions ... --out results/benchmarks/interleaving_null.yaml
     .venv/bin/python benchmarks/bench_interleaving_null.py --smoke    # 100 pairs of 50 impressions: checks it runs
 """
 
@@ -20,9 +21,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from rerankeval.online.interleaving import METHODS
 from scipy import stats
 
+from rerankeval.online.interleaving import METHODS
 from rerankeval.online.sensitivity import bias_check, null_check, pair_simulations
 from rerankeval.pipeline.online import sizing_inputs
 from rerankeval.pipeline.params import load_params

@@ -1,8 +1,9 @@
 """The pipeline's loop on a checkout whose outputs are up to date: what a no-op costs (``dvc status`` against a
 no-op ``dvc repro``, alternated, median of --repeats), the same two with DVC's per-stage read-write lock
 (``dvc.rwlock.rwlock``, the ``.dvc/tmp/rwlock`` file each stage check edits) made a no-op in the process, which shows
-how much of the gap between them is that lock's, and how many deps each stage names in dvc.yaml and how many code
-files its fingerprint lists. Run by hand after ``make demo``; nothing here is asserted.
+how much of the gap between them is that lock's; what rewriting dvc.lock costs, which DVC does after every stage it
+runs; and how many deps each stage names in dvc.yaml and how many code files its fingerprint lists. Run by hand
+after ``make demo``; nothing here is asserted.
 
     .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5
     .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5 record --commit C --command ... --conditions ... \
@@ -59,6 +60,33 @@ def loop_table(repeats: int, commands: list[str]) -> dict:
                                                                              "max"], "rows": rows}
 
 
+def lock_rewrite_table(repeats: int) -> dict:
+    """What DVC does to dvc.lock after every stage it runs (``dvc.dvcfile.Lockfile.dump_stages``: a round-trip parse
+    of the whole file, then a dump), timed with DVC's own functions on the committed lock; and how much of the lock
+    the stages' declared params take."""
+    from io import StringIO
+
+    from dvc.utils.serialize._yaml import _dump, parse_yaml_for_update
+
+    text = (ROOT / "dvc.lock").read_text(encoding="utf-8")
+    times: dict[str, list[float]] = {"parse": [], "dump": []}
+    for _ in range(repeats):
+        started = time.perf_counter()
+        data = parse_yaml_for_update(text, "dvc.lock")
+        parsed = time.perf_counter()
+        _dump(data, StringIO())
+        times["parse"].append(parsed - started)
+        times["dump"].append(time.perf_counter() - parsed)
+    stages = yaml.safe_load(text)["stages"]
+    param_lines = sum(yaml.safe_dump(stage.get("params", {})).count("\n") for stage in stages.values())
+    rows = [["stages", len(stages)], ["lines", text.count("\n")], ["bytes", len(text.encode("utf-8"))],
+            ["lines of declared params' values", param_lines],
+            [f"round-trip parse, s (median of {repeats})", round(statistics.median(times["parse"]), 3)],
+            [f"dump, s (median of {repeats})", round(statistics.median(times["dump"]), 3)]]
+    return {"title": "dvc.lock as DVC rewrites it after each stage it runs", "columns": ["what", "value"],
+            "rows": rows}
+
+
 def deps_table() -> dict:
     """Each stage's deps in dvc.yaml and the files its code fingerprint lists (the first system's, for rerank)."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
@@ -82,7 +110,8 @@ def main() -> None:
     add_provenance_arguments(steps.add_parser("record", help="write the results YAML"))
     args = parser.parse_args()
     tables = [loop_table(1, ["dvc status", "dvc status, rwlock bypassed"]) if args.smoke
-              else loop_table(args.repeats, list(COMMANDS)), deps_table()]
+              else loop_table(args.repeats, list(COMMANDS)), lock_rewrite_table(1 if args.smoke else args.repeats),
+              deps_table()]
     print_benchmark(args, "the no-op loop: dvc status against a no-op dvc repro, and each stage's deps", [], tables)
 
 

@@ -72,6 +72,19 @@ def test_answer_analysis_counts_outcomes_and_per_query_deltas():
     assert found["means"]["ce"]["CitationPrecision"] == 0.6  # defined on 20 queries, averaged over them
 
 
+def test_without_the_ranking_measure_the_answers_still_render_and_small_costs_keep_their_digits(tmp_path):
+    frame = per_query().drop(columns=["nDCG@10"]).assign(AnswerCost=1.0537e-7, AnswerTokens=412.0)
+    found = answer_analysis(frame, "fusion")
+    assert found["ranking_measure"] is None and found["deltas"] == {} and found["reach"] == {}
+    assert found["means"]["fusion"]["AnswerCost"] == 1.0537e-7  # 6 significant digits, not 6 decimals
+    result = {"baseline": "fusion", "systems": {"fusion": {}, "ce": {}}, "comparisons": [], "slices": {},
+              "answers": found}
+    latency = {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0, "cached_answers": 0}}
+    text = answers_section(result, AnswerInputs(), latency, tmp_path, "plots")
+    assert "| system | EvidenceCoverage [CI] |" in text and "nDCG@10" not in text.split("### Outcomes")[0]
+    assert "| `fusion` | 12.0 | 12.5 | 2.00 | 0 | 412.0 | 0.0001 |" in text  # cost per 1k queries, 4 decimals
+
+
 def test_no_answers_analysis_without_answer_measures():
     assert answer_analysis(per_query().drop(columns=["AnswerF1"]), "fusion") is None
     assert answers_section({"baseline": "fusion", "answers": None}, AnswerInputs(), {}, None, "plots") == ""

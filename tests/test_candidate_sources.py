@@ -325,3 +325,14 @@ def test_the_systems_table_names_the_source_whose_order_the_fusion_kind_system_i
     assert "`fusion` is the candidates in first stage (run: prod.trec)'s own order" in section
     plain = systems_section(compare, {"systems": {"fusion": means, "ce": means}}, ["nDCG@10"], [], 100)
     assert "| `fusion` |" in plain and "own order" not in plain
+
+
+def test_a_version_names_a_sha256_under_any_spelling_of_its_label_and_other_kinds_go_unchecked():
+    from rerankeval.retrieval.sources.replay import _claimed_digest
+
+    digest = sha256_text("x")
+    for spelt in (f"sha256:{digest}", f" SHA-256: {digest.upper()} ", f"sha_256 :{digest}", f"Sha 256:{digest}"):
+        assert _claimed_digest(spelt) == digest
+    # other kinds: a release tag, HTTP's base64 digest header form, a bare hex string
+    for other in ("v3", "SHA-256=LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=", digest, "sha2560:abc"):
+        assert _claimed_digest(other) is None

@@ -9,6 +9,7 @@ import yaml
 
 from rerankeval.cli import compare as cli_compare
 from rerankeval.cli.main import main
+from rerankeval.data.trec import read_qrels, read_run
 from tests.test_cli_evaluate import rerankeval as console
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,3 +179,16 @@ def test_a_run_misspelling_some_query_ids_in_letter_case_is_refused_whatever_its
         assert ("run 'base' ranks 9 of the 20 compared queries" in err
                 and "differ from theirs in letter case only (run 'Q11', qrels 'q11')" in err)
         assert "Fix: use the qrels' query ids in the run" in err and "ACCEPT" not in err
+
+
+def test_a_run_ranking_a_judged_query_whose_id_differs_from_a_missing_one_in_case_only_is_not_refused(tmp_path):
+    """Q11 and q11 both in the qrels: ranking Q11 and not q11 is no misspelling (q11 then scores 0, with a warning)."""
+    (tmp_path / "qrels.txt").write_text("".join(f"q{q:02d} 0 rel 1\nq{q:02d} 0 d0 0\n" for q in range(20))
+                                        + "Q11 0 rel 1\n")
+    (tmp_path / "run.trec").write_text("".join(f"q{q:02d} Q0 rel 1 2.0 r\n" for q in range(20) if q != 11)
+                                       + "Q11 Q0 rel 1 2.0 r\n")
+    runs = {"r": read_run(str(tmp_path / "run.trec"))}
+    judged = set(map(str, read_qrels(str(tmp_path / "qrels.txt"))["query_id"]))
+    cli_compare.refuse_sparse(runs, sorted(judged), 0.5, "qrels.txt", judged)  # nothing raised
+    with pytest.raises(ValueError, match=r"\(run 'Q11', qrels 'q11'\)"):
+        cli_compare.refuse_sparse(runs, sorted(judged - {"Q11"}), 0.5, "qrels.txt", judged - {"Q11"})

@@ -92,7 +92,7 @@ def run_compare(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
     runs = {name: read_run(path) for name, path in [*baselines, *named]}
     query_ids = _listed_queries(args.query_ids, runs) if args.query_ids else _query_set(qrels, runs, args.qrels)
-    refuse_sparse(runs, query_ids, args.min_coverage, args.qrels)
+    refuse_sparse(runs, query_ids, args.min_coverage, args.qrels, set(map(str, qrels["query_id"])))
     metrics = args.metrics or [DEFAULT_METRIC]
     per_query = pd.concat([
         # Every compared query stays (a listed one without a relevant document: NaN where a measure is undefined on
@@ -146,19 +146,23 @@ def _query_set(qrels, runs: dict, qrels_path: str) -> list[str]:
     return query_ids
 
 
-def refuse_sparse(runs: dict, query_ids: list[str], min_coverage: float, qrels_path: str) -> None:
+def refuse_sparse(runs: dict, query_ids: list[str], min_coverage: float, qrels_path: str,
+                  judged: set[str] = frozenset()) -> None:
     """Refuse any run that ranks fewer than ``min_coverage`` of ``query_ids``, with its counts and, when its ids
     differ from the compared ones in letter case only, that hint; and any run, whatever its coverage, that ranks a
-    missing compared query under an id differing from it in letter case only (``Q11`` for ``q11``): the same query
-    misspelt, which would score 0 and move the verdict however few such queries there are."""
+    missing compared query under an id differing from it in letter case only (``Q11`` for ``q11``) and that is no
+    query of the qrels (``judged``) itself: the same query misspelt, which would score 0 and move the verdict however
+    few such queries there are."""
     if not 0.0 <= min_coverage <= 1.0:
         raise ValueError(f"--min-coverage {min_coverage}: a share between 0 and 1")
     wanted = set(query_ids)
     for name, run in runs.items():
         ranked = set(map(str, run["query_id"]))
         covered = len(ranked & wanted)
-        missing = {query_id.casefold(): query_id for query_id in wanted - ranked}
-        case_only = sorted(query_id for query_id in ranked - wanted if query_id.casefold() in missing)
+        missing: dict[str, str] = {}
+        for query_id in sorted(wanted - ranked):  # sorted: the example named is the same on every run
+            missing.setdefault(query_id.casefold(), query_id)
+        case_only = sorted(query_id for query_id in ranked - wanted - judged if query_id.casefold() in missing)
         if case_only and covered >= min_coverage * len(wanted):
             raise ValueError(f"run {name!r} ranks {len(case_only)} of the {len(wanted)} compared queries (of "
                              f"{qrels_path}) under ids that differ from theirs in letter case only (run "

@@ -352,13 +352,15 @@ def null_check(simulations: Sequence[PairSimulation], config: OnlineConfig) -> d
 def bias_check(simulations: Mapping[str, PairSimulation], config: OnlineConfig) -> dict:
     """Per interleaving method and challenger: the preference (wins minus losses per impression) that users whose
     clicks ignore the grade (``grade_blind``) give the pair, over ``sessions_per_query`` sessions of every query, with
-    its interval (normal, from the sessions' outcome variance; simultaneous 95% over a method's pairs, Bonferroni,
-    so a method is called biased on some pair by chance at most 5% of the time), and the false detection rate that
-    preference gives an experiment of ``null_impressions`` impressions (``sign_test_power``, exact). An unbiased
-    method's preference is 0 and its rate the sign test's size at most; this measures a method's bias on each real
-    pair with every simulated impression, where the null check's detections count only the experiments that cross
-    the threshold. ``biased``: the interval excludes 0."""
-    z = _z(0.05 / max(len(simulations), 1), 0.5)[0]
+    its interval (normal, from the sessions' outcome variance; simultaneous at 1 - ``alpha`` over a method's pairs,
+    Bonferroni, so a method is called biased on some pair by chance at most ``alpha`` of the time), and the false
+    detection rate that preference gives an experiment of ``null_impressions`` impressions (``sign_test_power``,
+    exact, at the estimated win and loss shares). An unbiased method's preference is 0 and its rate about the sign
+    test's size; this measures a method's bias on each real pair with every simulated impression, where the null
+    check's detections count only the experiments that cross the threshold. ``biased``: the interval excludes 0;
+    ``material``: biased, and the rate it implies is above ``alpha``. Team-draft is unbiased when both rankings fill
+    the page; where one runs out, the other takes the rest of the page, and users who click anywhere favour it."""
+    z = _z(config.alpha / max(len(simulations), 1), 0.5)[0]
     found: dict = {}
     for number, method in enumerate(METHODS):
         found[method] = {}
@@ -369,10 +371,12 @@ def bias_check(simulations: Mapping[str, PairSimulation], config: OnlineConfig) 
             preference = win - loss
             error = float(np.std(outcomes) / math.sqrt(len(outcomes))) if len(outcomes) else 0.0
             low, high = preference - z * error, preference + z * error
+            false_detection = sign_test_power(config.null_impressions, win, loss, config.alpha)
+            biased = bool(low > 0 or high < 0)
             found[method][system] = {
                 "preference": round(preference, 6), "low": round(low, 6), "high": round(high, 6),
-                "false_detection": round(sign_test_power(config.null_impressions, win, loss, config.alpha), 4),
-                "biased": bool(low > 0 or high < 0)}
+                "false_detection": round(false_detection, 4), "biased": biased,
+                "material": biased and false_detection > config.alpha}
     return found
 
 

@@ -53,6 +53,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
             f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in ("team_draft", "balanced")
             for null in ("labels", "grade_blind")))
     for method, by_system in (sizing["bias_check"] or {}).items():
-        biased = [system for system, checked in by_system.items() if checked["biased"]]
-        if biased:
-            print(f"online: warning: {method} is biased on {', '.join(biased)} (grade-blind users prefer one side)")
+        material = [system for system, checked in by_system.items() if checked["material"]]
+        if material:
+            print(f"online: warning: {method} is biased on {', '.join(material)}: users who click whatever the grade "
+                  f"prefer one side, enough to raise its false detection rate above alpha {config.alpha}")

@@ -91,7 +91,7 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
         return ""
     baseline, ranking, answer = compare["baseline"], answers["ranking_measure"], answers["answer_measure"]
     evaluated = set(answers["means"].get(baseline, {}))
-    metrics = [ranking, *[m for m in HEADLINE if m in evaluated]]
+    metrics = [m for m in (ranking, *HEADLINE) if m in evaluated]
     compared = [m for m in metrics if any(c["metric"] == m for c in compare["comparisons"])]
     generator = inputs.generator
     calibration = inputs.calibration.get("result", {})
@@ -123,7 +123,11 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
                                                        for system, found in answers["outcomes"].items()]), ""]
     heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
     flag = (compare.get("generator_sanity") or {}).get("flag")
-    if flag:  # answer-level deltas would plot the generator's noise as if it were the ranking's effect
+    if ranking is None:
+        from .plots import _nothing_to_show
+
+        _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: no ranking measure was evaluated.")
+    elif flag:  # answer-level deltas would plot the generator's noise as if it were the ranking's effect
         from .plots import _nothing_to_show
 
         _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: the generator cannot tell rankings "

@@ -31,7 +31,8 @@ def _mean(values: pd.Series) -> float | None:
 def _counts(per_query: pd.DataFrame, baseline: str) -> dict[str, int]:
     own = per_query[per_query["system"] == baseline]
     ranked = int(own[RANKING_MEASURE].notna().sum()) if RANKING_MEASURE in own else len(own)
-    return {"queries": len(own), "with_gold": int(own["AnswerEM"].notna().sum()), "with_relevant": ranked}
+    # the answer measures share one domain (the queries with gold answers, unanswerable ones included)
+    return {"queries": len(own), "with_gold": int(own[ANSWER_MEASURE].notna().sum()), "with_relevant": ranked}
 
 
 def _outcomes(frame: pd.DataFrame) -> dict[str, int]:
@@ -69,19 +70,22 @@ def _reach(deltas: pd.DataFrame) -> dict[str, int]:
 
 
 def _plain(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else round(float(value), 6)
+    """6 significant digits (a cost per query of 1e-7 USD keeps its digits, where 6 decimals would not); NaN: None."""
+    return None if value is None or not math.isfinite(value) else float(f"{float(value):.6g}")
 
 
 def answer_analysis(per_query: pd.DataFrame, baseline: str) -> dict | None:
     """compare.json's ``answers``, or None when the per-query table has no answer measure (no generate stage ran).
-    ``deltas``: per challenger, its queries as [query id, Δ ranking measure, Δ answer measure] (the plot's points)."""
-    if ANSWER_MEASURE not in per_query.columns or RANKING_MEASURE not in per_query.columns:
+    ``deltas``: per challenger, its queries as [query id, Δ ranking measure, Δ answer measure] (the plot's points);
+    without the ranking measure among the evaluated ones, ``ranking_measure`` is None and there are no deltas."""
+    if ANSWER_MEASURE not in per_query.columns:
         return None
-    shown = [m for m in (*HEADLINE, *COST_MEASURES) if m in per_query.columns]
+    ranking = RANKING_MEASURE if RANKING_MEASURE in per_query.columns else None
+    shown = [m for m in (RANKING_MEASURE, *HEADLINE, *COST_MEASURES) if m in per_query.columns]
     by_system = dict(tuple(per_query.groupby("system", sort=False)))
-    deltas = _deltas(per_query, baseline)
+    deltas = _deltas(per_query, baseline) if ranking else {}
     return {
-        "ranking_measure": RANKING_MEASURE, "answer_measure": ANSWER_MEASURE, "tolerance": TOLERANCE,
+        "ranking_measure": ranking, "answer_measure": ANSWER_MEASURE, "tolerance": TOLERANCE,
         "counts": _counts(per_query, baseline),
         "means": {system: {m: _plain(_mean(frame[m])) for m in shown} for system, frame in by_system.items()},
         "outcomes": ({system: _outcomes(frame) for system, frame in by_system.items()}

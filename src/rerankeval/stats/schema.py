@@ -291,7 +291,8 @@ class Reach(_Strict):
 class Answers(_Strict):
     """compare.json's ``answers`` (``stats.answers.answer_analysis``)."""
 
-    ranking_measure: str
+    ranking_measure: str | None
+    """None when it was not evaluated: then no deltas and no reach."""
     answer_measure: str
     tolerance: float
     counts: AnswerCounts

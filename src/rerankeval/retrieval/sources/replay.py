@@ -55,9 +55,10 @@ RETRIEVERS = ("bm25", "dense")
 CARRIED = ("dense", "fusion")
 """The provenance keys a replay file carries from the set it was exported from (what ranked its candidates)."""
 VERSION_PREFIX = "sha256:"
-SHA256_LABEL = re.compile(r"\s*sha[-_ ]?256\s*[:=]\s*(?P<digest>.*)", re.IGNORECASE | re.DOTALL)
-"""A ``document_version`` that names a sha256 however it is spelt: ``sha256:``, ``SHA-256:``, ``sha_256 =``, spaces
-around; what follows is the digest it claims."""
+SHA256_LABEL = re.compile(r"\s*sha[-_ ]?256\s*:\s*(?P<digest>.*)", re.IGNORECASE | re.DOTALL)
+"""A ``document_version`` that names a sha256 however its label is spelt: ``sha256:``, ``SHA-256:``, ``sha_256 :``,
+spaces around; what follows is the hex digest it claims. (``SHA-256=<base64>``, HTTP's digest header form, is another
+kind of version: not checked.)"""
 CHUNK_LINES = 4096
 """Lines whose candidates are gathered as Python values before they become Arrow arrays (bounded memory)."""
 FIX = "each line is {\"query_id\", \"candidate_source\", \"corpus_version\", \"candidates\": [...]} " \
@@ -372,8 +373,7 @@ def _integer(value: Any) -> bool:
 
 def _claimed_digest(version: str) -> str | None:
     """The sha256 a ``document_version`` names (``sha256:<hex>``, the label spelt in any case or as ``sha-256``,
-    ``sha_256``, with ``:`` or ``=``, spaces around ignored), or None for a version of another kind (``v3``), which is
-    not checked."""
+    ``sha_256``, spaces around ignored), or None for a version of another kind (``v3``), which is not checked."""
     found = SHA256_LABEL.fullmatch(version)
     return found["digest"].strip().lower() if found else None
 
