@@ -7,6 +7,8 @@ from the qrels, the offline deltas from the evaluate stage's per-query primary m
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
 from ..online.sensitivity import graded, online_sizing, ranked_lists
@@ -15,8 +17,18 @@ from ..workspace.runs import load_runs, load_traits
 from .params import Params
 
 
-def sizing_inputs(params: Params, paths: PipelinePaths) -> tuple:
-    """What ``online_sizing`` reads from the pipeline's outputs: (rankings, grades, deltas, baseline, query ids)."""
+class SizingInputs(NamedTuple):
+    """``online_sizing``'s arguments but the settings, in its order."""
+
+    rankings: dict
+    grades: dict
+    deltas: dict
+    baseline: str
+    query_ids: list[str]
+
+
+def sizing_inputs(params: Params, paths: PipelinePaths) -> SizingInputs:
+    """What ``online_sizing`` reads from the pipeline's outputs."""
     # the first of compare.baselines is the baseline (CompareConfig.baseline)
     baseline, metric = params.compare.baselines[0], params.compare.release.primary_metric
     traits = load_traits(paths.run(SYSTEM_PLACEHOLDER), params.system_names)
@@ -30,7 +42,7 @@ def sizing_inputs(params: Params, paths: PipelinePaths) -> tuple:
     grades = graded(qrels[qrels["query_id"].isin(set(query_ids))])
     rankings = {system: ranked_lists(run) for system, run in runs.items()}
     deltas = {system: (quality[system] - quality[baseline]).to_numpy() for system in challengers}
-    return rankings, grades, deltas, baseline, query_ids
+    return SizingInputs(rankings, grades, deltas, baseline, query_ids)
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
@@ -39,8 +51,9 @@ def run(params: Params, paths: PipelinePaths) -> None:
         write_json(paths.online, {"enabled": False})
         print("online: off (online.enabled: false)")
         return
-    rankings, grades, deltas, baseline, query_ids = sizing_inputs(params, paths)
-    sizing = online_sizing(rankings, grades, deltas, baseline, query_ids, config)
+    inputs = sizing_inputs(params, paths)
+    sizing = online_sizing(*inputs, config)
+    baseline = inputs.baseline
     write_json(paths.online, {"enabled": True, "metric": metric, "split": params.dataset.eval_split, **sizing})
     for system, found in sizing["challengers"].items():
         needed = {method: found["interleaving"][method]["impressions_needed"] for method in found["interleaving"]}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..stats.answers import HEADLINE, deltas_frame
+from ..stats.schema import Outcomes, Reach
 from .caveats import generator_lines
 from .markdown import ci, fmt, p_value, slice_size, table
 
@@ -20,9 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 QUERY_TYPE_COLUMN = "query_type"
-OUTCOME_COLUMNS = ("correct", "boundary_partial", "incorrect_answer", "false_refusal", "correct_refusal", "failed")
-REACH_COLUMNS = ("ranking_up", "ranking_up_answer_up", "ranking_up_answer_down", "ranking_down",
-                 "ranking_down_answer_down", "ranking_same_answer_moved")
+OUTCOME_COLUMNS = tuple(Outcomes.model_fields)
+REACH_COLUMNS = tuple(Reach.model_fields)
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,12 @@ def _system_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[lis
     for system in compare["systems"]:
         values = compare["systems"][system]
         row = [f"`{system}`"]
+        own = means.get(system, {})
         for metric in metrics:
             if metric in values:
                 row.append(f"{fmt(values[metric]['mean'])} [{ci(values[metric])}]")
             else:  # evaluated but not compared: its mean, no interval
-                row.append(fmt(means.get(system, {}).get(metric)) if metric in means.get(system, {}) else "n/a")
+                row.append(fmt(own[metric]) if metric in own else "n/a")
         rows.append(row)
     return rows
 
@@ -123,16 +124,13 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
                                                        for system, found in answers["outcomes"].items()]), ""]
     heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
     flag = (compare.get("generator_sanity") or {}).get("flag")
-    if ranking is None:
+    if ranking is None or flag:  # with a flag, answer-level deltas would plot the generator's noise as the ranking's
         from .plots import _nothing_to_show
 
-        _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: no ranking measure was evaluated.")
-    elif flag:  # answer-level deltas would plot the generator's noise as if it were the ranking's effect
-        from .plots import _nothing_to_show
-
-        _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: the generator cannot tell rankings "
-                               "apart on this collection (the generator sanity check).")
-        lines += [heading, "", f"Not shown: {flag}.", ""]
+        _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: no ranking measure was evaluated."
+                         if ranking is None else "Not drawn: the generator cannot tell rankings apart on this "
+                         "collection (the generator sanity check).")
+        lines += [heading, "", f"Not shown: {flag}.", ""] if ranking is not None else []
     else:
         plot_ranking_vs_answer(deltas_frame(answers), ranking, answer, plots_dir / "ranking_vs_answer.png", skip)
         lines += [heading, "",

@@ -54,15 +54,6 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
                   f"{found_null['exact_size']:.1%}", "yes" if found_null["holds"] else "**no**"]
                  for method in ("team_draft", "balanced") for kind in nulls
                  for found_null in [null[method][kind]]]
-    bias = found.get("bias_check") or {}
-    bias_rows = [[METHODS[method], f"`{system}`",
-                  f"{checked['preference']:+.4f} [{checked['low']:+.4f}, {checked['high']:+.4f}]",
-                  f"{checked['false_detection']:.1%}",
-                  ("**yes, beyond α**" if checked["material"] else "yes") if checked["biased"] else "no"]
-                 for method in ("team_draft", "balanced") if method in bias
-                 for system, checked in bias[method].items()]
-    material = [METHODS[method] for method in ("team_draft", "balanced")
-                if any(checked["material"] for checked in bias.get(method, {}).values())]
     return (
         "## Online: the experiment each challenger would need\n\n"
         f"Simulated users ({model['kind']}: click {model['click'][0]} at grade 0 to {model['click'][1]} at grade "
@@ -83,21 +74,37 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
           f"{null['impressions']:,} impressions each) under two nulls, with the exact 95% interval and the sign "
           "test's exact size at those pairs; a null holds when the interval's low end is at most α:\n\n"
         + table(["method", "null", "detected", "rate [95% CI]", "exact size", "holds"], null_rows)
-        + ("\n\nEach method's bias on each pair, measured with every simulated impression: the preference users whose "
-           f"clicks ignore the grade give it ({found['sessions_per_query']:,} sessions of every query; 0 for an "
-           f"unbiased method; intervals simultaneous at {1 - alpha:.0%} over a method's pairs, Bonferroni), and the "
-           "false detection rate that preference gives an experiment of "
-           f"{null['impressions']:,} impressions (for an unbiased method, about the sign test's exact size above; "
-           "beyond α: a bias that raises it above α):\n\n"
-           + table(["method", "challenger", "preference, grade-blind users [simultaneous 95% CI]",
-                    "false detection rate", "biased"], bias_rows)
-           + (f"\n\nBiased beyond α on some pair: {', '.join(material)}. Read its preference on those pairs with "
-              "care, and prefer an unbiased method for the experiment." if material else "") if bias_rows else "")
+        + _bias_lines(found, alpha)
         + "\n\nSimulated, not observed: the click model's parameters are stated defaults (docs/online.md), and the "
           "directions can disagree (balanced interleaving is known to be biased for some pairs of rankings: the "
           "grade-blind null measures it here). A RAG "
           "generator that merges one context set cannot be interleaved as a result page can: interleave its context "
           "candidates only where the product shows its sources.")
+
+
+def _bias_lines(found: Mapping[str, Any], alpha: float) -> str:
+    """The bias check's table (``online.sensitivity.bias_check``), with the methods biased beyond α named; "" when
+    the stage wrote none."""
+    bias = found.get("bias_check") or {}
+    methods = [method for method in ("team_draft", "balanced") if method in bias]  # the null table's order
+    if not methods:
+        return ""
+    rows = [[METHODS[method], f"`{system}`",
+             f"{checked['preference']:+.4f} [{checked['low']:+.4f}, {checked['high']:+.4f}]",
+             f"{checked['false_detection']:.1%}",
+             ("**yes, beyond α**" if checked["material"] else "yes") if checked["biased"] else "no"]
+            for method in methods for system, checked in bias[method].items()]
+    material = [METHODS[method] for method in methods if any(c["material"] for c in bias[method].values())]
+    return ("\n\nEach method's bias on each pair, measured with every simulated impression: the preference users "
+            f"whose clicks ignore the grade give it ({found['sessions_per_query']:,} sessions of every query; 0 for "
+            f"an unbiased method; intervals simultaneous at {1 - alpha:.0%} over a method's pairs, Bonferroni), and "
+            "the false detection rate that preference gives an experiment of "
+            f"{found['null_check']['impressions']:,} impressions (for an unbiased method, about the sign test's exact "
+            "size above; beyond α: a bias that raises it above α):\n\n"
+            + table(["method", "challenger", "preference, grade-blind users [simultaneous 95% CI]",
+                     "false detection rate", "biased"], rows)
+            + (f"\n\nBiased beyond α on some pair: {', '.join(material)}. Read its preference on those pairs with "
+               "care, and prefer an unbiased method for the experiment." if material else ""))
 
 
 def logged_section(readouts: Sequence[str], shadows: Sequence[str]) -> str:
