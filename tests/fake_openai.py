@@ -39,11 +39,22 @@ class FakeOpenAI:
         self.hang_s = hang_s
         self.served_model: str | None = None
         """The model name the replies report (None: the one asked for), as a server serving another snapshot would."""
+        self.fingerprint: str | None = None
+        """The replies' ``system_fingerprint`` (None: not sent)."""
+        self.pages: dict[str, dict] = {}
+        """What a GET of each path answers (``/v1/models``, ``/version``, ``/props``); any other path is a 404."""
+        self.gets: list[str] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # quiet
                 pass
+
+            def do_GET(self):
+                fake.gets.append(self.path)
+                if self.path in fake.pages:
+                    return self._send(200, fake.pages[self.path])
+                return self._send(404, {"error": {"message": "not found"}})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -80,7 +91,8 @@ class FakeOpenAI:
                 return self._send(200, {
                     "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": fake.served_model or
                     body["model"], "choices": [choice],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    **({"system_fingerprint": fake.fingerprint} if fake.fingerprint else {})})
 
             def _send(self, status, payload, headers=None):
                 send_json(self, status, json.dumps(payload).encode(), headers)

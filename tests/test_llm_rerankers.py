@@ -11,12 +11,13 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.core.hashing import sha256_text
+from rerankeval.models.chat import describe_backend
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.stats.config import ReleaseRule
 from rerankeval.stats.run_checks import InvalidOutputEvidence
 from rerankeval.stats.verdict import DeltaEvidence, Evidence, decide
 from rerankeval.systems.base import FUSION_FALLBACK, Query, RERANKED
-from rerankeval.systems.llm.listwise import parse_permutation
+from rerankeval.systems.llm.listwise import first_token_order, parse_permutation
 from rerankeval.systems.registry import BuildContext, build_system
 from tests.fake_openai import FakeOpenAI
 
@@ -76,12 +77,53 @@ def test_listwise_windows_slide_bottom_up_and_a_rerun_is_served_from_the_cache(t
         described = system.describe()
         assert described["served_models"] == {"fake-llm-2026-06": 3} and described["model"] == "fake-llm"
         assert described["template_sha256"] == sha256_text(open(described["template"], encoding="utf-8").read())
-        assert described["window"] == {"window": 4, "stride": 2, "passes": 1, "direction": "bottom to top"}
+        assert described["window"] == {"window": 4, "stride": 2, "passes": 1, "direction": "bottom to top",
+                                       "ordering": "generated"}
         assert described["invalid_outputs"]["calls"] == 3 and described["invalid_outputs"]["invalid_calls"] == 0
         again, frame_again, latency_again = run(config(server, tmp_path))
         assert len(server.requests) == 3  # nothing asked again
         assert frame_again.equals(frame)
         assert latency_again["replayed_s"].sum() > 0 and latency_again["compute_s"].sum() == 0
+        slowest = [dict(timings)["slowest_window_s"] for timings in (latency["timings"].iloc[0],
+                                                                      latency_again["timings"].iloc[0])]
+        # a hit replays the seconds of the attempt that answered (the first run's also hold the request's overhead)
+        assert 0 < slowest[0] <= latency["compute_s"].iloc[0] and 0 < slowest[1] <= slowest[0]
+
+
+LLAMA_CPP_PAGES = {
+    "/v1/models": {"object": "list", "data": [{"id": "fake-llm", "object": "model", "owned_by": "llamacpp"}]},
+    "/props": {"build_info": "b5123-8c4f2a1", "model_path": "/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"},
+}
+
+
+def test_the_server_s_backend_and_fingerprint_are_pins_asked_once_and_replayed_from_the_cache(tmp_path):
+    with FakeOpenAI(responder=listwise_responder) as server:
+        server.pages, server.fingerprint = LLAMA_CPP_PAGES, "b5123-8c4f2a1"
+        system, frame, _ = run(config(server, tmp_path))
+        described = system.describe()
+        backend = "owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-0.5b-instruct-q4_k_m.gguf"
+        assert described["backends"] == {backend: 3} and described["system_fingerprints"] == {"b5123-8c4f2a1": 3}
+        assert sorted(server.gets) == ["/api/version", "/props", "/v1/models", "/version"]  # once, not per call
+        server.pages, server.fingerprint = {}, None  # a cached rerun asks nothing and records the same pins
+        again, frame_again, _ = run(config(server, tmp_path))
+        assert len(server.gets) == 4 and frame_again.equals(frame)
+        assert again.describe()["backends"] == {backend: 3}
+        assert again.describe()["system_fingerprints"] == {"b5123-8c4f2a1": 3}
+        silent, _, _ = run(config(server, tmp_path / "silent"))  # a server that says nothing of itself still ranks
+        assert silent.describe()["backends"] == {} and silent.describe()["system_fingerprints"] == {}
+
+
+@pytest.mark.parametrize("answers, said", [
+    ((LLAMA_CPP_PAGES["/v1/models"], None, None, LLAMA_CPP_PAGES["/props"]),
+     "owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-0.5b-instruct-q4_k_m.gguf"),
+    (({"data": [{"id": "other", "owned_by": "x"}, {"id": "fake-llm", "owned_by": "vllm"}]}, {"version": "0.6.3"},
+      None, None), "owned_by=vllm; version=0.6.3"),
+    (({"data": [{"id": "llama3:8b", "owned_by": "library"}]}, None, {"version": "0.5.1"}, None),
+     "owned_by=library; version=0.5.1"),
+    (({"data": [{"id": "a", "owned_by": "x"}, {"id": "b", "owned_by": "y"}]}, "not json we know", None, []), None),
+])
+def test_a_backend_is_described_by_what_its_server_answers(answers, said):
+    assert describe_backend(*answers, model="fake-llm") == said
 
 
 def test_invalid_outputs_are_counted_per_query_and_in_total(tmp_path):
@@ -209,6 +251,7 @@ def test_the_details_page_lists_each_llm_rerankers_invalid_outputs_and_pins(tmp_
     row = next(line for line in section.splitlines() if line.startswith("| `llm`"))
     assert "| 3 | 1 (33.3%) | 25.0% [10.0%, 40.0%] |" in row and "missing_labels 1, repeated_label 1, unknown_label 1" in row
     assert "fake-llm (served: fake-llm x3)" in row and "window 4, stride 2, passes 1" in row
+    assert "| not said (fingerprints: not said) |" in row  # the fake server says nothing of itself
     assert llm_section(["fusion"], {"fusion": {"describe": {}}}) == ""
 
 
@@ -236,3 +279,42 @@ def test_the_compare_stage_reads_the_counts_from_the_latency_tables(tmp_path):
     found = invalid_outputs({"llm": stored}, {"n_samples": 500, "seed": 17, "confidence": 0.95})
     assert (found["llm"]["invalid"], found["llm"]["calls"]) == (1, 3)
     assert found["llm"]["per_query_mean"] == pytest.approx(1 / 3, abs=1e-6)
+
+
+@pytest.mark.parametrize("alternatives, text, order, reasons", [
+    # labels by log probability, whatever their spelling; a label absent from the alternatives after, in input order
+    ((("C", -0.1), (" B", -1.0), ("[A", -2.0), ("x", -0.05), ("B", -3.0)), "C", [2, 1, 0, 3], []),
+    ((("C", -0.5), ("A", -0.5)), "A", [0, 2, 1, 3], []),  # a tie keeps input order
+    ((("Z", -0.1), ("the", -0.2)), "The", [0, 1, 2, 3], ["no_labels"]),  # Z is no label of a window of 4
+    ((("", -0.1), ("AB", -0.2), ("B", -0.3)), "", [1, 0, 2, 3], []),  # an empty token or "AB" is no label
+    (None, "B > A", [1, 0, 2, 3], ["no_logprobs"]),  # no logprobs: the reply's first label goes first
+    (None, "none", [0, 1, 2, 3], ["no_logprobs"]),
+])
+def test_a_window_is_ordered_by_its_first_token_s_log_probabilities(alternatives, text, order, reasons):
+    assert first_token_order(alternatives, text, 4) == (order, reasons)
+
+
+def first_token_responder(messages):
+    """The first token's alternatives: the passage naming topic 5 most likely, then the others by their number."""
+    listed = re.findall(r"\[([A-Z])\] passage (\d+)", messages[-1]["content"])
+    ranked = sorted(listed, key=lambda item: (item[1] != "5", int(item[1])))
+    return {"text": ranked[0][0], "top_logprobs": [(label, -0.5 * k) for k, (label, _) in enumerate(ranked)]}
+
+
+def test_first_token_ordering_asks_one_token_with_its_logprobs_and_ranks_by_them(tmp_path):
+    with FakeOpenAI(responder=first_token_responder) as server:
+        system, frame, _ = run(config(server, tmp_path, ordering="first_token",
+                                      template="conf/prompts/llm_listwise_first_v1.txt"))
+        assert frame["doc_id"].tolist()[:3] == ["d5", "d0", "d1"] and set(frame["mode"]) == {RERANKED}
+        assert all(request["max_tokens"] == 1 and request["top_logprobs"] == 20 for request in server.requests)
+        described = system.describe()
+        assert described["window"]["ordering"] == "first_token" and described["decoding"]["max_tokens"] == 1
+        assert described["invalid_outputs"]["invalid_calls"] == 0
+    with FakeOpenAI(responder=lambda messages: "B") as silent:  # an endpoint that gives no logprobs
+        plain, frame_plain, _ = run(config(silent, tmp_path / "plain", ordering="first_token",
+                                           template="conf/prompts/llm_listwise_first_v1.txt"))
+    assert plain.describe()["invalid_outputs"]["by_reason"] == {"no_logprobs": 3}  # counted, never hidden
+    assert set(frame_plain["mode"]) == {RERANKED}
+    with pytest.raises(ConfigError, match="more passages than the 26 letter labels"):
+        build_system("llm", {**config(server, tmp_path, ordering="first_token"), "window": 27, "depth": 30},
+                     BuildContext())

@@ -147,6 +147,9 @@ def test_llm_rerankers_rank_count_pin_and_replay_against_a_real_server(server, t
         described = system.describe()
         assert set(frame["mode"]) == {RERANKED}, frame["degraded_reason"].tolist()
         assert sum(described["served_models"].values()) == described["invalid_outputs"]["calls"] > 0
+        # llama-cpp-python's server names itself only by its /v1/models' owned_by: recorded for every reply.
+        assert [key.startswith("owned_by=") for key in described["backends"]] == [True]
+        assert sum(described["backends"].values()) == described["invalid_outputs"]["calls"]
         assert described["template_sha256"] == sha256_text(open(described["template"], encoding="utf-8").read())
         counted = described["invalid_outputs"]
         assert 0 <= counted["invalid_calls"] <= counted["calls"] and counted["prompt_tokens"] > 0

@@ -96,3 +96,53 @@ def test_a_prompt_over_the_context_fails_that_query_with_its_reason(cache_root):
         assert "server.context_tokens" in answer.reason
         again = small.generate(next(iter(QUESTIONS)), PASSAGES * 6)
         assert again.failed and not again.cache_hit  # failures are not cached: a rerun asks again
+
+
+def test_both_llm_rerankers_run_on_the_model_in_this_process_with_its_logprobs(cache_root, monkeypatch):
+    """``local:`` instead of an endpoint: the pointwise kind scores from the first token's log probabilities (which
+    this runtime gives), the listwise kind orders windows by the generated permutation and, one decoding step, by the
+    first token over the letter labels (FIRST); the pins name the runtime and the model's sha256; a re-run loads
+    nothing."""
+    import pandas as pd
+
+    from rerankeval.core.hashing import sha256_text
+    from rerankeval.models import local_chat
+    from rerankeval.rerank.driver import RerankSettings, rerank
+    from rerankeval.systems.base import RERANKED, Query
+    from rerankeval.systems.registry import BuildContext, build_system
+    from tests.test_local_llm import LANDMARKS, PAYMENTS
+
+    passages = [*PAYMENTS, *LANDMARKS]
+    candidates = pd.DataFrame([{"query_id": "q1", "doc_id": f"d{k}", "parent_id": f"d{k}", "passage": text,
+                                "passage_sha256": sha256_text(text), "fused_rank": k + 1}
+                               for k, text in enumerate(passages)])
+    queries = {"q1": Query("q1", "How high is Mount Fuji?")}
+    local = {"cache_dir": str(cache_root / "rerank"), "max_tokens": 24}
+    systems = {"pointwise": {"kind": "llm_pointwise", "depth": 4, "local": local},
+               "listwise": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "local": local},
+               "first": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "local": local,
+                         "ordering": "first_token", "template": "conf/prompts/llm_listwise_first_v1.txt"}}
+    found = {}
+    for name, settings in systems.items():
+        system = build_system(name, settings, BuildContext())
+        frame, _ = rerank(candidates, queries, system, RerankSettings(depth=4))
+        system.close()
+        described = system.describe()
+        assert set(frame["mode"]) == {RERANKED}, frame["degraded_reason"].tolist()
+        assert described["base_url"] == "in-process" and described["backends"] == {
+            f"runtime={CONFIG.runtime}; model_file={CONFIG.model.name}.gguf; sha256={CONFIG.model.sha256}":
+                described["invalid_outputs"]["calls"]}
+        found[name] = (frame, described)
+    assert found["pointwise"][1]["score_from"] == {"logprobs": 4}  # this runtime gives them
+    assert found["pointwise"][0]["doc_id"].iloc[0] == "d3"  # the passage that answers
+    assert found["first"][1]["decoding"]["max_tokens"] == 1
+    assert found["first"][1]["invalid_outputs"]["by_reason"].keys() <= {"no_labels"}
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a cached re-run loaded the model")
+
+    monkeypatch.setattr(local_chat, "load_local_model", no_model)
+    for name, settings in systems.items():
+        frame, latency = rerank(candidates, queries, build_system(name, settings, BuildContext()),
+                                RerankSettings(depth=4))
+        assert frame.equals(found[name][0]) and latency["compute_s"].sum() == 0

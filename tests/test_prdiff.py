@@ -93,6 +93,9 @@ def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
     head = replace(revision("b (2)", values), pins={"llm": {**pins, "template_sha256": "bbb"}})
     comment = markdown_comment(diff_revisions(base, head, SETTINGS, "nDCG@10"))
     assert "`llm`'s pins differ (template_sha256: 'aaa' -> 'bbb'): base and head ran different systems" in comment
+    upgraded = replace(head, pins={"llm": {**pins, "backends": {"owned_by=vllm; version=0.6.4": 3}}})
+    assert ("pins differ (backends: None -> {'owned_by=vllm; version=0.6.4': 3})"
+            in markdown_comment(diff_revisions(base, upgraded, SETTINGS, "nDCG@10")))
     same = diff_revisions(base, replace(head, pins={"llm": pins}), SETTINGS, "nDCG@10")
     assert not any("pins differ" in warning for warning in same["warnings"])
 

@@ -300,6 +300,22 @@ class HttpClient(_PolicyClient):
                     return attempts.reply(response, request_s)
             time.sleep(wait)
 
+    def get_json(self, url: str, timeout_s: float) -> HttpReply:
+        """The JSON at ``url`` in one attempt, never retried (for questions whose answer is optional): an
+        ``HttpFailure`` for any error status, a dropped connection or a timeout."""
+        import httpx
+
+        attempts = self.policy.attempts(timeout_s)
+        timeout = attempts.timeout()
+        try:
+            sent = time.perf_counter()
+            response = self._client.get(url, timeout=timeout)
+        except httpx.TransportError as error:
+            raise attempts.failure("connection", f"{type(error).__name__}") from None
+        if response.status_code >= 400:
+            raise attempts.failure("http_status", f"HTTP {response.status_code}")
+        return attempts.reply(response, time.perf_counter() - sent)
+
     def close(self) -> None:
         self._client.close()
 

@@ -21,7 +21,9 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -32,6 +34,8 @@ from ..core.http import HttpClient, HttpFailure, RetrySettings, refuse_url_crede
 from ..core.sqlite_cache import SqliteCache
 
 CACHE_FILE = "responses.sqlite"
+BACKEND_PROBE_S = 5.0
+"""The longest the questions of ``ChatClient.backend`` may take, each."""
 MAX_REPLY_TOKENS = 10_000_000
 """Above any model's context window: a larger count is a broken endpoint, and would overflow the answers table."""
 
@@ -72,6 +76,11 @@ class Reply:
     """The model the endpoint says answered (its reply's ``model``), when it says."""
     top_logprobs: tuple[tuple[str, float], ...] | None = None
     """The first generated token's most likely alternatives (token, log probability), when asked and given."""
+    fingerprint: str | None = None
+    """The reply's ``system_fingerprint`` (OpenAI, vLLM, llama.cpp's server: the backend's build and configuration),
+    when it says."""
+    backend: str | None = None
+    """What the server that answered says it runs (``ChatClient.backend``), when it says anything."""
 
 
 class ChatClient:
@@ -89,6 +98,8 @@ class ChatClient:
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         self._client = HttpClient(config, headers, secrets=[secret])
         self._cache = ResponseCache(cache_dir(config.cache_dir))
+        self._backend: str | None = None
+        self._backend_asked = False
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return round(prompt_tokens / 1000 * self.config.price_per_1k_input_tokens
@@ -127,13 +138,16 @@ class ChatClient:
             alternatives = body.get("top_logprobs")
             return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0,
                          model=body.get("model"),
-                         top_logprobs=None if alternatives is None else tuple(map(tuple, alternatives)))
+                         top_logprobs=None if alternatives is None else tuple(map(tuple, alternatives)),
+                         fingerprint=body.get("fingerprint"), backend=body.get("backend"))
         reply, request_s = self.ask(messages, top_logprobs)
         if reply.text is not None:
             stored = {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
                       "completion_tokens": reply.completion_tokens}
-            if reply.model is not None:
-                stored["model"] = reply.model
+            # Who answered is kept with the answer, so a run replayed from the cache records the same pins.
+            for name in ("model", "fingerprint", "backend"):
+                if getattr(reply, name) is not None:
+                    stored[name] = getattr(reply, name)
             if reply.top_logprobs is not None:
                 stored["top_logprobs"] = [list(pair) for pair in reply.top_logprobs]
             self._cache.put(key, stored, request_s)
@@ -141,6 +155,7 @@ class ChatClient:
 
     def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         """One request past the cache: the reply and the seconds of the attempt that gave it (what a hit replays)."""
+        backend = self.backend()
         try:
             reply = self._client.post_json(self.url, self.request(messages, top_logprobs), self.config.deadline_s)
             text, prompt_tokens, completion_tokens = read_completion(reply.body)
@@ -148,10 +163,58 @@ class ChatClient:
             return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure)), 0.0
         except ScoringFailure as failure:
             return Reply(None, seconds=reply.total_s, attempts=reply.attempts, reason=str(failure)), 0.0
-        served = reply.body.get("model")
+        served, fingerprint = reply.body.get("model"), reply.body.get("system_fingerprint")
         return Reply(text, prompt_tokens, completion_tokens, reply.total_s, False, reply.attempts,
                      model=served if isinstance(served, str) else None,
-                     top_logprobs=first_token_alternatives(reply.body) if top_logprobs else None), reply.request_s
+                     top_logprobs=first_token_alternatives(reply.body) if top_logprobs else None,
+                     fingerprint=fingerprint[:200] if isinstance(fingerprint, str) and fingerprint else None,
+                     backend=backend), reply.request_s
+
+    def backend(self) -> str | None:
+        """What the server says it runs, asked once, before this client's first request past the cache:
+        ``owned_by`` of the asked model in ``GET {base_url}/models`` (``vllm``, ``llamacpp``, ``openai``, ...), the
+        version from vLLM's ``GET /version`` or Ollama's ``GET /api/version``, and llama.cpp's build and model file
+        from ``GET /props``; e.g. ``owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-q4_k_m.gguf``.
+        A question the server does not answer is left out (None when it answers none): these are a run's pins,
+        never a reason to fail it."""
+        if not self._backend_asked:
+            self._backend_asked = True
+            self._backend = describe_backend(self._ask_json(self.config.base_url.rstrip("/") + "/models"),
+                                             *(self._ask_json(root_url(self.config.base_url, path))
+                                               for path in ("version", "api/version", "props")),
+                                             model=self.config.model)
+        return self._backend
+
+    def _ask_json(self, url: str) -> Any:
+        try:
+            return self._client.get_json(url, min(self.config.request_timeout_s, BACKEND_PROBE_S)).body
+        except HttpFailure:
+            return None
+
+
+def root_url(base_url: str, path: str) -> str:
+    """``path`` at the root of ``base_url``'s server (``http://h:8000/v1`` -> ``http://h:8000/version``)."""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}/{path}"
+
+
+def describe_backend(models: Any, version: Any, api_version: Any, props: Any, model: str) -> str | None:
+    """One line of what a server's answers to the ``ChatClient.backend`` questions say (see there)."""
+    found: dict[str, str] = {}
+    entries = models.get("data") if isinstance(models, Mapping) else None
+    entries = [entry for entry in entries if isinstance(entry, Mapping)] if isinstance(entries, list) else []
+    entry = next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
+    if entry is not None and isinstance(entry.get("owned_by"), str):
+        found["owned_by"] = entry["owned_by"]
+    for answer in (version, api_version):
+        if isinstance(answer, Mapping) and isinstance(answer.get("version"), str):
+            found.setdefault("version", answer["version"])
+    if isinstance(props, Mapping):
+        if isinstance(props.get("build_info"), str):
+            found["build"] = props["build_info"]
+        if isinstance(props.get("model_path"), str):
+            found["model_file"] = PurePath(props["model_path"]).name
+    return "; ".join(f"{name}={value[:120]}" for name, value in found.items()) or None
 
 
 def read_completion(body: Any) -> tuple[str, int, int]:

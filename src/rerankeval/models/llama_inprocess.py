@@ -31,6 +31,8 @@ class Completion:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    top_logprobs: tuple[tuple[str, float], ...] | None = None
+    """The first generated position's most likely tokens (token text, log probability), when asked."""
 
 
 def check_runtime(pinned: str, where: str) -> None:
@@ -108,9 +110,11 @@ class InProcessLlama:
                 return buffer.raw[:written].decode("utf-8")
             size = written
 
-    def chat(self, messages: list[dict], max_tokens: int) -> Completion:
+    def chat(self, messages: list[dict], max_tokens: int, top_logprobs: int | None = None) -> Completion:
         """The greedy reply to ``messages``; a ``ScoringFailure`` (``context_overflow``, ``model_error``) when
-        the model cannot answer this request."""
+        the model cannot answer this request. ``top_logprobs``: also the first position's that many most likely
+        tokens with their log probabilities (a log-softmax of its logits in float64; ties by token id), as an
+        OpenAI-compatible server's ``top_logprobs`` gives them."""
         import numpy as np
 
         api, ctx = self._api, self._context
@@ -124,15 +128,27 @@ class InProcessLlama:
             chunk = tokens[start:start + step]
             self._decode(self._batch_range(chunk, pos_start=start, logits_last=start + step >= len(tokens)))
         generated: list[int] = []
+        alternatives = None
         while len(generated) < max_tokens:
             logits = np.ctypeslib.as_array(api.llama_get_logits_ith(ctx.ctx, -1), shape=(self._model.n_vocab,))
+            if top_logprobs and alternatives is None:
+                alternatives = self._most_likely(logits, top_logprobs)
             token = int(np.argmax(logits))
             if api.llama_token_is_eog(self._model.model, token):
                 break
             generated.append(token)
             if len(generated) < max_tokens:
                 self._decode(self._batch_single(token, len(tokens) + len(generated) - 1))
-        return Completion(self.detokenize(generated), len(tokens), len(generated))
+        return Completion(self.detokenize(generated), len(tokens), len(generated), alternatives)
+
+    def _most_likely(self, logits: Any, count: int) -> tuple[tuple[str, float], ...]:
+        import numpy as np
+
+        values = logits.astype(np.float64)
+        shifted = values - values.max()
+        logprobs = shifted - np.log(np.exp(shifted).sum())
+        best = np.lexsort((np.arange(len(values)), -logprobs))[:count]
+        return tuple((self.detokenize([int(token)]), float(logprobs[token])) for token in best)
 
     def _decode(self, batch: Any) -> None:
         status = self._context.decode(batch)

@@ -1,6 +1,7 @@
 """The details page's LLM reranker section: per LLM reranker (``systems.llm``) its calls, invalid outputs by reason,
-tokens, and the pins its run recorded (the model asked and the models the endpoint said answered, the template's
-sha256, the decoding and window settings). Text read off each run's metadata (``describe``); nothing computed."""
+tokens, and the pins its run recorded (the model asked and the models the endpoint said answered, the server's
+backend and fingerprints, the template's sha256, the decoding and window settings). Text read off each run's
+metadata (``describe``); nothing computed."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, 
                      f"{described.get('model')} (served: "
                      + (", ".join(f"{name} x{count}" for name, count in described.get("served_models", {}).items())
                         or "not said") + ")",
+                     _counted(described.get("backends")) + " (fingerprints: "
+                     + _counted(described.get("system_fingerprints")) + ")",
                      f"`{described.get('template')}` {str(described.get('template_sha256'))[:12]}",
                      ", ".join(f"{key} {value}" for key, value in {**described.get("decoding", {}),
                                                                    **settings}.items())])
@@ -40,7 +43,11 @@ def llm_section(systems: Sequence[str], run_metadata: Mapping[str, Mapping[str, 
     return ("## LLM rerankers: invalid outputs and pins\n\n"
             + table(["system", "kind", "calls", "invalid calls", "per query [95% CI]", "invalid by reason",
                      "prompt / completion tokens",
-                     "model", "template (sha256)", "decoding and window"], rows)
+                     "model", "backend", "template (sha256)", "decoding and window"], rows)
             + "\n\nAn invalid output is repaired by the kind's stated rule and counted (docs/configurations.md, \"LLM "
               "rerankers\"); above compare.release.max_invalid_rate of its calls a system cannot be ACCEPTed. Two runs "
-              "that differ in any pin (model, template, decoding, window) are not the same system.")
+              "that differ in any pin (model, backend, template, decoding, window) are not the same system.")
+
+
+def _counted(said: Mapping[str, int] | None) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in (said or {}).items()) or "not said"

@@ -48,7 +48,8 @@ class Revision:
                 object.__setattr__(self, name, {})
 
 
-PINS = ("model", "served_models", "template", "template_sha256", "decoding", "window", "top_logprobs")
+PINS = ("model", "served_models", "backends", "system_fingerprints", "template", "template_sha256", "decoding", "window",
+        "top_logprobs")
 """The pins of an LLM reranker's run that make two runs different systems when they differ."""
 
 

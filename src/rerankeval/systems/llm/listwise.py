@@ -1,14 +1,21 @@
 """The ``llm_listwise`` system kind: RankGPT-style sliding windows over the top ``depth`` candidates.
 
 Each pass slides a window of ``window`` passages from the bottom of the current order to the top, ``stride`` at a
-time, and reorders each window by the permutation the model writes ("[2] > [1] > [3]"), so a relevant passage can rise
-from the last window to the first in one pass. The system's score is the final position (the first passage scores
-``depth``, the last 1).
+time, and reorders each window, so a relevant passage can rise from the last window to the first in one pass. The
+system's score is the final position (the first passage scores ``depth``, the last 1). A window is reordered by:
+
+- ``ordering: generated`` (RankGPT): the permutation the model writes ("[2] > [1] > [3]");
+- ``ordering: first_token`` (FIRST, Reddy et al. 2024): one decoding step. The passages are labelled A, B, C...
+  (single tokens), and the window is ordered by the log probability of each label as the first token of the reply
+  (the endpoint's ``top_logprobs``, or the in-process model's logits); labels outside the ``top_logprobs`` most
+  likely tokens follow in their input order.
 
 A reply that is not a clean permutation is repaired by one deterministic rule and counted (``systems.llm``): the valid
 labels in the order written, each at its first mention, then the window's missing passages in their input order.
 Counted reasons: ``no_labels`` (no identifier at all: a refusal, or prose), ``unknown_label`` (outside 1..window),
-``repeated_label``, ``missing_labels`` (the reply left some out: cut off, or skipped). A call that fails outright
+``repeated_label``, ``missing_labels`` (the reply left some out: cut off, or skipped). With ``first_token``:
+``no_logprobs`` (the endpoint gave none: the label the reply starts with goes first, the rest keep their order) and
+``no_labels`` (no label among the most likely first tokens: the input order is kept). A call that fails outright
 fails the query (fused order, with the reason).
 """
 
@@ -24,6 +31,8 @@ from ..base import QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
 
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""``first_token``'s passage labels: one token each in every common vocabulary."""
 BRACKETED = re.compile(r"\[(\d+)\]")
 BARE = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
 
@@ -37,13 +46,48 @@ class LLMListwiseConfig(LLMRerankConfig):
     """How far the window moves up after each prompt (window - stride passages overlap)."""
     passes: int = Field(1, ge=1)
     """Full bottom-to-top sweeps."""
+    ordering: Literal["generated", "first_token"] = "generated"
+    """How a window is reordered: by the permutation the model writes, or by its first token's log probabilities
+    over the passages' letter labels (one decoding step; see the module)."""
+    top_logprobs: int = Field(20, ge=2)
+    """``first_token``: how many of the first token's most likely alternatives to ask for (OpenAI's API allows 20)."""
 
     @model_validator(mode="after")
     def _overlapping(self) -> "LLMListwiseConfig":
         if self.stride > self.window:
             raise ValueError(f"stride {self.stride} is larger than window {self.window}: passages between windows "
                              "would never be compared. Fix: stride <= window (RankGPT: window 20, stride 10)")
+        if self.ordering == "first_token" and self.window > len(LETTERS):
+            raise ValueError(f"window {self.window} has more passages than the {len(LETTERS)} letter labels "
+                             "ordering: first_token reads. Fix: window <= 26")
         return self
+
+    @property
+    def chat(self):
+        """One decoding step is all ``first_token`` reads: the reply is cut to one token."""
+        found = super().chat
+        return found.model_copy(update={"max_tokens": 1}) if self.ordering == "first_token" else found
+
+
+def first_token_order(alternatives: tuple[tuple[str, float], ...] | None, text: str,
+                      size: int) -> tuple[list[int], list[str]]:
+    """(0-based order of a window of ``size`` letter-labelled passages, the invalid-output reasons) from the first
+    token's alternatives (token, log probability): labels by log probability (a label's best spelling: ``B``, `` B``,
+    ``[B``), ties and absent labels in input order; see the module for the rest."""
+    labels = list(LETTERS[:size])  # a list: a token is a label only when equal to one, never as a substring
+    if alternatives is None:
+        first = next((label for label in re.findall(r"[A-Z]", text[:8]) if label in labels), None)
+        rest = [k for k in range(size) if labels[k] != first]
+        return ([labels.index(first)] if first else []) + rest, ["no_logprobs"]
+    best: dict[str, float] = {}
+    for token, logprob in alternatives:
+        label = token.strip().strip("[(")
+        if label in labels and logprob > best.get(label, -np.inf):
+            best[label] = logprob
+    if not best:
+        return list(range(size)), ["no_labels"]
+    ranked = sorted(best, key=lambda label: (-best[label], labels.index(label)))
+    return [labels.index(label) for label in ranked] + [k for k in range(size) if labels[k] not in best], []
 
 
 def parse_permutation(text: str, size: int) -> tuple[list[int], list[str]]:
@@ -73,16 +117,22 @@ class LLMListwise(LLMSystem):
         passages = [clipped(text, self.config.max_passage_words) for text in query.passages]
         order = list(range(len(passages)))
         calls = invalid = prompt_tokens = completion_tokens = 0
-        compute_s = replayed_s = 0.0
+        compute_s = replayed_s = slowest_window_s = 0.0
         for _ in range(self.config.passes):
             end = len(order)
             while end > 0:
                 start = max(0, end - self.config.window)
                 window = order[start:end]
-                listed = "\n".join(f"[{k + 1}] {passages[index]}" for k, index in enumerate(window))
+                first_token = self.config.ordering == "first_token"
+                listed = "\n".join(f"[{LETTERS[k] if first_token else k + 1}] {passages[index]}"
+                                   for k, index in enumerate(window))
                 prompt = self.template.fill(count=str(len(window)), passages=listed, query=query.query_text)
-                reply = self.ask(prompt)
-                permutation, reasons = parse_permutation(reply.text, len(window))
+                if first_token:
+                    reply = self.ask(prompt, self.config.top_logprobs)
+                    permutation, reasons = first_token_order(reply.top_logprobs, reply.text, len(window))
+                else:
+                    reply = self.ask(prompt)
+                    permutation, reasons = parse_permutation(reply.text, len(window))
                 self.tally.add(reply, reasons)
                 calls, invalid = calls + 1, invalid + bool(reasons)
                 prompt_tokens += reply.prompt_tokens
@@ -91,6 +141,7 @@ class LLMListwise(LLMSystem):
                     replayed_s += reply.seconds
                 else:
                     compute_s += reply.seconds
+                slowest_window_s = max(slowest_window_s, reply.seconds)  # a cache hit replays the window's own time
                 order[start:end] = [window[k] for k in permutation]
                 if start == 0:
                     break
@@ -99,13 +150,15 @@ class LLMListwise(LLMSystem):
         values[order] = np.arange(len(order), 0, -1, dtype=np.float64)
         return Scores(values=values, compute_s=compute_s, replayed_s=replayed_s,
                       timings={"llm_calls": float(calls), "invalid_outputs": float(invalid),
-                               "prompt_tokens": float(prompt_tokens), "completion_tokens": float(completion_tokens)})
+                               "prompt_tokens": float(prompt_tokens), "completion_tokens": float(completion_tokens),
+                               "slowest_window_s": slowest_window_s})
 
     def describe(self) -> dict[str, Any]:
         config = self.config
         return {"kind": config.kind, **pins(config, self.template, self.tally),
                 "window": {"window": config.window, "stride": config.stride, "passes": config.passes,
-                           "direction": "bottom to top"},
+                           "direction": "bottom to top", "ordering": config.ordering,
+                           **({"top_logprobs": config.top_logprobs} if config.ordering == "first_token" else {})},
                 "score": "final position (the first passage scores depth)",
                 "invalid_outputs": self.tally.record()}
 
