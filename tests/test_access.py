@@ -274,11 +274,11 @@ def test_neighbour_expansion_stops_at_a_chunk_the_user_may_not_see():
 def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_run(tmp_path, fake_api, capsys,
                                                                                    monkeypatch):
     """Every system kind reranks the filtered candidates: a recording HTTP reranker, the learned kinds' pair cache, a
-    team's run naming the restricted document, composites over them, and the OpenAI-compatible generator (a recording
-    fake endpoint) see no restricted text or id; the same pipeline with ``access_filter: false`` does send it, so the
+    team's run naming the restricted document, composites over them, the OpenAI-compatible generator (a recording
+    fake endpoint) and a served endpoint (the load test's requests) see no restricted text or id; the same pipeline with ``access_filter: false`` does send it, so the
     recording would catch a leak."""
     from rerankeval.core.io import read_table
-    from rerankeval.pipeline import generate, rerank, select
+    from rerankeval.pipeline import generate, loadtest, rerank, select
     from rerankeval.pipeline.params import load_params
     from rerankeval.retrieval.freeze import freeze
     from rerankeval.retrieval.sources.base import FrozenSet
@@ -366,6 +366,15 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
         for name in systems:
             if name != "leaky":
                 run_system(name)
+        # A served endpoint is sent what the load test (and `rerankeval loadtest`) builds from the frozen candidates:
+        # here to the recording API, as it would be to `rerankeval serve`.
+        before_api = len(server.requests)
+        loadtest.run(load_params(tmp_path / "params.yaml"), paths.snapshot, paths.candidates,
+                     tmp_path / "loadtest.json", force=True, overrides={
+                         "system": "api", "concurrency": [1], "pareto_concurrency": 1, "warmup_requests": 0,
+                         "requests": 4})
+        served = json.dumps([body for _, body, _ in server.requests[before_api:]])
+        assert len(server.requests) > before_api and RUNBOOK not in served
         out = capsys.readouterr()
         assert RUNBOOK not in out.out + out.err
         for path in tmp_path.rglob("*"):  # every run, context, answer, cache and record written so far
@@ -452,3 +461,18 @@ def test_the_latency_stage_times_an_unfiltered_system_on_the_candidates_before_t
     _, unfiltered, _ = eval_queries(params, tmp_path / "snapshot", tmp_path / "candidates.parquet", unfiltered=True)
     assert "secret" not in filtered[filtered["query_id"] == "q1"]["doc_id"].tolist()
     assert unfiltered[unfiltered["query_id"] == "q1"]["doc_id"].tolist()[0] == "secret"
+
+
+def test_the_guardrail_table_puts_timeouts_beside_empty_results_and_fallbacks():
+    from rerankeval.report.guardrails import guardrail_table
+
+    compare = {"guardrails": {"Stale@5": {"fusion": {"mean": 0.1, "low": 0.05, "high": 0.15},
+                                          "slow": {"mean": 0.2, "low": 0.1, "high": 0.3}}}}
+    verdicts = {"baseline": "fusion", "rule": {"guardrails": [{"measure": "Stale@5", "max_increase": 0.05}]},
+                "empty_results": {"fusion": {"empty": 0, "queries": 50}, "slow": {"empty": 1, "queries": 50}},
+                "fallbacks": {"fusion": {"fallbacks": 0, "timeouts": 0, "queries": 50},
+                              "slow": {"fallbacks": 7, "timeouts": 5, "queries": 50}},
+                "verdicts": {"slow": {"guardrails": [{"measure": "Stale@5", "outcome": "violated"}]}}}
+    header, rows = guardrail_table(compare, verdicts)
+    assert header == ["system", "Stale@5", "empty results", "timeouts", "fallbacks", "guardrails"]
+    assert rows[1][2:] == ["1/50", "5/50", "7/50", "**violated**: Stale@5"]

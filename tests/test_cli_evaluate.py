@@ -90,6 +90,10 @@ def test_json_output_keeps_full_precision(files):
     assert result["per_query"]["q1"]["nDCG@10[gain=exp]"] == pytest.approx(q1_exp, abs=1e-12)
     assert result["all"]["nDCG@10[gain=exp]"] == pytest.approx(q1_exp / 2, abs=1e-12)
     assert result["all"]["AP"] == pytest.approx((1 / 2 + 2 / 4) / 2 / 2, abs=1e-12)
+    named = json.loads(rerankeval("evaluate", "--qrels", files / "qrels.txt", "--run", files / "run_a.trec", "--json",
+                                  "-m", "P@5[rel=2]", "-m", "ndcg_cut_10", "-m", "nDCG@10[idcg=candidates]").stdout)
+    assert named["run_a.trec"]["ir_measures"] == {"P@5[rel=2]": "P(rel=2)@5", "ndcg_cut_10": "nDCG@10",
+                                                  "nDCG@10[idcg=candidates]": None}
 
 
 def test_parquet_run_with_beir_or_parquet_qrels(files):

@@ -64,6 +64,8 @@ def test_every_trec_eval_name_reads_back_as_the_measure_that_equals_it():
 @pytest.mark.parametrize("name, says", [
     ("num_ret", "`rerankeval trec_eval -m num_ret` prints it"), ("gm_map", "`rerankeval trec_eval -m gm_map` prints it"),
     ("ndcg_cut_0", "cannot read measure 'ndcg_cut_0'"), ("ndcgcut10", "unknown measure 'ndcgcut10'"),
+    ("official", "`rerankeval trec_eval -m official` prints the set"),
+    ("all_trec", "`rerankeval trec_eval -m all_trec` prints the set"),
 ])
 def test_an_unknown_name_is_refused_listing_the_accepted_ones(name, says):
     with pytest.raises(ValueError) as refused:

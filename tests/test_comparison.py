@@ -101,7 +101,7 @@ def test_fallbacks_identical_runs_and_a_broken_baseline_reach_the_verdict():
                           RunFacts(fallbacks={"model": (38, 40)}))
     assert degraded["verdicts"]["model"]["decision"] == "REJECT"
     assert degraded["verdicts"]["model"]["decided_by"].startswith("38/40 queries (95.0%) fell back")
-    assert degraded["fallbacks"] == {"model": {"fallbacks": 38, "queries": 40}}
+    assert degraded["fallbacks"] == {"model": {"fallbacks": 38, "timeouts": 0, "queries": 40}}
 
     _, same = compare(per_query(np.zeros(40)), SLICES, SETTINGS, rule(), RunFacts(identical_to_baseline={"model": 40}))
     assert same["verdicts"]["model"]["decided_by"].startswith("run identical to the baseline's on all 40 queries")
@@ -146,10 +146,13 @@ def test_when_every_query_falls_back_its_latency_is_still_checked():
                             "replayed_s": 0.0, "sort_s": 0.0, "timings": [{}] * 40})
     summary = summarise_latency(latency, warmup_queries=2)
     assert (summary["fallbacks"], summary["queries"], summary["p95_ms"]) == (40, 40, pytest.approx(2000.0))
+    assert summary["timeouts"] == 40  # every fallback's reason is a timeout
     _, verdicts = compare(per_query(np.full(40, 0.1)), SLICES, SETTINGS,
                           rule(max_fallback_rate=0.05, latency_p95_max_ms=1000),
                           RunFacts(latency_p95_ms={"fusion": 1.0, "model": summary["p95_ms"]},
-                                   fallbacks={"model": (summary["fallbacks"], summary["queries"])}))
+                                   fallbacks={"model": (summary["fallbacks"], summary["queries"])},
+                                   timeouts={"model": summary["timeouts"]}))
+    assert verdicts["fallbacks"]["model"] == {"fallbacks": 40, "timeouts": 40, "queries": 40}
     verdict = verdicts["verdicts"]["model"]
     assert verdict["decision"] == "REJECT"
     assert verdict["decided_by"] == "40/40 queries (100.0%) fell back to the fused order, above the limit 5.0%"

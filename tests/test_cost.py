@@ -17,7 +17,7 @@ def run_and_latency():
         "passage_tokens": pd.array([8, 18, 28, None, 8, 8, 8, None], dtype="Int32"),
         "truncated": pd.array([False, False, True, None, False, False, False, None], dtype="boolean"),
     })
-    latency = pd.DataFrame({"query_id": ["a", "b"], "position": [0, 1], "mode": ["RERANKED"] * 2,
+    latency = pd.DataFrame({"query_id": ["a", "b"], "position": [0, 1], "mode": ["RERANKED"] * 2, "reason": [None] * 2,
                             "wall_s": [0.7, 0.4], "compute_s": [0.6, 0.3], "replayed_s": [0.0, 0.0]})
     return run, latency
 

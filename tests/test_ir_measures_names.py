@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from rerankeval.eval.engine import evaluate
-from rerankeval.eval.measures import parse_measure
+from rerankeval.eval.measures import Measure, parse_measure
 
 QRELS = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 3, "doc_id": ["a", "b", "c", "d", "a", "e", "f"],
                       "relevance": [2, 1, 0, 1, 1, 2, 0]})
@@ -34,3 +34,46 @@ def test_ir_measures_exp_gain_is_rerankevals_and_its_default_dcg_the_linear_one(
 def test_an_ir_measures_parameter_rerankeval_lacks_is_refused_by_name():
     with pytest.raises(ValueError, match=r"ir_measures parameter 'gains=\{0:1\}' .* has no rerankeval equivalent"):
         parse_measure("nDCG(gains={0:1})@10")
+
+
+NO_PROVIDER_HERE = {"nDCG(dcg='exp-log2')@5", "RR(judged_only=True)@5"}
+"""ir_measures names what no provider computes here (exp-log2 goes to gdeval.pl, which fails on this machine; no
+provider takes RR's judged_only): their spelling is checked, their value is not."""
+
+
+def measures_ir_measures_has():
+    """Each family ir_measures shares, plain and with every parameter ir_measures takes for it."""
+    from rerankeval.eval.measures.base import IR_MEASURES_FAMILIES
+
+    changed = {"rel": {"rel": 2}, "judged_only": {"judged_only": True}, "gain": {"gain": "exp"}}
+    for name, takes in IR_MEASURES_FAMILIES.items():
+        cutoff = 5 if Measure(name).family.takes_cutoff else None
+        yield Measure(name, cutoff)
+        for param in takes:
+            yield Measure(name, cutoff, **changed[param])
+
+
+@pytest.mark.parametrize("measure", list(measures_ir_measures_has()), ids=str)
+def test_each_measure_is_written_in_ir_measures_spelling_that_computes_its_value(measure):
+    from rerankeval.eval.measures import ir_measures_name
+
+    name = ir_measures_name(measure)
+    assert parse_measure(name) == measure  # it reads back as itself
+    theirs = ir_measures.parse_measure(name)
+    assert str(theirs) == name  # ir_measures reads it as written
+    qrels = [ir_measures.Qrel(r.query_id, r.doc_id, int(r.relevance)) for r in QRELS.itertuples()]
+    run = [ir_measures.ScoredDoc(r.query_id, r.doc_id, r.score) for r in RUN.itertuples()]
+    if name in NO_PROVIDER_HERE:
+        with pytest.raises(Exception):  # still true here, or this test would compare the value
+            ir_measures.calc_aggregate([theirs], qrels, run)
+        return
+    ours = evaluate(RUN, QRELS, [measure], queries=["q1", "q2"])
+    assert ours.iloc[:, 0].mean() == pytest.approx(ir_measures.calc_aggregate([theirs], qrels, run)[theirs],
+                                                   abs=1e-9)
+
+
+@pytest.mark.parametrize("text", ["nDCG@10[idcg=candidates]", "DCG@10", "CandidateRecall@10", "AnswerF1"])
+def test_a_measure_ir_measures_lacks_has_no_ir_measures_name(text):
+    from rerankeval.eval.measures import ir_measures_name
+
+    assert ir_measures_name(parse_measure(text)) is None

@@ -177,6 +177,12 @@ def test_the_section_renders_each_methods_bias_on_each_pair(tmp_path):
             f"{checked['false_detection']:.1%} | no |") in text
     assert text.index("| team-draft | `good` |") < text.index("| balanced | `good` |")  # the null table's order
     assert ("Biased beyond α on some pair" in text) == found["bias_check"]["balanced"]["good"]["material"]
+    # the sizing table marks the method's count on a pair it is biased on beyond α, and only there
+    for biased in (False, True):
+        found["bias_check"]["balanced"]["good"].update(biased=biased, material=biased)
+        page = online_section({"enabled": True, "metric": "nDCG@10", **found}, tmp_path, "plots")
+        row = next(line for line in page.splitlines() if line.startswith("| `good` |")).split(" | ")
+        assert [cell.endswith("⚠ biased beyond α") for cell in row[5:8]] == [False, biased, False]
 
 
 def test_the_section_is_left_out_when_the_stage_is_off(tmp_path):

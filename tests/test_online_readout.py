@@ -154,3 +154,22 @@ def test_the_abandonment_guardrail_rejects_before_quality(tmp_path):
                            latency_p95_max_ratio=None)
     found = readout(impressions, counts, strict, "good", BOOT)
     assert found["verdict"]["decided_by"].startswith("guardrail Abandonment")
+
+
+def test_more_empty_result_pages_reject_before_quality(tmp_path):
+    from dataclasses import replace
+
+    (impressions, counts), path = logs(tmp_path, "ab")
+    config = ReadoutConfig(log=str(path), challenger="good", design="ab", max_abandonment_increase=None,
+                           latency_p95_max_ratio=1.5)
+    assert readout(impressions, counts, config, "base", BOOT)["verdict"]["decision"] == "ACCEPT"
+    # one in five of the better arm's pages shows nothing: the guardrail decides, before its click measure is read
+    emptied = [replace(found, shown=(), origin=(), clicks=(), dwell_s=())
+               if found.arm == "good" and index % 5 == 0 else found for index, found in enumerate(impressions)]
+    found = readout(emptied, counts, config, "base", BOOT)
+    empty = next(g for g in found["guardrails"] if g["measure"] == "EmptyResults")
+    assert empty["increase"]["ci_low"] > config.max_empty_increase
+    assert found["verdict"]["decision"] == "REJECT"
+    assert found["verdict"]["decided_by"].startswith("guardrail EmptyResults")
+    off = readout(emptied, counts, config.model_copy(update={"max_empty_increase": None}), "base", BOOT)
+    assert [g["measure"] for g in off["guardrails"]] == []

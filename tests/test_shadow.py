@@ -141,6 +141,10 @@ def test_the_stage_replays_a_log_through_the_systems_on_the_demo(demo, tmp_path,
     assert list(queue["priority"]) == sorted(queue["priority"], reverse=True) and len(queue) == 4
     page = paths.shadow("t").with_suffix(".md").read_text()
     assert "# Shadow replay `t`" in page and "`ce_minilm_ft`" in page
+    row = next(line for line in page.splitlines() if line.startswith("| `ce_minilm_ft` |")).split(" | ")
+    agreement = challenger["agreement"]  # RBO, Kendall τ and overlap, each with its CI, as the page's first columns
+    assert row[1:4] == [f"{agreement[name]['mean']:.3f} [{agreement[name]['low']:.3f}, {agreement[name]['high']:.3f}]"
+                        for name in ("rbo", "tau", "overlap")]
 
 
 SERVICE_S = 0.1

@@ -72,7 +72,9 @@ order and named as trec_eval prints them."""
                  f"trec_eval's default summary measures that rerankeval computes ({' '.join(DEFAULT_MEASURES)})",
         ),
         _argument("-q", "--per-query", action="store_true", help="also print each query's values (trec_eval -q)"),
-        _argument("--json", action="store_true", help="print JSON instead of trec_eval-style lines"),
+        _argument("--json", action="store_true",
+                  help="print JSON instead of trec_eval-style lines, naming each measure also canonically and as "
+                       "ir_measures spells it (null where ir_measures has no such measure)"),
         _argument(
             "-c", "--complete", action="store_true",
             help="average over every query of the qrels, a query missing from the run scoring 0 (trec_eval -c); "
@@ -105,8 +107,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         _warn_of_zeros(values, run, qrels, path, args)
         results[label] = values
     if args.json:
-        canonical = {name: str(measure) for name, measure in asked.items()}
-        print(json.dumps({label: _as_json(values, args.per_query, canonical) for label, values in results.items()},
+        print(json.dumps({label: _as_json(values, args.per_query, asked) for label, values in results.items()},
                          indent=2))
     else:
         for label, values in results.items():
@@ -186,9 +187,13 @@ def _run_labels(paths: Sequence[str]) -> list[str]:
     return names if len(set(names)) == len(names) else list(paths)
 
 
-def _as_json(values, per_query: bool, canonical: dict[str, str]) -> dict:
-    """Values keyed by the measures as asked; ``measures`` maps each to its canonical name (MRR@10 -> RR@10)."""
-    result = {"num_q": len(values), "measures": canonical,
+def _as_json(values, per_query: bool, asked: dict[str, object]) -> dict:
+    """Values keyed by the measures as asked; ``measures`` maps each to its canonical name (MRR@10 -> RR@10),
+    ``ir_measures`` to its name in ir_measures (``P@5[rel=2]`` -> ``P(rel=2)@5``; null where ir_measures has none)."""
+    from ..eval.measures import ir_measures_name
+
+    result = {"num_q": len(values), "measures": {name: str(measure) for name, measure in asked.items()},
+              "ir_measures": {name: ir_measures_name(measure) for name, measure in asked.items()},
               "all": {name: float(value) for name, value in values.mean().items()}}
     if per_query:
         result["per_query"] = {

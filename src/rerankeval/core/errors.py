@@ -52,6 +52,16 @@ class ScoringFailure(Exception):
         self.detail = detail
 
 
+TIMEOUT_REASONS = ("deadline", "timeout")
+"""The failure reasons that are timeouts: the query's deadline passed (``DeadlineExceeded``), or an endpoint did not
+answer in time (``core.http``)."""
+
+
+def is_timeout(reason: str | None) -> bool:
+    """Whether a recorded reason (``<reason>: <detail>``, as latency tables keep it) is a timeout."""
+    return reason is not None and str(reason).split(":", 1)[0] in TIMEOUT_REASONS
+
+
 class DeadlineExceeded(ScoringFailure):
     """A query's scoring took longer than its deadline (judged on compute time, cached or not)."""
 

@@ -62,6 +62,9 @@ class ReadoutConfig(StrictConfig):
     max_abandonment_increase: float | None = Field(0.02, ge=0.0)
     """``design: ab``: the abandonment rate (impressions without a click) may rise by at most this much (REJECT when
     its CI lies above); None skips it."""
+    max_empty_increase: float | None = Field(0.01, ge=0.0)
+    """``design: ab``: the share of impressions that showed no result may rise by at most this much (REJECT when its
+    CI lies above); None skips it."""
     latency_p95_max_ms: float | None = Field(None, ge=0.0)
     """The p95 of the logged latency may be at most this (both designs); None skips it."""
     latency_p95_max_ratio: float | None = Field(1.2, ge=0.0)

@@ -6,7 +6,8 @@
 bootstrap CI over queries, beside the sign test over impressions. ``design: ab``: each impression showed one arm's
 page; the primary is the difference of the arms' mean click measure (``ab_metric``), with a bootstrap CI that
 resamples each arm's impressions. Both designs are decided by ``stats.verdict.decide``, the offline verdict's own
-code: the guardrails first (the abandonment increase of an A/B test, with its CI), then the primary against 0 and
+code: the guardrails first (an A/B test's increase of abandonment and of empty result pages, each with its CI),
+then the primary against 0 and
 ``min_delta``, every segment as a critical slice (Bonferroni-adjusted CIs), and the logged latency's p95.
 """
 
@@ -31,6 +32,7 @@ PREFERENCE = "Preference"
 MIN_SEGMENT_QUERIES = 10
 """A segment with fewer queries (interleaving) or impressions per arm (A/B) is too small to REJECT on."""
 ABANDONMENT = "Abandonment"
+EMPTY_RESULTS = "EmptyResults"
 
 
 def impressions_frame(impressions: Sequence[Impression], challenger: str) -> pd.DataFrame:
@@ -125,17 +127,18 @@ def _ab(frame: pd.DataFrame, config: ReadoutConfig, baseline: str, boot: dict
         mean, low, high = two_sample_interval(within[config.challenger], within[baseline], **adjusted)
         slices.append(SliceEvidence("segment", segment, size, mean, low, high, too_small=size < MIN_SEGMENT_QUERIES,
                                     confidence=adjusted["confidence"], adjusted_for=len(segments)))
-    guardrails: tuple[GuardrailEvidence, ...] = ()
-    if config.max_abandonment_increase is not None:
-        abandoned = {arm: side["abandoned"].to_numpy() for arm, side in sides.items()}
-        rise = two_sample_interval(abandoned[config.challenger], abandoned[baseline], **settings)
-        guardrails = (GuardrailEvidence(
-            ABANDONMENT, zero=False, max_increase=config.max_abandonment_increase,
-            challenger_mean=float(abandoned[config.challenger].mean()),
-            reference_mean=float(abandoned[baseline].mean()),
-            queries_with_any=int(abandoned[config.challenger].sum()), queries=len(abandoned[config.challenger]),
-            increase=_delta(ABANDONMENT, rise, boot["confidence"])),)
-    return primary, slices, guardrails
+    guardrails = []
+    for name, column, budget in ((ABANDONMENT, "abandoned", config.max_abandonment_increase),
+                                 (EMPTY_RESULTS, "empty", config.max_empty_increase)):
+        if budget is None:
+            continue
+        happened = {arm: side[column].to_numpy() for arm, side in sides.items()}
+        rise = two_sample_interval(happened[config.challenger], happened[baseline], **settings)
+        guardrails.append(GuardrailEvidence(
+            name, zero=False, max_increase=budget, challenger_mean=float(happened[config.challenger].mean()),
+            reference_mean=float(happened[baseline].mean()), queries_with_any=int(happened[config.challenger].sum()),
+            queries=len(happened[config.challenger]), increase=_delta(name, rise, boot["confidence"])))
+    return primary, slices, tuple(guardrails)
 
 
 def readout(impressions: Sequence[Impression], counts: LogCounts, config: ReadoutConfig, baseline: str,

@@ -31,13 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import CollectionError
+from ..core.errors import CollectionError, is_timeout
 from .logs import log_records, log_time, refusal, text_field
-
-TIMEOUT_REASONS = ("deadline", "timeout")
-"""The fallback reasons that are timeouts (``ScoringFailure.reason``, before the ``": detail"`` the latency table's
-reason carries): the query's deadline passed, or an endpoint did not answer in time."""
-
 
 @dataclass(frozen=True)
 class QueryLog:
@@ -164,7 +159,7 @@ def segment_guardrails(arrivals: pd.DataFrame, latency: pd.DataFrame, answered: 
     for segment, rows in arrivals.groupby("segment", sort=True):
         weights = rows.groupby("query_id")["count"].sum()
         fell = [q for q in weights.index if q in modes.index and modes.at[q, "mode"] == fallback_mode]
-        timed_out = [q for q in fell if str(modes.at[q, "reason"]).split(":", 1)[0] in TIMEOUT_REASONS]
+        timed_out = [q for q in fell if is_timeout(modes.at[q, "reason"])]
         found[str(segment)] = {"arrivals": int(weights.sum()),
                                "empty": int(weights[[q not in answered for q in weights.index]].sum()),
                                "fallbacks": int(weights[fell].sum()), "timeouts": int(weights[timed_out].sum())}

@@ -69,6 +69,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
+        timeouts={system: summary["timeouts"] for system, summary in latency.items()},
         identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)

@@ -1,7 +1,8 @@
 """The guardrail table, one for report.md and the site: each system's rate of every guardrail measure with its CI
-(ACLViolation: the queries that show a document their user may not see), its empty results and fallbacks (timeouts
-and scoring failures), and whether its verdict's guardrails held; and the line saying what the access filter removed before any
-system scored anything, or that the candidate source could not be filtered. Cells are text read off compare.json,
+(ACLViolation: the queries that show a document their user may not see), its empty results, timeouts (the query's
+deadline passed or an endpoint did not answer in time) and fallbacks (timeouts and scoring failures), and whether its
+verdict's guardrails held; and the line saying what the access filter removed before any system scored anything, or
+that the candidate source could not be filtered. Cells are text read off compare.json,
 verdicts.json and metrics.json: nothing is computed here."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> 
     systems = list(next(iter(found.values())))
     zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.get("rule", {}).get("guardrails", [])}
     baseline = verdicts["baseline"]
-    header = ["system", *measures, "empty results", "fallbacks", "guardrails"]
+    header = ["system", *measures, "empty results", "timeouts", "fallbacks", "guardrails"]
     rows = []
     for system in systems:
         cells = [f"`{system}`"]
@@ -36,6 +37,7 @@ def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> 
         empty = (verdicts.get("empty_results") or {}).get(system)
         cells.append(f"{empty['empty']}/{empty['queries']}" if empty else "n/a")
         fallbacks = verdicts.get("fallbacks", {}).get(system)
+        cells.append(f"{fallbacks['timeouts']}/{fallbacks['queries']}" if fallbacks else "n/a")
         cells.append(f"{fallbacks['fallbacks']}/{fallbacks['queries']}" if fallbacks else "n/a")
         cells.append("baseline" if system == baseline else _outcome(verdicts["verdicts"].get(system)))
         rows.append(cells)

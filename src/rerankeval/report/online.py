@@ -33,9 +33,12 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     power_curves(found, plots_dir / PLOT)
     power, alpha, model = found["power"], found["alpha"], found["click_model"]
     limit = found["check_max_impressions"]
-    def sized(found: Mapping[str, Any]) -> str:
+    bias = found.get("bias_check") or {}
+
+    def sized(found: Mapping[str, Any], biased: bool = False) -> str:
         needed = found["impressions_needed"]
-        return f"{_count(needed)} ({_achieved(found['achieved_power'], needed, limit)})"
+        return (f"{_count(needed)} ({_achieved(found['achieved_power'], needed, limit)})"
+                + (" ⚠ biased beyond α" if biased else ""))
 
     rows = []
     for system, pair in found["challengers"].items():
@@ -43,7 +46,8 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
         rows.append([f"`{system}`", f"{offline['delta']:+.4f}",
                      *(f"{interleaving[method]['preference']:+.3f}" for method in ("team_draft", "balanced")),
                      f"{pair['ab']['difference']:+.4f}",
-                     *(sized(interleaving[method]) for method in ("team_draft", "balanced")), sized(pair["ab"]),
+                     *(sized(interleaving[method], bias.get(method, {}).get(system, {}).get("material", False))
+                       for method in ("team_draft", "balanced")), sized(pair["ab"]),
                      _count(offline["judged_queries_needed"]),
                      "yes" if pair["directions_agree"] else "**no**"])
     null = found["null_check"]
@@ -65,7 +69,8 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
         "direction); the offline column "
         f"is judged queries for the paired t-test on {found['metric']}. Interleaving's preference is wins minus "
         f"losses per impression; the A/B difference is in {found['ab_metric']} "
-        "per impression.\n\n"
+        "per impression. ⚠ biased beyond α: the bias check below finds the method biased on that pair enough to "
+        "detect a difference that is not there more often than α, so its count there is not to be trusted.\n\n"
         + table(["challenger", f"offline Δ {found['metric']}", "team-draft preference", "balanced preference",
                  "A/B Δ", "team-draft impressions", "balanced impressions", "A/B impressions",
                  "judged queries (offline)", "directions agree"], rows)
@@ -217,14 +222,15 @@ def shadow_page(found: Mapping[str, Any]) -> str:
         agreement = entry.get("agreement")
         latency = entry["latency"]
         rows.append([f"`{system}`" + (" (baseline)" if system == baseline else ""),
-                     "" if agreement is None else _mean_ci(agreement["rbo"]),
+                     *("" if agreement is None else _mean_ci(agreement[name]) for name in ("rbo", "tau", "overlap")),
                      "" if agreement is None else _mean_ci(agreement["changed"]),
                      "" if entry.get("top_k_changed_of_traffic") is None
                      else f"{entry['top_k_changed_of_traffic']:.3f}",
                      f"{_ms(latency['p50_ms'])} / {_ms(latency['p95_ms'])} / {_ms(latency['p99_ms'])}",
                      f"{latency['utilisation']:.2f}", f"{entry['machine_s_per_1k']:.1f}"])
     lines += ["## Against the baseline, at the log's pace", "", table(
-        ["system", f"RBO@{k} (p={found['p']:g}) vs baseline", f"top {k} changed (share of queries)",
+        ["system", f"RBO@{k} (p={found['p']:g}) vs baseline", f"Kendall τ, top {k}", f"overlap@{k}",
+         f"top {k} changed (share of queries)",
          f"top {k} changed (share of traffic)", "p50 / p95 / p99 ms at the log's arrivals", "server utilisation",
          "machine s per 1,000 arrivals"], rows), "",
               "Latency: each query's cold service time as the replay measured it (pairs already scored replay their "

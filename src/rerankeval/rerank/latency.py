@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..core.errors import is_timeout
 from ..systems.base import FUSION_FALLBACK, SKIPPED
 
 LATENCY_SCHEMA = pa.schema(
@@ -65,6 +66,7 @@ def summarise_latency(latency: pd.DataFrame, warmup_queries: int) -> dict[str, f
     return {
         "queries": int(len(latency)),
         "fallbacks": int((latency["mode"] == FUSION_FALLBACK).sum()),
+        "timeouts": int(((latency["mode"] == FUSION_FALLBACK) & latency["reason"].map(is_timeout)).sum()),
         "skipped": int((latency["mode"] == SKIPPED).sum()),
         "cache_hits": int(latency["cache_hits"].sum()),
         "p50_ms": percentile(50),

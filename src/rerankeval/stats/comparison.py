@@ -39,7 +39,8 @@ class RunFacts:
     """What the verdicts weigh besides the per-query metrics; each part is optional (the CLI has only runs).
 
     ``latency_p95_ms``: per system, None when not measured; ``latency_untrusted``: why a system's figure may be
-    the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries).
+    the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries); ``timeouts``:
+    per system, how many of its fallbacks were timeouts (``core.errors.is_timeout``).
     ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
     ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
     checks do not apply (``sanity.positive_only_reason``). ``cost_seconds``: per system, the cold seconds of each
@@ -51,6 +52,7 @@ class RunFacts:
     latency_p95_ms: Mapping[str, float | None] = field(default_factory=dict)
     latency_untrusted: Mapping[str, str] = field(default_factory=dict)
     fallbacks: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    timeouts: Mapping[str, int] = field(default_factory=dict)
     identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
     baseline_flag: str | None = None
     positive_only: str | None = None
@@ -330,7 +332,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                       "families": families},
         "latency_p95_ms": {system: None if value is None else finite(value)
                            for system, value in facts.latency_p95_ms.items()},
-        "fallbacks": {system: {"fallbacks": count, "queries": total} for system, (count, total) in facts.fallbacks.items()},
+        "fallbacks": {system: {"fallbacks": count, "timeouts": facts.timeouts.get(system, 0), "queries": total}
+                      for system, (count, total) in facts.fallbacks.items()},
         "verdicts": verdicts[settings.baseline],
     }
     if others:

@@ -159,6 +159,8 @@ class SystemCost(_Strict):
 
     queries: int
     fallbacks: int
+    timeouts: int
+    """Of the fallbacks, those whose reason is a timeout (``core.errors.is_timeout``)."""
     skipped: int
     cache_hits: int
     p50_ms: float | None

@@ -17,6 +17,7 @@ from .base import (
     describe_measures,
     families,
     family,
+    ir_measures_name,
     measure_names,
     parse_measure,
     register_input,
@@ -25,5 +26,5 @@ from .base import (
 
 __all__ = [
     "GAINS", "IDCGS", "PARAMETERS", "Family", "Measure", "as_measure", "build_input", "describe_measures",
-    "families", "family", "measure_names", "parse_measure", "register_input", "register_measure",
+    "families", "family", "ir_measures_name", "measure_names", "parse_measure", "register_input", "register_measure",
 ]

@@ -263,6 +263,8 @@ them as 32-bit floats, 10.0 as doubles; both then order equal scores by doc id, 
 TREC_EVAL_ONLY = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "gm_map", "gm_bpref", "iprec_at_recall",
                   "11pt_avg", "infAP", "relstring", "Rprec_mult", "utility", "ndcg_rel", "Rndcg", "binG", "G", "dcg",
                   "ideal_dcg", "relative_P", "set_relative_P", "num_nonrel_judged_ret", "rbp", "rbp_resid")
+TREC_EVAL_SETS = ("official", "all_trec")
+"""trec_eval's nicknames for measure sets (``-m official``): ``rerankeval trec_eval`` prints each set."""
 
 
 def trec_eval_names() -> str:
@@ -296,8 +298,11 @@ def _trec_eval_hint(text: str) -> str:
     """What to say of a name trec_eval has but rerankeval lacks, then the trec_eval names accepted."""
     head = re.split(r"[._]\d", text.strip(), maxsplit=1)[0].casefold()
     only = next((name for name in TREC_EVAL_ONLY if head == name.casefold()), None)
+    measure_set = next((name for name in TREC_EVAL_SETS if text.strip().casefold() == name), None)
     lacking = (f"trec_eval's {only} is no measure rerankeval compares systems by: `rerankeval trec_eval -m {only}` "
-               "prints it; " if only else "")
+               "prints it; " if only else
+               f"{measure_set} is trec_eval's name for a set of measures: `rerankeval trec_eval -m {measure_set}` "
+               "prints the set; " if measure_set else "")
     return f"{lacking}trec_eval names accepted (k a cutoff, P_k or P.k): {trec_eval_names()}"
 
 
@@ -312,6 +317,30 @@ _IR_MEASURES_PARAMETERS = {("rel", None): ("rel", None), ("judged_only", "true")
                            ("judged_only", "false"): ("judged_only", "false"), ("dcg", "exp-log2"): ("gain", "exp"),
                            ("dcg", "log2"): (None, None)}
 """ir_measures' parameters as rerankeval's (None for the value: any); ``dcg='log2'`` is the default linear gain."""
+
+
+IR_MEASURES_FAMILIES = {"AP": ("rel", "judged_only"), "Bpref": ("rel",), "Judged": (),
+                        "nDCG": ("gain", "judged_only"), "P": ("rel", "judged_only"), "R": ("rel", "judged_only"),
+                        "Rprec": ("rel", "judged_only"), "RR": ("rel", "judged_only"),
+                        "SetAP": ("rel", "judged_only"), "SetF": ("rel", "judged_only"),
+                        "Success": ("rel", "judged_only")}
+"""The families ir_measures has under the same name, each with the parameters ir_measures takes for it (``gain`` is
+its ``dcg``); tests/test_ir_measures_names.py checks each family's values against the ir_measures package."""
+
+
+def ir_measures_name(measure: Measure) -> str | None:
+    """``measure`` in ir_measures' spelling (``P@5[rel=2]`` -> ``P(rel=2)@5``), None where ir_measures has no measure
+    of its conventions (another family, ``idcg=candidates``, a parameter ir_measures does not take for it)."""
+    takes = IR_MEASURES_FAMILIES.get(measure.name)
+    if takes is None or measure.idcg != _DEFAULTS["idcg"]:
+        return None
+    changed = [param for param in PARAMETERS if getattr(measure, param) != _DEFAULTS[param]]
+    if any(param not in takes for param in changed):
+        return None
+    spelled = {"rel": f"rel={measure.rel}", "judged_only": "judged_only=True", "gain": "dcg='exp-log2'"}
+    params = ",".join(spelled[param] for param in changed)
+    return (measure.name + (f"({params})" if params else "")
+            + (f"@{measure.cutoff}" if measure.cutoff is not None else ""))
 
 
 def _from_ir_measures(text: str) -> str | None:
