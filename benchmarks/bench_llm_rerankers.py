@@ -152,6 +152,8 @@ def main(argv: list[str]) -> int:
     if recording:
         add_provenance_arguments(parser)
     args = parser.parse_args(argv)
+    if args.in_process and (args.base_url or args.smoke):
+        parser.error("--in-process runs the model here: it takes neither --base-url nor --smoke")
     with ExitStack() as stack:
         base_url = args.base_url
         if args.smoke:  # the tests' stand-in endpoint: ranks in the order given, answers "no" to every passage

@@ -61,6 +61,13 @@ def test_every_trec_eval_name_reads_back_as_the_measure_that_equals_it():
     assert parse_measure("recip_rank") == Measure("RR") and parse_measure("map") == Measure("AP")  # no cutoff
 
 
+def test_the_measure_sets_the_parser_names_are_the_ones_rerankeval_trec_eval_prints():
+    from rerankeval.cli.main import MEASURE_SETS
+    from rerankeval.eval.measures.base import TREC_EVAL_SETS
+
+    assert set(TREC_EVAL_SETS) == set(MEASURE_SETS)
+
+
 @pytest.mark.parametrize("name, says", [
     ("num_ret", "`rerankeval trec_eval -m num_ret` prints it"), ("gm_map", "`rerankeval trec_eval -m gm_map` prints it"),
     ("ndcg_cut_0", "cannot read measure 'ndcg_cut_0'"), ("ndcgcut10", "unknown measure 'ndcgcut10'"),

@@ -36,21 +36,25 @@ def test_an_ir_measures_parameter_rerankeval_lacks_is_refused_by_name():
         parse_measure("nDCG(gains={0:1})@10")
 
 
-NO_PROVIDER_HERE = {"nDCG(dcg='exp-log2')@5", "RR(judged_only=True)@5"}
+NO_PROVIDER_HERE = {"nDCG(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')", "RR(judged_only=True)@5"}
 """ir_measures names what no provider computes here (exp-log2 goes to gdeval.pl, which fails on this machine; no
 provider takes RR's judged_only): their spelling is checked, their value is not."""
 
 
 def measures_ir_measures_has():
     """Each family ir_measures shares, plain and with every parameter ir_measures takes for it."""
-    from rerankeval.eval.measures.base import IR_MEASURES_FAMILIES
+    from rerankeval.eval.measures.base import IR_MEASURES_FAMILIES, IR_MEASURES_UNCUT
 
     changed = {"rel": {"rel": 2}, "judged_only": {"judged_only": True}, "gain": {"gain": "exp"}}
     for name, takes in IR_MEASURES_FAMILIES.items():
-        cutoff = 5 if Measure(name).family.takes_cutoff else None
-        yield Measure(name, cutoff)
-        for param in takes:
-            yield Measure(name, cutoff, **changed[param])
+        for cutoff in (5, None) if Measure(name).family.takes_cutoff else (None,):
+            if cutoff is None and name in IR_MEASURES_UNCUT:
+                takes = (IR_MEASURES_UNCUT[name] or (None, ()))[1]
+                if not IR_MEASURES_UNCUT[name]:
+                    continue  # no ir_measures name: tested below
+            yield Measure(name, cutoff)
+            for param in takes:
+                yield Measure(name, cutoff, **changed[param])
 
 
 @pytest.mark.parametrize("measure", list(measures_ir_measures_has()), ids=str)
@@ -72,7 +76,8 @@ def test_each_measure_is_written_in_ir_measures_spelling_that_computes_its_value
                                                    abs=1e-9)
 
 
-@pytest.mark.parametrize("text", ["nDCG@10[idcg=candidates]", "DCG@10", "CandidateRecall@10", "AnswerF1"])
+@pytest.mark.parametrize("text", ["nDCG@10[idcg=candidates]", "DCG@10", "CandidateRecall@10", "AnswerF1", "Success",
+                                  "R[judged_only=true]"])
 def test_a_measure_ir_measures_lacks_has_no_ir_measures_name(text):
     from rerankeval.eval.measures import ir_measures_name
 

@@ -111,6 +111,12 @@ def test_the_server_s_backend_and_fingerprint_are_pins_asked_once_and_replayed_f
         assert again.describe()["system_fingerprints"] == {"b5123-8c4f2a1": 3}
         silent, _, _ = run(config(server, tmp_path / "silent"))  # a server that says nothing of itself still ranks
         assert silent.describe()["backends"] == {} and silent.describe()["system_fingerprints"] == {}
+        # behind a gateway's path the host's root may be another service: only {base_url}/models is asked
+        gateway = config(server, tmp_path / "gateway")
+        gateway["endpoint"]["base_url"] = server.base_url.replace("/v1", "/llm/v1")
+        server.gets.clear()
+        run(gateway)
+        assert server.gets == ["/llm/v1/models"]
 
 
 @pytest.mark.parametrize("answers, said", [
@@ -318,3 +324,16 @@ def test_first_token_ordering_asks_one_token_with_its_logprobs_and_ranks_by_them
     with pytest.raises(ConfigError, match="more passages than the 26 letter labels"):
         build_system("llm", {**config(server, tmp_path, ordering="first_token"), "window": 27, "depth": 30},
                      BuildContext())
+
+
+def test_a_first_token_that_is_a_space_is_read_by_its_alternatives_not_failed(tmp_path):
+    def spacer(messages):  # the reply's one token is a space; its alternatives still name the labels
+        return {**first_token_responder(messages), "text": " "}
+
+    with FakeOpenAI(responder=spacer) as server:
+        system, frame, _ = run(config(server, tmp_path, ordering="first_token",
+                                      template="conf/prompts/llm_listwise_first_v1.txt"))
+    assert set(frame["mode"]) == {RERANKED} and frame["doc_id"].iloc[0] == "d5"
+    assert system.describe()["invalid_outputs"]["invalid_calls"] == 0
+    with pytest.raises(ConfigError, match="top_logprobs is read only with ordering: first_token"):
+        build_system("llm", config(server, tmp_path, top_logprobs=5), BuildContext())

@@ -135,8 +135,10 @@ def test_both_llm_rerankers_run_on_the_model_in_this_process_with_its_logprobs(c
         found[name] = (frame, described)
     assert found["pointwise"][1]["score_from"] == {"logprobs": 4}  # this runtime gives them
     assert found["pointwise"][0]["doc_id"].iloc[0] == "d3"  # the passage that answers
-    assert found["first"][1]["decoding"]["max_tokens"] == 1
-    assert found["first"][1]["invalid_outputs"]["by_reason"].keys() <= {"no_labels"}
+    # Every window ordered by its labels' log probabilities (none fell back to the input order for want of them);
+    # whether the 0.5B model's first token picks the answer is its quality, measured by the benchmark, not here.
+    described = found["first"][1]
+    assert described["decoding"]["max_tokens"] == 1 and described["invalid_outputs"]["invalid_calls"] == 0
 
     def no_model(*args, **kwargs):
         raise AssertionError("a cached re-run loaded the model")

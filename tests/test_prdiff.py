@@ -93,9 +93,12 @@ def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
     head = replace(revision("b (2)", values), pins={"llm": {**pins, "template_sha256": "bbb"}})
     comment = markdown_comment(diff_revisions(base, head, SETTINGS, "nDCG@10"))
     assert "`llm`'s pins differ (template_sha256: 'aaa' -> 'bbb'): base and head ran different systems" in comment
+    older = replace(base, pins={"llm": {**pins, "backends": {"owned_by=vllm; version=0.6.3": 3}}})
     upgraded = replace(head, pins={"llm": {**pins, "backends": {"owned_by=vllm; version=0.6.4": 3}}})
-    assert ("pins differ (backends: None -> {'owned_by=vllm; version=0.6.4': 3})"
-            in markdown_comment(diff_revisions(base, upgraded, SETTINGS, "nDCG@10")))
+    assert ("pins differ (backends: {'owned_by=vllm; version=0.6.3': 3} -> {'owned_by=vllm; version=0.6.4': 3})"
+            in markdown_comment(diff_revisions(older, upgraded, SETTINGS, "nDCG@10")))
+    assert "pins differ" not in markdown_comment(diff_revisions(  # unsaid by the server, or not yet recorded
+        base, replace(head, pins={"llm": {**pins, "backends": {}, "system_fingerprints": {}}}), SETTINGS, "nDCG@10"))
     same = diff_revisions(base, replace(head, pins={"llm": pins}), SETTINGS, "nDCG@10")
     assert not any("pins differ" in warning for warning in same["warnings"])
 

@@ -311,9 +311,12 @@ class HttpClient(_PolicyClient):
             sent = time.perf_counter()
             response = self._client.get(url, timeout=timeout)
         except httpx.TransportError as error:
-            raise attempts.failure("connection", f"{type(error).__name__}") from None
-        if response.status_code >= 400:
-            raise attempts.failure("http_status", f"HTTP {response.status_code}")
+            reason = "timeout" if isinstance(error, httpx.TimeoutException) else "connection"
+            raise attempts.failure(reason, type(error).__name__) from None
+        status = response.status_code
+        if status >= 400:
+            reason = "http_429" if status == 429 else "http_5xx" if status >= 500 else "http_4xx"
+            raise attempts.failure(reason, f"HTTP {status}")
         return attempts.reply(response, time.perf_counter() - sent)
 
     def close(self) -> None:

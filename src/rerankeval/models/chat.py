@@ -34,8 +34,12 @@ from ..core.http import HttpClient, HttpFailure, RetrySettings, refuse_url_crede
 from ..core.sqlite_cache import SqliteCache
 
 CACHE_FILE = "responses.sqlite"
-BACKEND_PROBE_S = 5.0
-"""The longest the questions of ``ChatClient.backend`` may take, each."""
+BACKEND_PROBE_S = 2.0
+"""The longest each question of ``ChatClient.backend`` may take: asked once, before the first request past the cache
+(in a fresh run, a warm-up query's time), so a server that does not answer costs at most a few seconds once."""
+SERVER_ROOTS = ("", "/v1")
+"""The ``base_url`` paths at which the server's own root questions (vLLM's /version, llama.cpp's /props) are asked:
+behind a gateway's path (``https://gw/llm/v1``) the host's root may be another service, which is never asked."""
 MAX_REPLY_TOKENS = 10_000_000
 """Above any model's context window: a larger count is a broken endpoint, and would overflow the answers table."""
 
@@ -84,9 +88,10 @@ class Reply:
 
 
 class ChatClient:
-    def __init__(self, config: ChatConfig, where: str = "rag.generator"):
-        """``where``: the settings block the config is, named in a refusal."""
-        self.config = config
+    def __init__(self, config: ChatConfig, where: str = "rag.generator", ask_backend: bool = False):
+        """``where``: the settings block the config is, named in a refusal; ``ask_backend``: ask the server what it
+        runs (``backend``), for a caller that records it."""
+        self.config, self.ask_backend = config, ask_backend
         secret = None
         if config.api_key_env:
             secret = os.environ.get(config.api_key_env)
@@ -155,10 +160,11 @@ class ChatClient:
 
     def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         """One request past the cache: the reply and the seconds of the attempt that gave it (what a hit replays)."""
-        backend = self.backend()
+        backend = self.backend() if self.ask_backend else None
         try:
             reply = self._client.post_json(self.url, self.request(messages, top_logprobs), self.config.deadline_s)
-            text, prompt_tokens, completion_tokens = read_completion(reply.body)
+            # A reply asked for its first token's alternatives is read by them: its text may be a lone space.
+            text, prompt_tokens, completion_tokens = read_completion(reply.body, need_text=not top_logprobs)
         except HttpFailure as failure:
             return Reply(None, seconds=failure.seconds, attempts=failure.attempts, reason=str(failure)), 0.0
         except ScoringFailure as failure:
@@ -171,18 +177,20 @@ class ChatClient:
                      backend=backend), reply.request_s
 
     def backend(self) -> str | None:
-        """What the server says it runs, asked once, before this client's first request past the cache:
-        ``owned_by`` of the asked model in ``GET {base_url}/models`` (``vllm``, ``llamacpp``, ``openai``, ...), the
-        version from vLLM's ``GET /version`` or Ollama's ``GET /api/version``, and llama.cpp's build and model file
-        from ``GET /props``; e.g. ``owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-q4_k_m.gguf``.
-        A question the server does not answer is left out (None when it answers none): these are a run's pins,
-        never a reason to fail it."""
+        """What the server says it runs, asked once per client (a run's), before its first request past the cache,
+        and kept with each reply it then gets: ``owned_by`` of the asked model in ``GET {base_url}/models`` (``vllm``,
+        ``llamacpp``, ``openai``, ...), and where ``base_url`` is the server's root or ``/v1`` (``SERVER_ROOTS``),
+        the version from vLLM's ``GET /version`` or Ollama's ``GET /api/version`` and llama.cpp's build and model
+        file from ``GET /props``; e.g. ``owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-q4_k_m.gguf``.
+        A question the server does not answer is left out (None when it answers none): these are a run's pins, never
+        a reason to fail it. A server swapped during a run shows in the replies' fingerprints and models."""
         if not self._backend_asked:
             self._backend_asked = True
-            self._backend = describe_backend(self._ask_json(self.config.base_url.rstrip("/") + "/models"),
-                                             *(self._ask_json(root_url(self.config.base_url, path))
-                                               for path in ("version", "api/version", "props")),
-                                             model=self.config.model)
+            at_root = urlsplit(self.config.base_url).path.rstrip("/") in SERVER_ROOTS
+            self._backend = describe_backend(
+                self._ask_json(self.config.base_url.rstrip("/") + "/models"),
+                *(self._ask_json(root_url(self.config.base_url, path)) if at_root else None
+                  for path in ("version", "api/version", "props")), model=self.config.model)
         return self._backend
 
     def _ask_json(self, url: str) -> Any:
@@ -217,13 +225,14 @@ def describe_backend(models: Any, version: Any, api_version: Any, props: Any, mo
     return "; ".join(f"{name}={value[:120]}" for name, value in found.items()) or None
 
 
-def read_completion(body: Any) -> tuple[str, int, int]:
-    """(text, prompt tokens, completion tokens) of a chat completion; a ``bad_response`` failure if it is not one."""
+def read_completion(body: Any, need_text: bool = True) -> tuple[str, int, int]:
+    """(text, prompt tokens, completion tokens) of a chat completion; a ``bad_response`` failure if it is not one
+    (``need_text``: also when its text is blank)."""
     choices = body.get("choices") if isinstance(body, Mapping) else None
     message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
         choices[0], Mapping) else None
     text = message.get("content") if isinstance(message, Mapping) else None
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or (need_text and not text.strip()):
         raise ScoringFailure("bad_response", "no choices[0].message.content text in the reply")
     usage = body.get("usage")
     if usage is not None and not isinstance(usage, Mapping):

@@ -74,10 +74,10 @@ class InProcessChatClient(ChatClient):
         except ScoringFailure as failure:
             return Reply(None, seconds=time.perf_counter() - started, attempts=1, reason=str(failure)), 0.0
         seconds = time.perf_counter() - started
-        if not completion.text.strip():
+        if not completion.text.strip() and not completion.top_logprobs:  # alternatives asked for are the answer
             return Reply(None, seconds=seconds, attempts=1, reason="bad_response: the model generated no text"), 0.0
         return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1,
-                     top_logprobs=completion.top_logprobs, backend=self._described), seconds
+                     top_logprobs=completion.top_logprobs, backend=self.backend()), seconds
 
 
 class LocalChatConfig(StrictConfig):
@@ -91,7 +91,8 @@ class LocalChatConfig(StrictConfig):
     """Where the assembled model is kept; None: ~/.cache/rerankeval/gguf (shared by every checkout)."""
     threads: int = Field(1, ge=1)
     context_tokens: int = Field(4096, ge=256)
-    max_tokens: int = Field(64, ge=1)
+    max_tokens: int = Field(96, ge=1)
+    """Enough for a window of 10's permutation ("[10] > [3] > ..."); a yes/no stops at its end token."""
     seed: int = 17
     cache_dir: str = "data/generation_cache"
 

@@ -51,6 +51,9 @@ class Revision:
 PINS = ("model", "served_models", "backends", "system_fingerprints", "template", "template_sha256", "decoding", "window",
         "top_logprobs")
 """The pins of an LLM reranker's run that make two runs different systems when they differ."""
+SAID_BY_THE_SERVER = ("served_models", "backends", "system_fingerprints")
+"""Pins a server may leave unsaid, and a run made before they were recorded lacks: compared only where both runs
+have them."""
 
 
 def pin_changes(base: Revision, head: Revision, systems: Sequence[str]) -> list[str]:
@@ -61,7 +64,8 @@ def pin_changes(base: Revision, head: Revision, systems: Sequence[str]) -> list[
         if before is None or after is None:
             continue
         changed = [f"{key}: {before.get(key)!r} -> {after.get(key)!r}" for key in PINS
-                   if before.get(key) != after.get(key)]
+                   if before.get(key) != after.get(key)
+                   and not (key in SAID_BY_THE_SERVER and not (before.get(key) and after.get(key)))]
         if changed:
             warnings.append(f"`{system}`'s pins differ ({'; '.join(changed)}): base and head ran different systems "
                             "under one name, so its delta is the pins' change as much as the code's.")

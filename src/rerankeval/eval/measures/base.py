@@ -328,10 +328,22 @@ IR_MEASURES_FAMILIES = {"AP": ("rel", "judged_only"), "Bpref": ("rel",), "Judged
 its ``dcg``); tests/test_ir_measures_names.py checks each family's values against the ir_measures package."""
 
 
+IR_MEASURES_UNCUT = {"P": ("SetP", ("rel", "judged_only")), "R": ("SetR", ("rel",)), "Success": None}
+"""ir_measures' name for a family here without a cutoff where it differs: P and R without one are set measures
+(trec_eval's set_P and set_recall), and ir_measures' Success needs a cutoff."""
+
+
+_IR_MEASURES_SET = {spelled[0]: name for name, spelled in IR_MEASURES_UNCUT.items() if spelled}
+"""ir_measures' set measures read back as the families here they are without a cutoff (``SetP`` -> ``P``)."""
+
+
 def ir_measures_name(measure: Measure) -> str | None:
-    """``measure`` in ir_measures' spelling (``P@5[rel=2]`` -> ``P(rel=2)@5``), None where ir_measures has no measure
-    of its conventions (another family, ``idcg=candidates``, a parameter ir_measures does not take for it)."""
-    takes = IR_MEASURES_FAMILIES.get(measure.name)
+    """``measure`` in ir_measures' spelling (``P@5[rel=2]`` -> ``P(rel=2)@5``, ``P`` -> ``SetP``), None where
+    ir_measures has no measure of its conventions (another family, ``idcg=candidates``, a parameter ir_measures does
+    not take for it)."""
+    name, takes = measure.name, IR_MEASURES_FAMILIES.get(measure.name)
+    if measure.cutoff is None and name in IR_MEASURES_UNCUT:
+        name, takes = IR_MEASURES_UNCUT[name] or (name, None)
     if takes is None or measure.idcg != _DEFAULTS["idcg"]:
         return None
     changed = [param for param in PARAMETERS if getattr(measure, param) != _DEFAULTS[param]]
@@ -339,14 +351,13 @@ def ir_measures_name(measure: Measure) -> str | None:
         return None
     spelled = {"rel": f"rel={measure.rel}", "judged_only": "judged_only=True", "gain": "dcg='exp-log2'"}
     params = ",".join(spelled[param] for param in changed)
-    return (measure.name + (f"({params})" if params else "")
-            + (f"@{measure.cutoff}" if measure.cutoff is not None else ""))
+    return name + (f"({params})" if params else "") + (f"@{measure.cutoff}" if measure.cutoff is not None else "")
 
 
 def _from_ir_measures(text: str) -> str | None:
     """An ir_measures name in rerankeval's syntax (``P(rel=2)@5`` -> ``P@5[rel=2]``), or None when ``text`` is not in
     ir_measures' spelling; a parameter rerankeval lacks is refused by name."""
-    match = _IR_MEASURES.fullmatch(text)
+    match = _IR_MEASURES.fullmatch(text if "(" in text or text not in _IR_MEASURES_SET else f"{text}()")
     if match is None:
         return None
     params = []
@@ -360,7 +371,8 @@ def _from_ir_measures(text: str) -> str | None:
         if mapped[0] is not None:
             params.append(f"{mapped[0]}={mapped[1] or value}")
     cutoff = f"@{match['cutoff']}" if match["cutoff"] else ""
-    return f"{match['name']}{cutoff}" + (f"[{','.join(params)}]" if params else "")
+    name = _IR_MEASURES_SET.get(match["name"], match["name"]) if not cutoff else match["name"]
+    return f"{name}{cutoff}" + (f"[{','.join(params)}]" if params else "")
 
 
 def parse_measure(text: str) -> Measure:

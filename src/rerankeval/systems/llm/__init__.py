@@ -57,7 +57,8 @@ class LLMRerankConfig(SystemConfig):
     def _one_model(self) -> "LLMRerankConfig":
         if (self.endpoint is None) == (self.local is None):
             raise ValueError("give the model either at an endpoint (endpoint: {base_url: ..., model: ...}) or in this "
-                             "process (local: {} for the pinned local model), not both and not neither")
+                             "process (local: {} for the pinned local model), not both and not neither; to swap a "
+                             "composed endpoint for local, set endpoint: null (Hydra: ~systems.<name>.endpoint)")
         return self
 
     @property
@@ -137,14 +138,15 @@ class Tally:
 def chat_client(config: LLMRerankConfig, where: str) -> ChatClient:
     if config.local is not None:
         return config.local.client(f"{where}.local", config.chat)
-    return ChatClient(config.chat, where=f"{where}.endpoint")
+    return ChatClient(config.chat, where=f"{where}.endpoint", ask_backend=True)
 
 
 def pins(config: LLMRerankConfig, template: Template, tally: Tally) -> dict[str, Any]:
     """What decides this run's scores, recorded in the run (two runs differing in any of these are not the same
     system): the model asked and answering, the server's backend and fingerprints (``models.chat.ChatClient.backend``:
     its name, version or build, and model file, as far as it says), the template, the decoding and the endpoint.
-    Each is counted over the run's replies, so a server swapped mid-run shows as two."""
+    Each is counted over the run's replies; a server swapped mid-run shows in the fingerprints and served models
+    (the backend is asked once per run)."""
     endpoint = config.chat
     return {"model": endpoint.model, "served_models": dict(sorted(tally.served.items())),
             "backends": dict(sorted(tally.backends.items())),
@@ -182,10 +184,10 @@ class LLMSystem(System):
 
 def check_fits(config: LLMRerankConfig, template: Template, passages: int, where: str) -> None:
     """Refuse, at build time, a prompt of ``passages`` passages that cannot fit the model's context window."""
-    limit = config.context_tokens if config.context_tokens is not None else (
-        config.local.context_tokens if config.local is not None else None)
-    if limit is None:
+    known = [found for found in (config.context_tokens, config.local and config.local.context_tokens) if found]
+    if not known:
         return
+    limit = min(known)  # a local model is loaded with its own context, whatever the reranker says
     words = len(template.text.split()) + passages * (config.max_passage_words + 2) + 64  # 64: a long query
     needed = int(words / WORDS_PER_TOKEN) + config.chat.max_tokens
     if needed > limit:

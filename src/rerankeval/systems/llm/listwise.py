@@ -49,8 +49,9 @@ class LLMListwiseConfig(LLMRerankConfig):
     ordering: Literal["generated", "first_token"] = "generated"
     """How a window is reordered: by the permutation the model writes, or by its first token's log probabilities
     over the passages' letter labels (one decoding step; see the module)."""
-    top_logprobs: int = Field(20, ge=2)
-    """``first_token``: how many of the first token's most likely alternatives to ask for (OpenAI's API allows 20)."""
+    top_logprobs: int = Field(20, ge=2, le=20)
+    """``first_token``: how many of the first token's most likely alternatives to ask for (at most 20, as OpenAI's
+    API and vLLM allow)."""
 
     @model_validator(mode="after")
     def _overlapping(self) -> "LLMListwiseConfig":
@@ -60,6 +61,9 @@ class LLMListwiseConfig(LLMRerankConfig):
         if self.ordering == "first_token" and self.window > len(LETTERS):
             raise ValueError(f"window {self.window} has more passages than the {len(LETTERS)} letter labels "
                              "ordering: first_token reads. Fix: window <= 26")
+        if self.ordering == "generated" and "top_logprobs" in self.model_fields_set:
+            raise ValueError("top_logprobs is read only with ordering: first_token. Fix: remove it, or set "
+                             "ordering: first_token")
         return self
 
     @property
@@ -69,6 +73,13 @@ class LLMListwiseConfig(LLMRerankConfig):
         return found.model_copy(update={"max_tokens": 1}) if self.ordering == "first_token" else found
 
 
+def as_label(token: str, labels: list[str]) -> str | None:
+    """The label a token (or a reply's first word) is: one of ``labels``, alone but for spaces, an opening bracket
+    and what may follow a label (``B``, `` B``, ``[B``, ``B]``, ``B >``); "The" or "I'm" is none."""
+    found = re.fullmatch(r"\s*[\[(]?([A-Z])[\])>,.:]*\s*", token)
+    return found[1] if found and found[1] in labels else None
+
+
 def first_token_order(alternatives: tuple[tuple[str, float], ...] | None, text: str,
                       size: int) -> tuple[list[int], list[str]]:
     """(0-based order of a window of ``size`` letter-labelled passages, the invalid-output reasons) from the first
@@ -76,13 +87,13 @@ def first_token_order(alternatives: tuple[tuple[str, float], ...] | None, text: 
     ``[B``), ties and absent labels in input order; see the module for the rest."""
     labels = list(LETTERS[:size])  # a list: a token is a label only when equal to one, never as a substring
     if alternatives is None:
-        first = next((label for label in re.findall(r"[A-Z]", text[:8]) if label in labels), None)
+        first = as_label(text.split(maxsplit=1)[0] if text.split() else "", labels)
         rest = [k for k in range(size) if labels[k] != first]
         return ([labels.index(first)] if first else []) + rest, ["no_logprobs"]
     best: dict[str, float] = {}
     for token, logprob in alternatives:
-        label = token.strip().strip("[(")
-        if label in labels and logprob > best.get(label, -np.inf):
+        label = as_label(token, labels)
+        if label is not None and logprob > best.get(label, -np.inf):
             best[label] = logprob
     if not best:
         return list(range(size)), ["no_labels"]
