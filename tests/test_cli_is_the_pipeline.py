@@ -1,5 +1,6 @@
 """`rerankeval compare` is the pipeline's comparison: on the demo's exported runs, its qrels and its eval split's
-query ids, with the reference systems marked, it gives compare.json's primary intervals and adjusted p exactly."""
+query ids, with the reference systems marked, it gives compare.json's primary intervals and adjusted p exactly, and
+writes (``--out``) a compare.json whose primary comparisons are the stage's, byte for byte."""
 
 import json
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_interval
     baseline = compared["baseline"]
     arguments = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline",
                  f"{baseline}={tmp_path / f'{baseline}.trec'}", "--query-ids", str(tmp_path / "ids.txt"),
-                 "--json", "--trials", "20", "--metric", primary]
+                 "--json", "--trials", "20", "--metric", primary, "--out", str(tmp_path / "analysis")]
     for system in systems:
         if system != baseline:
             arguments += ["--run", f"{system}={tmp_path / f'{system}.trec'}"]
@@ -47,6 +48,14 @@ def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_interval
         shown = verdict["metrics"][primary]
         assert [shown[key] for key in ("delta", "low", "high", "p_adjusted", "family")] == \
             [expected[system][key] for key in ("delta", "low", "high", "p_adjusted", "family")], system
+    # the stage's own file, byte for byte: every field of each primary comparison (counts, percentiles, tests,
+    # worst regressions), as compare.json serialises it
+    written = json.loads((tmp_path / "analysis" / "compare.json").read_text())
+    by_pair = {(c["challenger"], c["baseline"]): c for c in written["comparisons"] if c["metric"] == primary}
+    assert set(by_pair) == {(system, baseline) for system in expected}
+    for system, row in expected.items():
+        assert json.dumps(by_pair[(system, baseline)], sort_keys=True) == json.dumps(row, sort_keys=True), system
+    assert written["systems"][baseline][primary] == compared["systems"][baseline][primary]
 
 
 def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_path):

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rerankeval.stats.config import ReleaseClaim, ReleaseRule
@@ -113,3 +114,40 @@ def test_each_system_has_one_p95_in_the_analysis_and_on_the_decision_page():
         shown = rf"\| ({measured[system]:.1f}|{measured[system]:.2f})( ⚠)? \|"  # challengers 1 decimal, references 2
         assert rows and all(re.search(shown, row) for row in rows), system
     assert checked == len([p for p in measured.values() if p is not None]) >= 5
+
+
+def test_per_comparison_inference_is_printed_as_what_it_is():
+    from rerankeval.report.markdown import inference_text
+    from rerankeval.stats.comparison import compare
+    from rerankeval.stats.config import CompareConfig
+
+    queries = [f"q{i:02d}" for i in range(40)]
+    rng = np.random.default_rng(4)
+    base = rng.random(40)
+    rows = [{"system": "fusion", "query_id": q, "nDCG@10": v, "Judged@10": 1.0} for q, v in zip(queries, base)]
+    for j, shift in enumerate((0.06, 0.0, -0.05)):
+        rows += [{"system": f"model{j}", "query_id": q, "nDCG@10": v, "Judged@10": 1.0}
+                 for q, v in zip(queries, base + shift + rng.normal(0, 0.12, 40))]
+    per_query = pd.DataFrame(rows)
+    slices = pd.DataFrame(index=queries)
+
+    def run(inference):
+        settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 2000,
+                                        "permutations": 500, "inference": inference,
+                                        "simulation": {"trials": 50, "samples": 300},
+                                        "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+        return compare(per_query, slices, settings, settings.release)[1]
+
+    family, alone = run("family"), run("per_comparison")
+    assert family["inference"]["mode"] == "family" and alone["inference"]["mode"] == "per_comparison"
+    assert "max-|t|" in family["inference"]["procedure"] and "max-|t|" not in alone["inference"]["procedure"]
+    for system in ("model0", "model1", "model2"):
+        in_family, by_itself = family["verdicts"][system], alone["verdicts"][system]
+        assert in_family["family"] == "release vs fusion" and by_itself["family"] == f"alone: {system} vs fusion"
+        # alone, no multiplicity: a narrower interval and a smaller p than in the family of three
+        assert by_itself["ci"][1] - by_itself["ci"][0] < in_family["ci"][1] - in_family["ci"][0]
+        assert by_itself["p_adjusted"] <= in_family["p_adjusted"]
+    text = inference_text(alone)
+    assert "each interval holds for its pair alone" in text and "whole family" not in text
+    assert "3 challengers" in text  # what no multiplicity control costs is stated, not hidden
+    assert "each interval holds for the whole family" in inference_text(family)

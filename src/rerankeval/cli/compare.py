@@ -46,6 +46,9 @@ NO_LABEL = "(none)"
         argument("--metric", action="append", type=measure_name, metavar="MEASURE", dest="metrics",
                  help=f"a compared metric, repeat for several; the first decides the verdict (default {DEFAULT_METRIC})"),
         argument("--json", action="store_true", help="print JSON (each challenger's decision, CI and reasons)"),
+        argument("--out", metavar="DIR",
+                 help="also write DIR/compare.json and DIR/verdicts.json, the compare stage's files (checked against "
+                      "docs/schemas/), for the same pages and tools to read"),
         argument("--min-delta", type=float, default=DEFAULT_MIN_DELTA,
                  help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
         argument("--claim", choices=["superior", "noninferior"], default="superior",
@@ -114,6 +117,15 @@ def run_compare(args: argparse.Namespace) -> int:
                      reference_systems=frozenset(args.references))
     result, verdicts = compare(per_query, _slices(args.queries, args.critical_slices, query_ids), settings,
                                settings.release, facts)
+    if args.out:
+        from ..core.io import write_json
+        from ..stats.schema import checked_analysis
+
+        out = Path(args.out)
+        checked_analysis(result, verdicts, out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "compare.json", result)
+        write_json(out / "verdicts.json", verdicts)
     print(json.dumps(_as_json(result, verdicts), indent=2) if args.json else _as_markdown(result, verdicts))
     rejected = any(verdict["decision"] == "REJECT" for verdict in verdicts["verdicts"].values())
     return 1 if args.fail_on_reject and rejected else 0

@@ -150,15 +150,26 @@ def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
 
 
 def inference_text(verdicts: Mapping[str, Any]) -> str:
-    """The release decision's multiplicity family, its procedure and its simulated family-wise error rate."""
+    """The release decision's multiplicity family, its procedure and its simulated family-wise error rate; under
+    ``compare.inference: per_comparison``, that each pair stands alone and how many challengers share the baseline."""
     inference = verdicts["inference"]
+    level = 1 - verdicts["rule"]["confidence"]
+    if inference["mode"] == "per_comparison":
+        alone = [found for name, found in inference["families"].items()
+                 if name.startswith("alone") and found["baseline"] == verdicts["baseline"]]
+        challengers = len(verdicts["verdicts"])
+        return (f"Family: {inference['release_family']}. Procedure: {inference['procedure']}: each interval holds "
+                f"for its pair alone, and excludes 0 exactly when its p is below {level:.2f}. With {challengers} "
+                f"challengers against `{verdicts['baseline']}` decided this way, the chance that some null challenger "
+                f"is wrongly decided exceeds each pair's own (simulated: "
+                + ", ".join(f"`{found['members'][0]}` {found['any_error']:.1%}" for found in alone)
+                + "); `compare.inference: family` controls it.")
     families = []
     for name, found in inference["families"].items():
         if not name.startswith("release"):
             continue
         families.append(f"{name} ({', '.join(f'`{member}`' for member in found['members'])}: some member wrongly "
                         f"decided in {found['any_error']:.1%} of {found['trials']} simulated null trials)")
-    level = 1 - verdicts["rule"]["confidence"]
     return (f"Family: {inference['release_family']}: {'; '.join(families) or 'none'}. Procedure: "
             f"{inference['procedure']}: each interval holds for the whole family, and excludes 0 exactly when the "
             f"adjusted p is below {level:.2f}. Reference systems are decided alone; secondary metrics are descriptive.")

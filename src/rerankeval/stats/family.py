@@ -34,6 +34,14 @@ from .resampling import _weight_blocks
 from .resampling import Intervals
 
 PROCEDURE = "single-step bootstrap max-|t| (simultaneous intervals and adjusted p from the same resamples)"
+PER_COMPARISON_PROCEDURE = ("per-comparison studentized bootstrap (each pair's interval and p from its own resamples, "
+                            "no multiplicity control)")
+"""``compare.inference: per_comparison``: the procedure above on a family of one, each pair alone."""
+
+
+def procedure(inference: str) -> str:
+    """The procedure behind the release decision's intervals and p under ``compare.inference``."""
+    return PROCEDURE if inference == "family" else PER_COMPARISON_PROCEDURE
 
 
 @dataclass(frozen=True, eq=False)

@@ -73,13 +73,16 @@ class FamilyRates(_Strict):
 
 
 class Inference(_Strict):
+    mode: Literal["family", "per_comparison"]
+    """``compare.inference``: the release challengers as one family, or each pair alone."""
     release_family: str
     procedure: str
     families: dict[str, FamilyRates]
 
 
-class Verdicts(_Strict):
-    """verdicts.json."""
+class DecisionCore(_Strict):
+    """What ``stats.comparison.compare`` decides: the part of verdicts.json that every caller of it writes (the compare
+    stage, ``rerankeval compare --out``)."""
 
     baseline: str
     baselines: list[str] | None = None
@@ -90,9 +93,16 @@ class Verdicts(_Strict):
     simulation: dict[str, Any]
     inference: Inference
     latency_p95_ms: dict[str, float | None]
+    fallbacks: dict[str, dict[str, int]]
+    verdicts: dict[str, Verdict]
+    verdicts_by_baseline: dict[str, dict[str, Verdict]] | None = None
+
+
+class Verdicts(DecisionCore):
+    """verdicts.json: the decision, and what the compare stage adds from the pipeline's other outputs."""
+
     latency_source: dict[str, str]
     latency_untrusted: dict[str, str]
-    fallbacks: dict[str, dict[str, int]]
     invalid_outputs: dict[str, dict[str, Any]] | None = None
     """Per LLM reranker: invalid outputs in total (``invalid`` of ``calls``, ``rate``) and per query (``per_query_mean``
     with its CI ``low``, ``high``)."""
@@ -103,8 +113,6 @@ class Verdicts(_Strict):
     served_parity: dict[str, dict[str, Any]] = {}
     """Per served system of ``compare.served_parity``: its ``reference``, run ``agreement`` and score ``parity``."""
     variants: dict[str, Any]
-    verdicts: dict[str, Verdict]
-    verdicts_by_baseline: dict[str, dict[str, Verdict]] | None = None
 
 
 class Interval(_Strict):
@@ -306,27 +314,33 @@ class Answers(_Strict):
     """Per challenger, its queries as (query id, Δ ranking measure, Δ answer measure) against the baseline."""
 
 
-class Compare(_Strict):
-    """compare.json."""
+class ComparisonCore(_Strict):
+    """What ``stats.comparison.compare`` compares: the part of compare.json that every caller of it writes (the
+    compare stage, ``rerankeval compare --out``)."""
 
     baseline: str
     queries: int
-    split: str
     method: dict[str, Any]
     systems: dict[str, dict[str, Interval]]
     comparisons: list[Comparison]
     comparisons_by_baseline: dict[str, list[Comparison]] | None = None
     slices: dict[str, list[SliceValue]]
     unjudged: dict[str, Any]
+    seeds: dict[str, Any] | None = None
+    guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
+    """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
+    carries no access or validity labels."""
+
+
+class Compare(ComparisonCore):
+    """compare.json: the comparison, and what the compare stage adds from the pipeline's other outputs."""
+
+    split: str
     first_stage: dict[str, Any]
     generator_sanity: dict[str, Any]
     language_check: dict[str, Any]
     worst_regressions: dict[str, list[dict[str, Any]]]
-    seeds: dict[str, Any] | None = None
     weighted: dict[str, Any] | None = None
-    guardrails: dict[str, dict[str, dict[str, Any]]] | None = None
-    """Per guardrail measure and system: mean, CI (low, high), queries_with_any, queries; absent when the collection
-    carries no access or validity labels."""
     answers: Answers | None = None
     """What the answers show beside the ranking; absent when no answer was generated."""
 
@@ -366,6 +380,13 @@ def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:
 def checked_costs(costs: dict[str, Any], where: str) -> dict[str, Any]:
     """``costs`` when it is what ``Costs`` declares; a ``ContractError`` naming the first field that is not."""
     return _checked(Costs, costs, where)
+
+
+def checked_analysis(compare: dict[str, Any], verdicts: dict[str, Any], where: Path) -> None:
+    """``compare()``'s two results when they are what ``ComparisonCore`` and ``DecisionCore`` declare (the files
+    ``rerankeval compare --out`` writes, without the stage's additions); a ``ContractError`` otherwise."""
+    _checked(ComparisonCore, compare, str(where / "compare.json"))
+    _checked(DecisionCore, verdicts, str(where / "verdicts.json"))
 
 
 def checked_compare(compare: dict[str, Any], where: str) -> dict[str, Any]:
