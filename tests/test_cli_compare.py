@@ -140,6 +140,7 @@ def test_defaults_are_the_pipelines():
     release = conf["release"]
     assert (cli_compare.DEFAULT_METRIC, cli_compare.DEFAULT_MIN_DELTA, cli_compare.DEFAULT_UNJUDGED_MARGIN) == (
         release["primary_metric"], release["min_delta"], release["unjudged_margin"])
+    assert cli_compare.DEFAULT_MIN_COVERAGE == release["min_run_coverage"]
     assert cli_compare.UNJUDGED_MEASURE == conf["unjudged"]["measure"]
     demo = yaml.safe_load((REPO / "conf" / "dataset" / "demo.yaml").read_text())
     assert {spec["budget"] for spec in demo["critical_slices"]} == {cli_compare.DEFAULT_SLICE_BUDGET}

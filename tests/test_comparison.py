@@ -157,3 +157,23 @@ def test_when_every_query_falls_back_its_latency_is_still_checked():
     assert verdict["decision"] == "REJECT"
     assert verdict["decided_by"] == "40/40 queries (100.0%) fell back to the fused order, above the limit 5.0%"
     assert "latency p95: challenger 2000.0 ms exceeds budget 1000.0 ms" in verdict["reasons"]
+
+
+def test_an_external_run_that_ranks_too_few_queries_is_never_accepted_on_either_side():
+    deltas = np.full(40, 0.1)
+    facts = {"latency_p95_ms": {"fusion": 1.0, "model": 50.0}}
+    _, covered = compare(per_query(deltas), SLICES, SETTINGS, rule(), RunFacts(**facts, coverage={"model": (40, 40)}))
+    assert covered["verdicts"]["model"]["decision"] == "ACCEPT"
+    assert covered["rule"]["min_run_coverage"] == 0.5
+    _, sparse = compare(per_query(deltas), SLICES, SETTINGS, rule(), RunFacts(**facts, coverage={"model": (12, 40)}))
+    verdict = sparse["verdicts"]["model"]
+    assert verdict["decision"] == "INCONCLUSIVE"
+    assert verdict["decided_by"].startswith("the challenger's run ranks 12 of the 40 reranked queries (30.0%), below "
+                                            "min_run_coverage 50%") and verdict["decided_by"].endswith("blocks ACCEPT")
+    _, baseline = compare(per_query(deltas), SLICES, SETTINGS, rule(), RunFacts(**facts, coverage={"fusion": (5, 40)}))
+    assert baseline["verdicts"]["model"]["decision"] == "INCONCLUSIVE"
+    assert baseline["verdicts"]["model"]["decided_by"].startswith("the baseline's run ranks 5 of the 40")
+    # a looser rule accepts the same sparse run: the threshold is the rule's, not a constant
+    _, loose = compare(per_query(deltas), SLICES, SETTINGS, rule(min_run_coverage=0.25),
+                       RunFacts(**facts, coverage={"model": (12, 40)}))
+    assert loose["verdicts"]["model"]["decision"] == "ACCEPT"

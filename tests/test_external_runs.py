@@ -65,6 +65,8 @@ def test_a_trec_run_with_documents_outside_the_candidates_is_counted_logged_and_
     assert coverage["outside_by_query"] == {"q0": 2, "q1": 1}
     assert (coverage["outside_rows"], coverage["run_rows"], coverage["other_queries"],
             coverage["missing_queries"]) == (3, evaluated_rows, 1, 1)
+    reranked = set(load_candidates(paths.candidates, with_text=False)["query_id"]) - {"q6", "q7"}  # the test split
+    assert coverage["queries"] == len(reranked)
 
     rerank.run(load_params(folder / "params.yaml"), paths, "fusion")
     warnings = _run_coverage_warnings({system: table_metadata(paths.run(system)) for system in ("fusion", "team")})

@@ -1,7 +1,9 @@
 """Reading a logged online experiment: every bad line refused by file, line and field; doubtful lines counted; a log
 of any length sampled with a stated seed; the readout decided by the offline verdict's code."""
 
+import gzip
 import json
+import os
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -9,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rerankeval.core.errors import CollectionError
+from rerankeval.data import beir
 from rerankeval.online.config import ClickModelConfig, ReadoutConfig
 from rerankeval.online.logs import read_log
 from rerankeval.online.readout import readout
@@ -68,11 +71,32 @@ def test_a_line_that_is_not_json_or_not_an_object_is_refused(tmp_path):
     with pytest.raises(CollectionError, match=r"no such interaction log"):
         read(tmp_path / "missing.jsonl")
     (tmp_path / "latin.jsonl").write_bytes(json.dumps(GOOD).encode() + b"\n{\"query_id\": \"caf\xe9\"}\n")
-    with pytest.raises(CollectionError, match=r"latin.jsonl:2: not UTF-8"):
+    with pytest.raises(CollectionError, match=r"latin.jsonl:2: byte 0xe9 at column \d+ is not UTF-8"):
         read(tmp_path / "latin.jsonl")
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(CollectionError, match=r"broken.parquet: not a readable Parquet file"):
         read(tmp_path / "broken.parquet")
+
+
+def test_a_log_that_is_no_regular_file_or_has_no_line_breaks_is_refused_without_reading_it_whole(tmp_path,
+                                                                                                  monkeypatch):
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)  # reading a FIFO nobody writes would block forever
+    with pytest.raises(CollectionError, match=r"log.jsonl: a FIFO \(named pipe\), not a regular file.*Fix: "):
+        read(fifo)
+    with pytest.raises(CollectionError, match=r"log.parquet: a FIFO"):
+        os.mkfifo(tmp_path / "log.parquet")
+        read(tmp_path / "log.parquet")
+    (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(CollectionError, match=r"deep.jsonl:1: not JSON \(nested too deeply for a record\)"):
+        read(tmp_path / "deep.jsonl")
+    monkeypatch.setattr(beir, "MAX_LINE_BYTES", 1000)
+    (tmp_path / "one_line.jsonl").write_bytes(json.dumps(GOOD).encode() + b"\n" + b"x" * 5000)
+    with pytest.raises(CollectionError, match=r"one_line.jsonl:2: a line longer than .* is no record"):
+        read(tmp_path / "one_line.jsonl")
+    (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(json.dumps(GOOD).encode() + b"\n"))
+    impressions, _ = read(tmp_path / "log.jsonl.gz")
+    assert [impression.impression for impression in impressions] == ["i1"]
 
 
 def test_doubtful_lines_are_counted_with_where_to_look(tmp_path):

@@ -3,6 +3,7 @@ without one (most BEIR sets), the declared fallback's (train.fallback_path); the
 say which and the report says it."""
 
 import functools
+from pathlib import Path
 
 import pytest
 import yaml
@@ -116,7 +117,8 @@ def test_several_seeds_train_one_model_each_and_systems_on_them_are_built_per_se
     monkeypatch.setattr(train_stage, "train", lambda training_set, config, source: trained.append(
         (config.only_seed, config.out_dir, training_set.sha256)) or {key: 0 for key in (
             "split", "train_queries", "data", "steps", "train_s", "pairs_per_s")})
-    out_dir = tmp_path / "ce"
+    monkeypatch.chdir(tmp_path)  # the workspace: train.out_dir is a path inside it
+    out_dir = Path("data/models/ce")
     (out_dir / "stale").mkdir(parents=True)  # a previous single-seed model's file must not survive
     stage(None, seeds=[17, 18], out_dir=str(out_dir))
     assert [(seed, folder) for seed, folder, _ in trained] == [(17, f"{out_dir}/seed-17"), (18, f"{out_dir}/seed-18")]

@@ -148,6 +148,10 @@ def test_train_params_refuse_the_test_split_unknown_keys_and_wrong_types():
         TrainConfig.parse({**params, "train_embeddings": "false"}, "train")
     with pytest.raises(ConfigError, match="train.steps: expected an integer, got float 30.9"):
         TrainConfig.parse({**params, "steps": 30.9}, "train")
+    for outside in ("../../x/escaped", "/tmp/model", "data/../../x", "C:\\models"):
+        with pytest.raises(ConfigError, match=r"train: out_dir: .* is outside the workspace.*Fix: a relative path"):
+            TrainConfig.parse({**params, "out_dir": outside}, "train")
+    assert TrainConfig.parse({**params, "out_dir": "data/./models/../models/ce"}, "train").out_dir
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -38,6 +39,22 @@ def check_name(name: object, key: str) -> str:
     raise ConfigError(f"{key}: {name!r} is not a usable name: it becomes a file, a DVC stage and a shell word, so it "
                       "must start with a letter or digit and hold only letters, digits, '_', '.' and '-' (at most "
                       "100 characters). Fix: rename it")
+
+
+def check_workspace_path(path: str, key: str) -> str:
+    """``path`` when it is relative and stays inside the workspace (no ``..`` climbing out of it): what a stage
+    writes there is a DVC output, and a path outside would write where no checkout tracks it. Else a ``ConfigError``
+    naming the key."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            break
+    if path and not PurePosixPath(path).is_absolute() and not PureWindowsPath(path).drive and depth >= 0:
+        return path
+    raise ConfigError(f"{key}: {path!r} is outside the workspace: the pipeline writes its outputs only inside it, "
+                      "where DVC tracks them. Fix: a relative path that stays inside, e.g. data/models/<name>")
 
 
 class StrictConfig(BaseModel):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CollectionError
+from ..data.beir import refuse_irregular, utf8_lines
 
 INTERLEAVED = "interleaved"
 MAX_SHOWN = 1000
@@ -161,7 +162,10 @@ def parse_impression(record: Any, where: str, systems: tuple[str, str], now: dat
 
 
 def log_records(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line or row number, the record), streamed: a JSONL file line by line, a Parquet file batch by batch."""
+    """(line or row number, the record), streamed: a JSON lines file (``*.gz``: compressed) line by line, with the
+    collection reader's bounds (``data.beir.utf8_lines``: no FIFO or device, no line over its limit, a bad byte named
+    by its line), a Parquet file batch by batch."""
+    refuse_irregular(path)
     if path.suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -176,20 +180,17 @@ def log_records(path: Path) -> Iterator[tuple[int, Any]]:
             raise CollectionError(f"{path}: not a readable Parquet file after row {number} ({err}). Fix: write the "
                                   "log again, or as JSON lines") from None
         return
-    with open(path, "rb") as handle:  # decoded line by line, so that a bad byte is named by its line
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise CollectionError(f"{path}:{number}: not UTF-8 ({err.reason} at byte {err.start} of the line). "
-                                      "Fix: write the log as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise CollectionError(f"{path}:{number}: not JSON ({err.msg} at column {err.colno}). Fix: one JSON "
-                                      "object per line") from None
+    for number, line in utf8_lines(path):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CollectionError(f"{path}:{number}: not JSON ({err.msg} at column {err.colno}). Fix: one JSON "
+                                  "object per line") from None
+        except RecursionError:
+            raise CollectionError(f"{path}:{number}: not JSON (nested too deeply for a record). Fix: one flat JSON "
+                                  "object per line (docs/online.md)") from None
 
 
 def _priority(seed: int, impression: str) -> int:
@@ -207,7 +208,7 @@ def read_log(path: str | Path, systems: tuple[str, str], queries: Mapping[str, A
     its first's hash, so repeats are found among the kept ones however far apart they are). Without sampling the
     repeats are exact; with it, they are counted among the sample."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CollectionError(f"{path}: no such interaction log. Fix: point online.readouts.<name>.log at the file")
     now = now or datetime.now(timezone.utc)
     counts, kept, heap, last_time = LogCounts(), {}, [], None

@@ -65,7 +65,7 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
     distinct query texts it keeps the ``max_queries`` whose seeded hash of the id is smallest, with every arrival of
     each (a bottom-k sample of queries in one pass: memory bounded by the kept queries' arrivals)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CollectionError(f"{path}: no such query log. Fix: point online.shadows.<name>.log at a JSON lines or "
                               "Parquet file of logged queries (docs/online.md, \"Shadow replay\")")
     now = now or datetime.now(timezone.utc)

@@ -27,7 +27,7 @@ from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
 from ..workspace.paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE,
                                SYSTEM_PLACEHOLDER, PipelinePaths)
-from ..workspace.runs import load_latencies, load_runs, load_traits
+from ..workspace.runs import load_latencies, load_runs, load_traits, system_file
 from .judging import write_judging_queue
 from .params import Params
 
@@ -75,6 +75,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
         reference_systems=frozenset(system for system, found in traits.items() if found.reference),
+        coverage=run_coverage(paths, params.system_names),
         invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()},
         served_parity={system: ParityEvidence(found["reference"], found["parity"]["pairs"],
                                               found["parity"]["max_diff"], found["parity"]["tolerance"],
@@ -167,6 +168,18 @@ def _finite(record: dict) -> dict:
             value = value.item()
         plain[key] = None if isinstance(value, float) and not np.isfinite(value) else value
     return plain
+
+
+def run_coverage(paths: PipelinePaths, systems: list[str]) -> dict[str, tuple[int, int]]:
+    """Per external run (``systems.baselines.run_coverage`` in its rerank stage's metadata): (reranked queries its
+    run ranked, reranked queries)."""
+    found = {}
+    for system in systems:
+        coverage = table_metadata(system_file(paths.run(SYSTEM_PLACEHOLDER), system)).get("describe", {}).get(
+            "run_coverage")
+        if coverage and "queries" in coverage:
+            found[system] = (coverage["queries"] - coverage["missing_queries"], coverage["queries"])
+    return found
 
 
 def invalid_outputs(latency_frames: dict[str, pd.DataFrame], boot) -> dict[str, dict]:

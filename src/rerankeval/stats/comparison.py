@@ -22,14 +22,14 @@ from scipy import stats as scipy_stats
 from . import domains
 from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
-from .family import PROCEDURE, simultaneous_intervals
+from .family import procedure, simultaneous_intervals
 from .resampling import Intervals
 from .power import power_statement
 from .saving import cost_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
 from .guardrails import guardrail_evidence, guardrail_table
-from .run_checks import FallbackEvidence, InvalidOutputEvidence, ParityEvidence
+from .run_checks import CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence
 from .verdict import (Caveat, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SavingEvidence, SliceEvidence,
                       UnjudgedEvidence, decide)
 
@@ -62,6 +62,9 @@ class RunFacts:
     """Per LLM reranker: (calls whose output was invalid, calls), from its run's ``describe`` (``systems.llm``)."""
     served_parity: Mapping[str, ParityEvidence] = field(default_factory=dict)
     """Per served system declared in ``compare.served_parity``: its scores against its in-process reference."""
+    coverage: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per external run (a ``trec_run`` system): (reranked queries its run ranked, reranked queries); the rule's
+    ``min_run_coverage`` applies to it on either side of a pair."""
     reference_systems: frozenset[str] = frozenset()
     """Systems that are reference points, not release challengers (first stages, the oracle, random: their
     kind's role): each is decided alone, outside the release family, and shown as descriptive."""
@@ -275,7 +278,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                            f"{rule.primary_metric}" if settings.inference == "family" else
                            f"each pair alone on {rule.primary_metric} (compare.inference: per_comparison: no "
                            "multiplicity control across challengers)"),
-                  "procedure": PROCEDURE, "families": families},
+                  "procedure": procedure(settings.inference), "families": families},
               "descriptive_family": {
                   "what": "every other comparison (secondary metrics; reference systems on them): descriptive, not "
                           "read by any verdict",
@@ -310,7 +313,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                  "slice_confidence": round(adjusted_confidence(settings.confidence, family_size * first_family_size),
                                            6),
                  "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
-                 "max_invalid_rate": rule.max_invalid_rate,
+                 "max_invalid_rate": rule.max_invalid_rate, "min_run_coverage": rule.min_run_coverage,
                  "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
     if rule.claims:
         rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
@@ -328,8 +331,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                        "seed": settings.seed, "deltas": SIMULATED_DELTAS,
                        "checks": "primary metric and critical slices (the deterministic checks do not vary)",
                        "families": "each family's members at once: one sign per query and trial for all of them"},
-        "inference": {"release_family": method["release_family"]["what"], "procedure": PROCEDURE,
-                      "families": families},
+        "inference": {"mode": settings.inference, "release_family": method["release_family"]["what"],
+                      "procedure": procedure(settings.inference), "families": families},
         "latency_p95_ms": {system: None if value is None else finite(value)
                            for system, value in facts.latency_p95_ms.items()},
         "fallbacks": {system: {"fallbacks": count, "timeouts": facts.timeouts.get(system, 0), "queries": total}
@@ -340,6 +343,10 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
         result["comparisons_by_baseline"] = {reference: comparisons[reference] for reference in others}
         decided["verdicts_by_baseline"] = {reference: verdicts[reference] for reference in others}
     return result, decided
+
+
+def _coverage(facts: RunFacts, system: str) -> CoverageEvidence | None:
+    return CoverageEvidence(*facts.coverage[system]) if system in facts.coverage else None
 
 
 def _family_of(item, index: int, reference_systems: frozenset[str], inference: str) -> tuple[str, str | int]:
@@ -399,7 +406,8 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
         saving=saving, caveats=caveats, guardrails=guardrails,
         invalid_outputs=None if challenger not in facts.invalid_outputs else InvalidOutputEvidence(
-            *facts.invalid_outputs[challenger]), parity=facts.served_parity.get(challenger)), claim)
+            *facts.invalid_outputs[challenger]), parity=facts.served_parity.get(challenger),
+        coverage=_coverage(facts, challenger), reference_coverage=_coverage(facts, reference)), claim)
     entry: dict[str, Any] = {
         "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
         "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],

@@ -31,6 +31,33 @@ class FallbackEvidence:
 
 
 @dataclass(frozen=True)
+class CoverageEvidence:
+    """Of the reranked queries, how many an external run ranked itself (the others keep the fused order)."""
+
+    ranked: int
+    queries: int
+
+
+def coverage_checks(rule: ReleaseRule, challenger: CoverageEvidence | None,
+                    reference: CoverageEvidence | None) -> list[Check]:
+    """An external run, on either side, that ranks too few of the reranked queries leaves the rest in the fused
+    order, so the delta is mostly that order against itself: the pair cannot be ACCEPTed. It does not REJECT on that
+    alone."""
+    checks = []
+    for side, found in (("the challenger's", challenger), ("the baseline's", reference)):
+        if found is None or not found.queries:
+            continue
+        share = found.ranked / found.queries
+        passed = share >= rule.min_run_coverage
+        checks.append(Check("run_coverage", passed, False, (
+            f"{side} run ranks {found.ranked} of the {found.queries} reranked queries ({share:.1%}), "
+            + (f"at least min_run_coverage {rule.min_run_coverage:.0%}" if passed else
+               f"below min_run_coverage {rule.min_run_coverage:.0%}: the others keep the fused order, so the delta "
+               "is mostly that order against itself; blocks ACCEPT"))))
+    return checks
+
+
+@dataclass(frozen=True)
 class InvalidOutputEvidence:
     """An LLM reranker's calls whose output was invalid (``systems.llm``), of all its calls."""
 

@@ -55,8 +55,8 @@ from enum import StrEnum
 
 from .config import SUPERIOR, CriticalSlice, ReleaseClaim, ReleaseRule
 from .resampling import Intervals, SliceIntervals
-from .run_checks import (Check, FallbackEvidence, InvalidOutputEvidence, ParityEvidence, fallback_checks,
-                         invalid_output_checks, parity_checks)
+from .run_checks import (Check, CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence,
+                         coverage_checks, fallback_checks, invalid_output_checks, parity_checks)
 from .saving import SavingInterval
 
 
@@ -204,6 +204,9 @@ class Evidence:
     guardrails: tuple[GuardrailEvidence, ...] = ()
     invalid_outputs: InvalidOutputEvidence | None = None
     parity: ParityEvidence | None = None
+    coverage: CoverageEvidence | None = None
+    """Of the evaluated queries, how many the challenger's own run ranked (an external run; None: not one)."""
+    reference_coverage: CoverageEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,7 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
         *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
         *fallback_checks(rule, evidence.fallbacks, notes),
         *invalid_output_checks(rule, evidence.invalid_outputs),
+        *coverage_checks(rule, evidence.coverage, evidence.reference_coverage),
         *_quality_checks(rule, claim, evidence),
         *_slice_checks(rule, evidence.slices),
         *_unjudged_checks(rule, evidence.unjudged, notes),

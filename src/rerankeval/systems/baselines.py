@@ -109,7 +109,7 @@ def run_coverage(run: pd.DataFrame, scored: Sequence[QueryCandidates]) -> dict[s
             "depth": max((len(query.frame) for query in scored), default=0),
             "other_queries": len(other_ids), "other_query_rows": len(others),
             "other_query_examples": other_ids[:OTHER_QUERY_EXAMPLES],
-            "missing_queries": len(evaluated - set(rows["query_id"]))}
+            "queries": len(evaluated), "missing_queries": len(evaluated - set(rows["query_id"]))}
 
 
 class RandomConfig(SystemConfig):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ..core.config import StrictConfig
+from ..core.config import StrictConfig, check_workspace_path
 
 MODEL_CARD = "model_card.json"
 """What the train stage writes beside the model (``training.cross_encoder.train``), read by blends and the report."""
@@ -62,6 +62,7 @@ class TrainConfig(StrictConfig):
                              + ("both" if self.seeds is not None else "neither"))
         if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
             raise ValueError(f"seeds {self.seeds} must list one or more distinct seeds")
+        check_workspace_path(self.out_dir, "out_dir")
         if self.split == "test":
             raise ValueError("split must not be the evaluation split 'test'")
         if self.batch_size < self.group_size:
