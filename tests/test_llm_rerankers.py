@@ -90,6 +90,21 @@ def test_listwise_windows_slide_bottom_up_and_a_rerun_is_served_from_the_cache(t
         assert 0 < slowest[0] <= latency["compute_s"].iloc[0] and 0 < slowest[1] <= slowest[0]
 
 
+@pytest.mark.parametrize("passes, first_of_d5, requests, calls", [(1, 2, 3, 3), (2, 0, 5, 6)])
+def test_top_down_windows_settle_the_head_first_and_a_deep_passage_needs_more_passes(tmp_path, passes, first_of_d5,
+                                                                                     requests, calls):
+    with FakeOpenAI(responder=listwise_responder) as server:
+        system, frame, latency = run(config(server, tmp_path, direction="top_down", passes=passes))
+        # 7 passages, window 4, stride 2: windows [0:4], [2:6], [4:7]; d5 (fused 6th) rises into the second window's
+        # head (3rd place) in the first pass, and to the top in the second, whose last window (d3, d4, d6 again) is
+        # the first pass's: answered from the response cache
+        assert frame["doc_id"].tolist().index("d5") == first_of_d5 and len(server.requests) == requests
+        assert system.describe()["window"]["direction"] == "top to bottom"
+        timings = dict(latency["timings"].iloc[0])
+        assert timings["llm_calls"] == calls
+        assert 0 < timings["mean_window_s"] <= timings["slowest_window_s"]
+
+
 LLAMA_CPP_PAGES = {
     "/v1/models": {"object": "list", "data": [{"id": "fake-llm", "object": "model", "owned_by": "llamacpp"}]},
     "/props": {"build_info": "b5123-8c4f2a1", "model_path": "/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"},
@@ -103,10 +118,10 @@ def test_the_server_s_backend_and_fingerprint_are_pins_asked_once_and_replayed_f
         described = system.describe()
         backend = "owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-0.5b-instruct-q4_k_m.gguf"
         assert described["backends"] == {backend: 3} and described["system_fingerprints"] == {"b5123-8c4f2a1": 3}
-        assert sorted(server.gets) == ["/api/version", "/props", "/v1/models", "/version"]  # once, not per call
+        assert sorted(server.gets) == ["/api/tags", "/api/version", "/props", "/v1/models", "/version"]  # once
         server.pages, server.fingerprint = {}, None  # a cached rerun asks nothing and records the same pins
         again, frame_again, _ = run(config(server, tmp_path))
-        assert len(server.gets) == 4 and frame_again.equals(frame)
+        assert len(server.gets) == 5 and frame_again.equals(frame)
         assert again.describe()["backends"] == {backend: 3}
         assert again.describe()["system_fingerprints"] == {"b5123-8c4f2a1": 3}
         silent, _, _ = run(config(server, tmp_path / "silent"))  # a server that says nothing of itself still ranks
@@ -119,17 +134,30 @@ def test_the_server_s_backend_and_fingerprint_are_pins_asked_once_and_replayed_f
         assert server.gets == ["/llm/v1/models"]
 
 
+OLLAMA_TAGS = {"models": [{"name": "qwen2.5:7b", "model": "qwen2.5:7b", "details": {"quantization_level": "Q8_0"}},
+                          {"name": "fake-llm", "model": "fake-llm", "details": {"quantization_level": "Q4_K_M"}}]}
+"""Ollama's ``GET /api/tags`` (its documented shape): the local models, each with its quantisation."""
+
+
 @pytest.mark.parametrize("answers, said", [
-    ((LLAMA_CPP_PAGES["/v1/models"], None, None, LLAMA_CPP_PAGES["/props"]),
+    ((LLAMA_CPP_PAGES["/v1/models"], None, None, LLAMA_CPP_PAGES["/props"], None),
      "owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-0.5b-instruct-q4_k_m.gguf"),
     (({"data": [{"id": "other", "owned_by": "x"}, {"id": "fake-llm", "owned_by": "vllm"}]}, {"version": "0.6.3"},
-      None, None), "owned_by=vllm; version=0.6.3"),
-    (({"data": [{"id": "llama3:8b", "owned_by": "library"}]}, None, {"version": "0.5.1"}, None),
-     "owned_by=library; version=0.5.1"),
-    (({"data": [{"id": "a", "owned_by": "x"}, {"id": "b", "owned_by": "y"}]}, "not json we know", None, []), None),
+      None, None, None), "owned_by=vllm; version=0.6.3"),
+    (({"data": [{"id": "fake-llm", "owned_by": "library"}]}, None, {"version": "0.5.1"}, None, OLLAMA_TAGS),
+     "owned_by=library; version=0.5.1; quantisation=Q4_K_M"),
+    (({"data": [{"id": "a", "owned_by": "x"}, {"id": "b", "owned_by": "y"}]}, "not json we know", None, [],
+      {"models": "?"}), None),
 ])
 def test_a_backend_is_described_by_what_its_server_answers(answers, said):
     assert describe_backend(*answers, model="fake-llm") == said
+
+
+def test_a_gguf_file_type_is_named_as_llama_cpp_names_it():
+    from rerankeval.models.llama_inprocess import quantisation_name
+
+    assert [quantisation_name(value) for value in ("15", "7", "1", "99", None, "x")] == \
+        ["Q4_K_M", "Q8_0", "F16", "type 99", None, None]
 
 
 def test_invalid_outputs_are_counted_per_query_and_in_total(tmp_path):

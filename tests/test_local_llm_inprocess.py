@@ -121,7 +121,10 @@ def test_both_llm_rerankers_run_on_the_model_in_this_process_with_its_logprobs(c
     systems = {"pointwise": {"kind": "llm_pointwise", "depth": 4, "local": local},
                "listwise": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "local": local},
                "first": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "local": local,
-                         "ordering": "first_token", "template": "conf/prompts/llm_listwise_first_v1.txt"}}
+                         "ordering": "first_token", "template": "conf/prompts/llm_listwise_first_v1.txt"},
+               # a reply cut to 2 tokens cannot name 4 passages: every window's output is invalid, for real
+               "cut": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2,
+                       "local": {**local, "max_tokens": 2}}}
     found = {}
     for name, settings in systems.items():
         system = build_system(name, settings, BuildContext())
@@ -130,7 +133,8 @@ def test_both_llm_rerankers_run_on_the_model_in_this_process_with_its_logprobs(c
         described = system.describe()
         assert set(frame["mode"]) == {RERANKED}, frame["degraded_reason"].tolist()
         assert described["base_url"] == "in-process" and described["backends"] == {
-            f"runtime={CONFIG.runtime}; model_file={CONFIG.model.name}.gguf; sha256={CONFIG.model.sha256}":
+            f"runtime={CONFIG.runtime}; model_file={CONFIG.model.name}.gguf; sha256={CONFIG.model.sha256}; "
+            "quantisation=Q4_K_M":  # read from the file's header by the runtime, not from its name
                 described["invalid_outputs"]["calls"]}
         found[name] = (frame, described)
     assert found["pointwise"][1]["score_from"] == {"logprobs": 4}  # this runtime gives them
@@ -139,6 +143,18 @@ def test_both_llm_rerankers_run_on_the_model_in_this_process_with_its_logprobs(c
     # whether the 0.5B model's first token picks the answer is its quality, measured by the benchmark, not here.
     described = found["first"][1]
     assert described["decoding"]["max_tokens"] == 1 and described["invalid_outputs"]["invalid_calls"] == 0
+    # The cut replies are repaired by the stated rule (the labels written, then the rest in input order), every one
+    # counted with its reason, and the count reaches the verdict: above max_invalid_rate the system cannot be ACCEPTed.
+    cut = found["cut"][1]["invalid_outputs"]
+    assert cut["calls"] > 0 and cut["invalid_calls"] == cut["calls"] and "missing_labels" in cut["by_reason"]
+    from rerankeval.stats.config import ReleaseRule
+    from rerankeval.stats.run_checks import InvalidOutputEvidence
+    from rerankeval.stats.verdict import DeltaEvidence, Evidence, decide
+
+    rule = ReleaseRule.parse({"primary_metric": "nDCG@10", "min_delta": 0.03, "max_invalid_rate": 0.05}, "rule")
+    verdict = decide(rule, Evidence(primary=DeltaEvidence("nDCG@10", 0.2, 0.1, 0.3), slices=(),
+                                    invalid_outputs=InvalidOutputEvidence(cut["invalid_calls"], cut["calls"])))
+    assert str(verdict.decision) == "INCONCLUSIVE" and "invalid output" in verdict.decided_by
 
     def no_model(*args, **kwargs):
         raise AssertionError("a cached re-run loaded the model")

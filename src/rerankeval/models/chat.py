@@ -180,8 +180,9 @@ class ChatClient:
         """What the server says it runs, asked once per client (a run's), before its first request past the cache,
         and kept with each reply it then gets: ``owned_by`` of the asked model in ``GET {base_url}/models`` (``vllm``,
         ``llamacpp``, ``openai``, ...), and where ``base_url`` is the server's root or ``/v1`` (``SERVER_ROOTS``),
-        the version from vLLM's ``GET /version`` or Ollama's ``GET /api/version`` and llama.cpp's build and model
-        file from ``GET /props``; e.g. ``owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-q4_k_m.gguf``.
+        the version from vLLM's ``GET /version`` or Ollama's ``GET /api/version`` (and the model's quantisation
+        from Ollama's ``GET /api/tags``), and llama.cpp's build and model file from ``GET /props``; e.g.
+        ``owned_by=llamacpp; build=b5123-8c4f2a1; model_file=qwen2.5-q4_k_m.gguf``.
         A question the server does not answer is left out (None when it answers none): these are a run's pins, never
         a reason to fail it. A server swapped during a run shows in the replies' fingerprints and models."""
         if not self._backend_asked:
@@ -190,7 +191,7 @@ class ChatClient:
             self._backend = describe_backend(
                 self._ask_json(self.config.base_url.rstrip("/") + "/models"),
                 *(self._ask_json(root_url(self.config.base_url, path)) if at_root else None
-                  for path in ("version", "api/version", "props")), model=self.config.model)
+                  for path in ("version", "api/version", "props", "api/tags")), model=self.config.model)
         return self._backend
 
     def _ask_json(self, url: str) -> Any:
@@ -206,7 +207,7 @@ def root_url(base_url: str, path: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/{path}"
 
 
-def describe_backend(models: Any, version: Any, api_version: Any, props: Any, model: str) -> str | None:
+def describe_backend(models: Any, version: Any, api_version: Any, props: Any, tags: Any, model: str) -> str | None:
     """One line of what a server's answers to the ``ChatClient.backend`` questions say (see there)."""
     found: dict[str, str] = {}
     entries = models.get("data") if isinstance(models, Mapping) else None
@@ -222,6 +223,12 @@ def describe_backend(models: Any, version: Any, api_version: Any, props: Any, mo
             found["build"] = props["build_info"]
         if isinstance(props.get("model_path"), str):
             found["model_file"] = PurePath(props["model_path"]).name
+    listed = tags.get("models") if isinstance(tags, Mapping) else None
+    entry = next((e for e in listed if isinstance(e, Mapping) and model in (e.get("name"), e.get("model"))), None) \
+        if isinstance(listed, list) else None
+    details = entry.get("details") if entry is not None else None
+    if isinstance(details, Mapping) and isinstance(details.get("quantization_level"), str):
+        found["quantisation"] = details["quantization_level"]
     return "; ".join(f"{name}={value[:120]}" for name, value in found.items()) or None
 
 

@@ -58,6 +58,22 @@ class _ChatMessage(ctypes.Structure):
     _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
 
 
+FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+              12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+              19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+              26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
+              36: "TQ1_0", 37: "TQ2_0"}
+"""llama.cpp's ``llama_ftype`` (include/llama.h, without ``LLAMA_FTYPE_MOSTLY_``): what a GGUF's ``general.file_type``
+says its weights were quantised to, named as llama.cpp's ``quantize`` tool names it."""
+
+
+def quantisation_name(file_type: str | None) -> str | None:
+    """``Q4_K_M`` for a ``general.file_type`` of 15 (``type <n>`` for a value the list lacks); None when absent."""
+    if file_type is None or not file_type.strip().isdigit():
+        return None
+    return FILE_TYPES.get(int(file_type), f"type {int(file_type)}")
+
+
 class InProcessLlama:
     """One GGUF model and one context, loaded in this process; ``chat`` answers one request greedily."""
 
@@ -84,6 +100,8 @@ class InProcessLlama:
             raise ModelUnavailable(f"the in-process runtime could not load {model} with a context of "
                                    f"{context_tokens} tokens: {err}") from None
         self.context_tokens = context_tokens
+        self.quantisation = quantisation_name(self._metadata("general.file_type"))
+        """What the file says its weights are quantised to (a pin beside the model's sha256)."""
         self.template = self._metadata("tokenizer.chat_template")
         if self.template is None:
             raise ModelUnavailable(f"{model} carries no chat template (tokenizer.chat_template)")

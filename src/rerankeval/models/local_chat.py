@@ -63,11 +63,14 @@ class InProcessChatClient(ChatClient):
         self._load, self._described = load, backend
 
     def backend(self) -> str:
-        """The runtime and the model file's sha256: what answers, known without asking anyone."""
+        """The runtime and the model file's sha256: what answers, known without asking anyone; once the model is
+        loaded, also the quantisation its file declares (``general.file_type``)."""
         return self._described
 
     def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         model = self._load()
+        if model.quantisation and "; quantisation=" not in self._described:
+            self._described += f"; quantisation={model.quantisation}"
         started = time.perf_counter()
         try:
             completion = model.chat(list(messages), self.config.max_tokens, top_logprobs)

@@ -1,7 +1,10 @@
 """The ``llm_listwise`` system kind: RankGPT-style sliding windows over the top ``depth`` candidates.
 
 Each pass slides a window of ``window`` passages from the bottom of the current order to the top, ``stride`` at a
-time, and reorders each window, so a relevant passage can rise from the last window to the first in one pass. The
+time, and reorders each window, so a relevant passage can rise from the last window to the first in one pass
+(``direction: bottom_up``, RankGPT's). ``direction: top_down`` slides from the top down instead: the first window's
+order is settled first, and a passage rises at most ``window - 1`` places per window it is in, so a relevant passage
+deep in the list needs more passes to reach the top (cheaper per pass when only the head matters). The
 system's score is the final position (the first passage scores ``depth``, the last 1). A window is reordered by:
 
 - ``ordering: generated`` (RankGPT): the permutation the model writes ("[2] > [1] > [3]");
@@ -45,7 +48,9 @@ class LLMListwiseConfig(LLMRerankConfig):
     stride: int = Field(5, ge=1)
     """How far the window moves up after each prompt (window - stride passages overlap)."""
     passes: int = Field(1, ge=1)
-    """Full bottom-to-top sweeps."""
+    """Full sweeps over the top ``depth``."""
+    direction: Literal["bottom_up", "top_down"] = "bottom_up"
+    """Where each sweep starts: at the bottom, moving up (RankGPT), or at the top, moving down."""
     ordering: Literal["generated", "first_token"] = "generated"
     """How a window is reordered: by the permutation the model writes, or by its first token's log probabilities
     over the passages' letter labels (one decoding step; see the module)."""
@@ -130,9 +135,7 @@ class LLMListwise(LLMSystem):
         calls = invalid = prompt_tokens = completion_tokens = 0
         compute_s = replayed_s = slowest_window_s = 0.0
         for _ in range(self.config.passes):
-            end = len(order)
-            while end > 0:
-                start = max(0, end - self.config.window)
+            for start, end in self.windows(len(order)):
                 window = order[start:end]
                 first_token = self.config.ordering == "first_token"
                 listed = "\n".join(f"[{LETTERS[k] if first_token else k + 1}] {passages[index]}"
@@ -154,21 +157,34 @@ class LLMListwise(LLMSystem):
                     compute_s += reply.seconds
                 slowest_window_s = max(slowest_window_s, reply.seconds)  # a cache hit replays the window's own time
                 order[start:end] = [window[k] for k in permutation]
-                if start == 0:
-                    break
-                end -= self.config.stride
         values = np.empty(len(order), dtype=np.float64)
         values[order] = np.arange(len(order), 0, -1, dtype=np.float64)
         return Scores(values=values, compute_s=compute_s, replayed_s=replayed_s,
                       timings={"llm_calls": float(calls), "invalid_outputs": float(invalid),
                                "prompt_tokens": float(prompt_tokens), "completion_tokens": float(completion_tokens),
-                               "slowest_window_s": slowest_window_s})
+                               "slowest_window_s": slowest_window_s,
+                               "mean_window_s": (compute_s + replayed_s) / calls if calls else 0.0})
+
+    def windows(self, size: int) -> list[tuple[int, int]]:
+        """The (start, end) of each window of one sweep over ``size`` passages, in the order they are asked."""
+        window, stride = self.config.window, self.config.stride
+        if self.config.direction == "top_down":
+            starts = range(0, max(size - window, 0) + stride, stride)
+            return [(start, min(start + window, size)) for start in starts if start < size]
+        found, end = [], size
+        while end > 0:
+            found.append((max(0, end - window), end))
+            if end <= window:
+                break
+            end -= stride
+        return found
 
     def describe(self) -> dict[str, Any]:
         config = self.config
         return {"kind": config.kind, **pins(config, self.template, self.tally),
                 "window": {"window": config.window, "stride": config.stride, "passes": config.passes,
-                           "direction": "bottom to top", "ordering": config.ordering,
+                           "direction": "bottom to top" if config.direction == "bottom_up" else "top to bottom",
+                           "ordering": config.ordering,
                            **({"top_logprobs": config.top_logprobs} if config.ordering == "first_token" else {})},
                 "score": "final position (the first passage scores depth)",
                 "invalid_outputs": self.tally.record()}
