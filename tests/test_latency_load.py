@@ -64,6 +64,9 @@ def test_the_cpu_time_of_a_fixed_workload_is_stable_under_a_wall_clock_slowdown(
     idle, loaded = measured(SimulatedMachine()), measured(SimulatedMachine(slowdown=9.0, other_cpus=1.8))
     assert idle["cpu_p95_ms"] == loaded["cpu_p95_ms"] == COST_S * 1000
     assert idle["p95_ms"] == COST_S * 1000 and loaded["p95_ms"] == 9 * COST_S * 1000  # wall time is the load's
+    # the verdict round's time of each timed query, by id: what a p95 saving's CI resamples
+    assert list(idle["wall_ms_by_query"]) == [query.query_id for query in QUERIES[SETTINGS.warmup_queries:]]
+    assert set(idle["wall_ms_by_query"].values()) == {COST_S * 1000}
     assert idle["other_cpus_by_round"] == [0.0] * 3 and loaded["other_cpus_by_round"] == [1.8] * 3
     assert idle["untrusted"] is None
     assert loaded["untrusted"].startswith("measured while other processes kept 1.8 of 2 CPUs busy")

@@ -147,6 +147,29 @@ def test_the_saving_is_measured_against_the_claimed_system():
     assert claimed["decision"] == "ACCEPT", claimed["reasons"]
 
 
+def test_a_p95_saving_claim_gets_its_ci_from_the_measured_times_by_query(tmp_path):
+    from rerankeval.core.io import write_json
+    from rerankeval.serving.measure import verdict_latencies, verdict_times_by_query
+
+    ids = QUERIES[:30]
+    for name, ms in (("prod", np.linspace(300, 500, 30)), ("new", np.linspace(120, 200, 30))):
+        write_json(tmp_path / f"{name}.json", {"p95_ms": float(np.percentile(ms, 95)), "verdict_round": 0,
+                                                "queries": 30, "repeats": 1, "p95_ms_by_round": [1.0],
+                                                "other_cpus_by_round": [0.0], "cpus": 2, "cpu_p95_ms": 1.0,
+                                                "load_average_1m": {"before": 0, "after": 0}, "untrusted": None,
+                                                "wall_ms_by_query": dict(zip(ids, ms.tolist()))})
+    pattern = str(tmp_path / "{system}.json")
+    p95, _, untrusted = verdict_latencies(pattern, None, ["prod", "new"])
+    facts = RunFacts(latency_p95_ms=p95, latency_untrusted=untrusted,
+                     latency_by_query=verdict_times_by_query(pattern, None, ["prod", "new"]))
+    config = settings(claims={"new": {"claim": "noninferior", "margin": 0.05, "min_saving": 0.2,
+                                      "saving_on": "latency_p95", "against": "prod"}})
+    _, verdicts = compare(per_query(prod=PROD, new=PROD - 0.005), SLICES, config, config.release, facts)
+    claimed = verdicts["verdicts_by_baseline"]["prod"]["new"]["saving"]
+    assert claimed["measure"] == "latency_p95" and claimed["estimate"] == pytest.approx(0.6)
+    assert claimed["queries"] == 30 and 0.2 < claimed["ci"][0] <= 0.6 <= claimed["ci"][1]
+
+
 def test_a_claim_for_a_system_this_run_lacks_decides_nothing_and_is_listed():
     config = settings(claims={"nosuch": {"claim": "noninferior", "margin": 0.02},
                               "new": {"claim": "noninferior", "margin": 0.02, "against": "gone"}})
@@ -240,3 +263,40 @@ def test_the_cli_prints_only_the_rule_its_challengers_claim(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "A `noninferior` claim ACCEPTs when" in text and "Non-inferiority claims at a true Δ of -margin" in text
     assert "ACCEPT needs nDCG@10 to gain" not in text and "REJECT at effect 0" not in text
+
+
+def test_a_p95_saving_is_decided_by_its_paired_ci_over_the_timed_queries():
+    from rerankeval.stats.saving import p95_saving
+
+    rng = np.random.default_rng(3)
+    ids = [f"q{i:02d}" for i in range(30)]
+    reference = pd.Series(rng.lognormal(np.log(400), 0.3, 30), index=ids)
+    half = reference * 0.5 * rng.uniform(0.9, 1.1, 30)
+    found = p95_saving(half, reference, n_samples=2000, seed=17, confidence=0.95)
+    assert found.queries == 30 and found.low < found.estimate < found.high
+    assert found.estimate == pytest.approx(1 - np.percentile(half, 95) / np.percentile(reference, 95))
+    assert found.reference_mean == pytest.approx(np.percentile(reference, 95))  # the measurement's own p95
+    # pairing: each query's time is mostly its own (shared by both systems), so the interval is far narrower than
+    # when the two sides' queries are shuffled apart
+    unpaired = p95_saving(pd.Series(half.to_numpy()[rng.permutation(30)], index=ids), reference, n_samples=2000,
+                          seed=17, confidence=0.95)
+    assert found.high - found.low < unpaired.high - unpaired.low
+    assert p95_saving(half.iloc[:1], reference, n_samples=100, seed=1, confidence=0.95) is None
+
+    good = (-0.005, -0.015, 0.004)
+
+    def decided(interval, **untrusted):
+        return decide(RULE, evidence(*good, SavingEvidence("latency_p95", "ce", interval.challenger_mean,
+                                                           interval.reference_mean, interval=interval, **untrusted)),
+                      NONINFERIOR)
+
+    established = decided(found)
+    assert established.decision == "ACCEPT"
+    assert any("saving on p95 latency vs ce: " in check.message and "established at 20%" in check.message
+               for check in established.checks)
+    short = p95_saving(reference * 0.95, reference, n_samples=2000, seed=17, confidence=0.95)
+    assert short.high < 0.2 and decided(short).decision == "REJECT"
+    assert decided(short, challenger_untrusted="load 3.1").decision == "INCONCLUSIVE"  # loaded: only blocks ACCEPT
+    noisy = p95_saving(reference * rng.uniform(0.5, 1.1, 30), reference, n_samples=2000, seed=17, confidence=0.95)
+    assert noisy.low < 0.2 <= noisy.high
+    assert decided(noisy).decision == "INCONCLUSIVE" and "not established" in decided(noisy).decided_by

@@ -12,7 +12,7 @@ from ..policies.config import frontier_measure
 from ..policies.frontier import frontier_points, latency_resolution, own_points
 from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, system_costs
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
-from ..serving.measure import verdict_latencies
+from ..serving.measure import verdict_latencies, verdict_times_by_query
 from ..stats.agreement import agreement_summary, score_parity
 from ..stats.answers import answer_analysis
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
@@ -76,6 +76,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
                       for system, frame in latency_frames.items()}, caveats=caveats,
         reference_systems=frozenset(system for system, found in traits.items() if found.reference),
         coverage=run_coverage(paths, params.system_names),
+        latency_by_query=verdict_times_by_query(str(paths.measurement(SYSTEM_PLACEHOLDER)), paths.loadtest,
+                                                params.system_names),
         invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()},
         served_parity={system: ParityEvidence(found["reference"], found["parity"]["pairs"],
                                               found["parity"]["max_diff"], found["parity"]["tolerance"],

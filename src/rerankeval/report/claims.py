@@ -39,9 +39,10 @@ def rule_text(verdicts: Mapping[str, Any], level: str) -> str | None:
     one_sided = (1 - verdicts["rule"]["confidence"]) / 2
     return (f"A `noninferior` claim ACCEPTs when the lower bound of its {level} of Δ lies above -margin (a one-sided "
             f"test at {one_sided:.1%}), its saving is established and no other check fails; it REJECTs when the "
-            "whole CI lies below -margin or the saving is established short of min_saving. A cost saving is "
-            f"established when the lower bound of its paired {level} lies at or above min_saving (short of it: the "
-            "upper bound below); a p95 saving is established by a trusted measurement. min_delta does not apply.")
+            "whole CI lies below -margin or the saving is established short of min_saving. A saving (on cost, or "
+            f"on p95 latency over the timed queries) is established when the lower bound of its paired {level} lies "
+            "at or above min_saving (short of it: the upper bound below), on trusted measurements. min_delta does "
+            "not apply.")
 
 
 def noninferiority_rows(verdicts: Mapping[str, Any]) -> list[list[str]]:

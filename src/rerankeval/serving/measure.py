@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..core.errors import ScoringFailure
 from ..core.io import read_json
@@ -119,6 +120,8 @@ def measure_latency(system: System, queries: Sequence[QueryCandidates], settings
         "source": SOURCE_IN_PROCESS, "queries": len(timed), "warmup_queries": len(warmup),
         "repeats": settings.repeats, "samples": len(every_cpu), "failures": failures,
         **percentiles_ms(chosen.wall_s), "verdict_round": quietest,
+        # the verdict round's own times, by query: what a p95 saving's CI resamples, paired with the other system's
+        "wall_ms_by_query": {query.query_id: round(1000 * seconds, 3) for query, seconds in zip(timed, chosen.wall_s)},
         "p95_ms_by_round": round_p95,
         "p95_spread_ms": float(max(round_p95) - min(round_p95)),
         **percentiles_ms(every_cpu, "cpu_"),
@@ -184,6 +187,20 @@ def loadtest_p95(loadtest: Mapping[str, Any] | None, system: str) -> float | Non
         return None
     level = next((row for row in loadtest["levels"] if row["concurrency"] == loadtest["pareto_concurrency"]), None)
     return None if level is None else level["p95_ms"]
+
+
+def verdict_times_by_query(measurement_pattern: str, loadtest_path: str | Path | None, systems: Sequence[str]
+                           ) -> dict[str, pd.Series]:
+    """Each system's per-query wall times (ms, indexed by query id) of the round its verdict p95 comes from; none for
+    a system the load test decided (its p95 is the served one) or a measurement made before they were kept."""
+    loadtest = read_json(loadtest_path) if loadtest_path and Path(loadtest_path).exists() else None
+    found = {}
+    for system in systems:
+        if loadtest_p95(loadtest, system) is None:
+            measured = read_json(measurement_pattern.replace("{system}", system))
+            if measured.get("wall_ms_by_query"):
+                found[system] = pd.Series(measured["wall_ms_by_query"], dtype=np.float64)
+    return found
 
 
 def verdict_latencies(measurement_pattern: str, loadtest_path: str | Path | None, systems: Sequence[str]

@@ -25,7 +25,7 @@ from .evidence import adjusted_confidence, release_evidence, slices_that_can_rej
 from .family import procedure, simultaneous_intervals
 from .resampling import Intervals
 from .power import power_statement
-from .saving import cost_saving
+from .saving import SavingInterval, cost_saving, p95_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
 from .guardrails import guardrail_evidence, guardrail_table
@@ -62,6 +62,9 @@ class RunFacts:
     """Per LLM reranker: (calls whose output was invalid, calls), from its run's ``describe`` (``systems.llm``)."""
     served_parity: Mapping[str, ParityEvidence] = field(default_factory=dict)
     """Per served system declared in ``compare.served_parity``: its scores against its in-process reference."""
+    latency_by_query: Mapping[str, pd.Series] = field(default_factory=dict)
+    """Per system, the per-query wall ms of the round its ``latency_p95_ms`` comes from (indexed by query id): what a
+    ``saving_on: latency_p95`` claim's CI resamples (``stats.saving.p95_saving``)."""
     coverage: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Per external run (a ``trec_run`` system): (reranked queries its run ranked, reranked queries); the rule's
     ``min_run_coverage`` applies to it on either side of a pair."""
@@ -450,17 +453,25 @@ def saving_evidence(claim: ReleaseClaim, challenger: str, reference: str, facts:
         return None
     if claim.saving_on == "latency_p95":
         figures, untrusted = facts.latency_p95_ms, facts.latency_untrusted
+        times = (facts.latency_by_query.get(challenger), facts.latency_by_query.get(reference))
+        found = None if times[0] is None or times[1] is None else p95_saving(
+            *times, **settings.resampling(with_method=False))
         return SavingEvidence(claim.saving_on, reference, figures.get(challenger), figures.get(reference),
-                              untrusted.get(challenger), untrusted.get(reference))
+                              untrusted.get(challenger), untrusted.get(reference), _stored(found))
     seconds = (facts.cost_seconds.get(challenger), facts.cost_seconds.get(reference))
     found = None if seconds[0] is None or seconds[1] is None else cost_saving(
         *seconds, **settings.resampling(with_method=False))
     if found is None:
         return SavingEvidence(claim.saving_on, reference, None, None)
-    # Decided on the stored numbers (6 decimals), as the delta: the reasons' text and verdicts.json agree.
-    found = replace(found, **{name: round(getattr(found, name), 6)
-                              for name in ("estimate", "low", "high", "challenger_mean", "reference_mean")})
+    found = _stored(found)
     return SavingEvidence(claim.saving_on, reference, found.challenger_mean, found.reference_mean, interval=found)
+
+
+def _stored(found: SavingInterval | None) -> SavingInterval | None:
+    """Decided on the stored numbers (6 decimals), as the delta: the reasons' text and verdicts.json agree."""
+    return None if found is None else replace(found, **{
+        name: round(getattr(found, name), 6) for name in ("estimate", "low", "high", "challenger_mean",
+                                                          "reference_mean")})
 
 
 def _finite_or_none(value: float | None) -> float | None:

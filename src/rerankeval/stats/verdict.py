@@ -142,7 +142,8 @@ class UnjudgedEvidence:
 class SavingEvidence:
     """What a non-inferiority claim saves: ``measure`` (``latency_p95`` in ms, ``cost`` in cold seconds per query) of
     the challenger and of ``against`` (None: not measured); ``*_untrusted``: why that figure may be the load's.
-    ``interval``: the cost saving with its CI over the paired queries (``cost`` only; None: not measured)."""
+    ``interval``: the saving with its CI over the paired queries (None: not measured, or for ``latency_p95`` a
+    measurement that kept no per-query times)."""
 
     measure: str
     against: str
@@ -358,23 +359,31 @@ def _noninferiority(margin: float, primary: DeltaEvidence) -> list[Check]:
 
 
 def _saving_checks(claim: ReleaseClaim, saving: SavingEvidence | None) -> list[Check]:
-    """The claim's saving: on cost by its CI (``_cost_saving_check``); on p95 latency by the two figures, where an
-    outcome the machine's load may have decided only blocks ACCEPT: a failure with a loaded measurement, or a pass
-    against a loaded reference (load only adds time, so a loaded challenger that passes still passes)."""
+    """The claim's saving: on cost by its CI (``_interval_saving_check``); on p95 latency by its CI too where the
+    measurements kept their per-query times (else by the two figures), where an outcome the machine's load may have
+    decided only blocks ACCEPT: a failure with a loaded measurement, or a pass against a loaded reference (load only
+    adds time, so a loaded challenger that passes still passes)."""
     if claim.claim != "noninferior" or claim.min_saving is None:
         return []
     if claim.saving_on == "cost":
         if saving is None or saving.interval is None:
             return [_saving_unmeasured(claim.min_saving, "cost (cold s per query)")]
-        return [_cost_saving_check(claim.min_saving, saving.against, saving.interval)]
+        return [_interval_saving_check(claim.min_saving, saving.against, saving.interval,
+                                       "cost (cold s per query)", "s", ".4f")]
     what = "p95 latency"
     if saving is None or saving.challenger is None or saving.reference is None:
         return [_saving_unmeasured(claim.min_saving, what)]
-    limit = saving.reference * (1 - claim.min_saving)
-    passed = saving.challenger <= limit
-    message = (f"saving on {what}: challenger {saving.challenger:.1f} ms "
-               f"{'within' if passed else 'exceeds'} {saving.against} {saving.reference:.1f} ms x "
-               f"(1 - {claim.min_saving:g}) = {limit:.1f} ms")
+    if saving.interval is not None:  # the per-query times are kept: decided by the saving's CI, as on cost
+        check = _interval_saving_check(claim.min_saving, saving.against, saving.interval, what, "ms", ".1f")
+        passed, message = check.passed, check.message
+        if not check.hard:
+            return [check]
+    else:
+        limit = saving.reference * (1 - claim.min_saving)
+        passed = saving.challenger <= limit
+        message = (f"saving on {what}: challenger {saving.challenger:.1f} ms "
+                   f"{'within' if passed else 'exceeds'} {saving.against} {saving.reference:.1f} ms x "
+                   f"(1 - {claim.min_saving:g}) = {limit:.1f} ms")
     untrusted = [f"{side} {why}" for side, why, matters in (
         ("challenger", saving.challenger_untrusted, not passed), (saving.against, saving.reference_untrusted, True))
         if why is not None and matters]
@@ -389,13 +398,14 @@ def _saving_unmeasured(min_saving: float, what: str) -> Check:
                                                   "challenger or the compared system was not timed")
 
 
-def _cost_saving_check(min_saving: float, against: str, interval: SavingInterval) -> Check:
+def _interval_saving_check(min_saving: float, against: str, interval: SavingInterval, what: str, unit: str,
+                           form: str) -> Check:
     """Established (the CI's lower bound reaches ``min_saving``) passes, established short of it (the upper bound
     below) REJECTs, a CI that includes it only blocks ACCEPT: each bound is one-sided at (1 - c) / 2, as the claim's
-    Δ test."""
-    head = (f"saving on cost (cold s per query) vs {against}: {interval.estimate:.1%}, {ci_label(interval.confidence)} "
+    Δ test. ``what`` the saving is on, each side's figure in ``unit`` written with ``form``."""
+    head = (f"saving on {what} vs {against}: {interval.estimate:.1%}, {ci_label(interval.confidence)} "
             f"[{interval.low:.1%}, {interval.high:.1%}] over {interval.queries} paired queries "
-            f"({interval.challenger_mean:.4f} s vs {interval.reference_mean:.4f} s)")
+            f"({interval.challenger_mean:{form}} {unit} vs {interval.reference_mean:{form}} {unit})")
     required = _share(min_saving)
     if interval.low >= min_saving:
         return Check("saving", True, True, f"{head}: established at {required} (lower bound reaches it)")
