@@ -34,8 +34,10 @@ def commands(text: str) -> list[str]:
     return found
 
 
-PLACEHOLDERS = [(re.compile(r"<[^>]+>"), "placeholder"), (re.compile(r"@systems\.NAME\b"), "@systems.bm25")]
-"""What a page writes for the user to fill in, and a value that composes in its place."""
+PLACEHOLDERS = [(re.compile(r"<[^>]+>"), "placeholder"), (re.compile(r"@systems\.NAME\b"), "@systems.bm25"),
+                (re.compile(r"=my_reranker\b"), "=ce_minilm_ft")]
+"""What a page writes for the user to fill in (or, ``my_reranker``, the system file it has the user write), and a
+value that composes in its place."""
 
 
 def overrides(command: str) -> list[list[str]]:

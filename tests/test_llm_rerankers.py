@@ -196,6 +196,39 @@ def test_pointwise_reads_logprobs_and_falls_back_to_the_parsed_label(tmp_path):
         assert frame_plain.set_index("doc_id")["score"]["d5"] == 1.0
 
 
+def test_pointwise_with_graded_labels_scores_the_expected_grade(tmp_path):
+    def responder(messages):
+        assert "Grade (0, 1, 2 or 3):" in messages[-1]["content"]
+        passage = re.search(r"Passage: passage (\d+)", messages[-1]["content"]).group(1)
+        if passage == "5":
+            return {"text": "3", "top_logprobs": [("3", -0.2), ("2", -1.8), ("yes", -3.0)]}
+        if passage == "6":
+            return "Grade: n/a"  # no label: the middle of the range, counted
+        return {"text": "0", "top_logprobs": [("0", -0.1), ("1", -2.5)]}
+
+    graded = {"grades": {"0": 0, "1": 1, "2": 2, "3": 3}, "template": "conf/prompts/llm_pointwise_graded_v1.txt"}
+    with FakeOpenAI(responder=responder) as server:
+        system, frame, _ = run(config(server, tmp_path, kind="llm_pointwise", **graded))
+        scores = frame.set_index("doc_id")["score"]
+        p3, p2 = np.exp(-0.2), np.exp(-1.8)  # "yes" is no label of this scale
+        assert scores["d5"] == pytest.approx((3 * p3 + 2 * p2) / (p3 + p2), abs=1e-6)
+        assert scores["d0"] == pytest.approx(np.exp(-2.5) / (np.exp(-0.1) + np.exp(-2.5)), abs=1e-6)
+        assert scores["d6"] == 1.5 and frame["doc_id"].iloc[0] == "d5"
+        described = system.describe()
+        assert described["grades"] == graded["grades"] and "yes_words" not in described
+        assert described["invalid_outputs"]["by_reason"] == {"unreadable_label": 1}
+        parsed, frame_parsed, _ = run(config(server, tmp_path / "parsed", kind="llm_pointwise", top_logprobs=0,
+                                             **graded))
+        assert frame_parsed.set_index("doc_id")["score"]["d5"] == 3.0
+        assert parsed.describe()["score_from"] == {"parsed label": 6, "unreadable": 1}
+    with pytest.raises(ConfigError, match="grades replaces yes_words and no_words"):
+        build_system("bad", {**config(server, tmp_path, kind="llm_pointwise", **graded), "yes_words": ["yes"]},
+                     BuildContext())
+    with pytest.raises(ConfigError, match="at least two distinct finite grades"):
+        build_system("bad", {**config(server, tmp_path, kind="llm_pointwise"), "grades": {"a": 1, "b": 1}},
+                     BuildContext())
+
+
 def test_a_model_answering_in_another_language_is_counted_or_read_in_that_language(tmp_path):
     def korean(messages):  # "아니요" (no) first, then an English word that must not decide
         passage = re.search(r"Passage: passage (\d+)", messages[-1]["content"]).group(1)

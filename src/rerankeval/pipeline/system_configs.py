@@ -62,7 +62,7 @@ def check_first_stage_reads(params: Params, configs: dict[str, SystemConfig], ca
             raise ConfigError(
                 f"{params.source}: systems.{name}{setting} reads the candidates' BM25 or dense ranking, but the "
                 f"candidates come from the {source['kind']} source ({source.get('file', '')}), which has neither. "
-                f"Fix: drop the system (remove it from conf/config.yaml's defaults, or `dvc exp run -S "
+                f"Fix: drop the system (remove it from its set's defaults in conf/system_set/, or `dvc exp run -S "
                 f"'~system@systems.{name}'`), or use retrieval=hybrid.")
 
 
