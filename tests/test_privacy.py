@@ -149,10 +149,11 @@ def test_the_stage_logs_are_redacted(tmp_path):
 
 
 def test_nothing_written_for_people_holds_the_planted_personal_data():
-    """The demo's reports, site, compare and verdict files, judging queue and caches (after `make demo`) name the two
+    """The demo's reports (the online readouts and shadow replay included), site, compare and verdict files, judging
+    queue, caches (pair scores, LLM replies), latency measurements and sweeps (after `make demo`) name the two
     questions but show neither their e-mail address, phone number nor resident registration number."""
-    written = [path for folder in ("reports", "data/score_cache", "data/runs", "data/contexts", "data/answers",
-                                   "data/eval", "logs")
+    written = [path for folder in ("reports", "data/score_cache", "data/generation_cache", "data/runs",
+                                   "data/contexts", "data/answers", "data/eval", "data/latency", "data/sweeps", "logs")
                for path in (REPO / folder).rglob("*") if path.is_file()]
     assert any(path.name == "explorer.html" for path in written) and any(path.suffix == ".tsv" for path in written)
     for path in written:
