@@ -2,6 +2,8 @@
 its ties, its set measures and geometric means, unj_k and -n. Each fixture says where its expected value comes from:
 pytrec_eval (trec_eval 9.0.8's code) where the two versions agree and pytrec_eval has the measure, by hand where not."""
 
+import json
+
 import pytest
 
 from test_cli_evaluate import parse, rerankeval
@@ -199,3 +201,30 @@ def test_a_bad_parameter_is_refused_by_name(tmp_path):
     assert result.returncode != 0 and "relative_P" in result.stderr and "Traceback" not in result.stderr
     result = rerankeval("trec_eval", "-m", "utility.1,2", *files, check=False)
     assert result.returncode != 0 and "4 weights" in result.stderr and "Traceback" not in result.stderr
+
+
+TREC_EVAL_OWN = ("num_ret", "num_rel", "num_rel_ret", "gm_map", "gm_bpref", "iprec_at_recall", "11pt_avg", "infAP",
+                 "Rprec_mult", "utility", "binG", "G", "ndcg_rel", "Rndcg", "relative_P", "set_relative_P",
+                 "num_nonrel_judged_ret", "rbp", "rbp_resid")
+"""all_trec's measures that are no measure family here, a number per query (runid, num_q and relstring are not)."""
+
+
+def test_evaluate_accepts_trec_eval_s_own_measures_and_gives_trec_eval_s_values(tmp_path):
+    """`rerankeval evaluate -m NAME` for trec_eval's own numbers: each query's value and the summary (counts summed,
+    gm_* geometric, the rest averaged) equal `rerankeval trec_eval -q` at 9.0.8's ties (the engine's)."""
+    files = write(tmp_path, *random_collection(3))
+    names = [item for name in TREC_EVAL_OWN for item in ("-m", name)]
+    ours = parse(rerankeval("evaluate", "--qrels", files[0], "--run", files[1], "-q", *names).stdout)
+    theirs = parse(rerankeval("trec_eval", "-q", "--trec-eval-version", "9.0.8", *names, *files).stdout)
+    assert set(ours) == set(theirs) | {("num_q", "all")} and len(theirs) > 100
+    assert all(ours[key] == pytest.approx(value, abs=1e-4) for key, value in theirs.items())
+    assert ours["num_ret", "all"] == sum(value for (name, query), value in ours.items()
+                                         if name == "num_ret" and query != "all")  # summed, as trec_eval sums
+    described = json.loads(rerankeval("evaluate", "--qrels", files[0], "--run", files[1], "-m", "gm_map", "-m",
+                                      "num_ret", "-m", "map", "--json").stdout)["r.txt"]
+    assert described["measures"] == {"gm_map": "gm_map", "num_ret": "num_ret", "map": "AP"}
+    assert described["all"]["num_ret"] == ours["num_ret", "all"]
+    assert described["all"]["gm_map"] == pytest.approx(ours["gm_map", "all"], abs=1e-4)
+    for named in ("relstring", "runid", "all_trec"):  # not a number per query: the command that prints it is named
+        refused = rerankeval("evaluate", "--qrels", files[0], "--run", files[1], "-m", named, check=False)
+        assert refused.returncode == 2 and f"rerankeval trec_eval -m {named}" in refused.stderr

@@ -48,6 +48,23 @@ def _measures(text: str) -> list[tuple[str, object]]:
     return [_measure(f"{listed['head']}_{cut}") for cut in listed["cuts"].split(",")]
 
 
+def _evaluate_measures(text: str) -> list[tuple[str, object]]:
+    """``evaluate -m``'s value: a measure of rerankeval's (``_measures``), or one of trec_eval's own that is a number
+    per query (a count, a geometric mean, a measure of ``eval.trec_lists``: ``num_ret``, ``gm_map``, ``infAP``,
+    ``iprec_at_recall``, ``11pt_avg``, ``utility.1,-1,0,0``, ...), computed as ``rerankeval trec_eval`` computes it.
+    ``runid``, ``relstring`` and the measure sets are refused with the command that prints them."""
+    try:
+        return _measures(text)
+    except argparse.ArgumentTypeError as refused:
+        head = text.strip()
+        if head.split(".")[0] in ("runid", "num_q", "relstring") or head in MEASURE_SETS:
+            raise refused
+        try:
+            return _trec_eval_measures(head)
+        except (argparse.ArgumentTypeError, ValueError):
+            raise refused from None
+
+
 DEFAULT_MEASURES = ("map", "Rprec", "bpref", "recip_rank", "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200",
                     "P_500", "P_1000")
 """Without --metric: trec_eval's default summary measures that are measure families here (`rerankeval trec_eval`
@@ -65,9 +82,11 @@ order and named as trec_eval prints them."""
             help="TREC run or Parquet run (query_id, doc_id, rank or score[, fused_rank]); repeat for several runs",
         ),
         _argument(
-            "-m", "--metric", action="extend", type=_measures, metavar="MEASURE", dest="measures",
+            "-m", "--metric", action="extend", type=_evaluate_measures, metavar="MEASURE", dest="measures",
             help="e.g. nDCG@10, MRR@10, AP, nDCG@10[gain=exp], or trec_eval's name (ndcg_cut_10, ndcg_cut.10, map, "
-                 "recip_rank, P_10, or a list of cutoffs: P.5,10,20); printed as given; repeat for several "
+                 "recip_rank, P_10, or a list of cutoffs: P.5,10,20; and trec_eval's own per-query numbers: num_ret, "
+                 "num_rel, num_rel_ret, gm_map, infAP, iprec_at_recall, 11pt_avg, utility.1,-1,0,0, ..., summarised "
+                 "as trec_eval does: counts summed, gm_* geometric); printed as given; repeat for several "
                  "(`rerankeval --help` lists all). Default: "
                  f"trec_eval's default summary measures that rerankeval computes ({' '.join(DEFAULT_MEASURES)})",
         ),
@@ -88,33 +107,63 @@ order and named as trec_eval prints them."""
     ],
 )
 def _evaluate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from ..data.trec import read_qrels, read_run
+    from ..eval.counts import GEOMETRIC
     from ..eval.engine import evaluate
+    from ..eval.measures import Measure
+    from ..eval.ranks import trec_eval_ranks
 
     asked = dict(args.measures or [_measure(name) for name in DEFAULT_MEASURES])
+    # trec_eval's own numbers (counts, geometric means, eval.trec_lists) are computed as `rerankeval trec_eval`
+    # computes them, on the run ranked as the engine ranks it (trec_eval 9.0.8's ties)
+    own = {name: measure for name, measure in asked.items() if isinstance(measure, Measure) and name not in GEOMETRIC}
+    theirs = {name: measure for name, measure in asked.items() if name not in own}
     qrels = read_qrels(args.qrels)
-    results = {}
+    relevant = set(map(str, qrels.loc[qrels["relevance"] >= 1, "query_id"]))
+    results, summaries = {}, {}
     for label, path in zip(_run_labels(args.runs), args.runs):
         run = read_run(path)
         queries = _query_set(run, qrels, path, args.qrels, args.complete)
-        values = evaluate(run, qrels, asked.values(), queries=queries, no_relevant=args.no_relevant)
-        if values.empty:
+        kept = [query for query in queries if args.no_relevant == "zero" or query in relevant]
+        if not kept:
             raise ValueError(
                 f"no query to evaluate for {path}: none of its judged queries has a relevant document"
                 " (--no-relevant zero counts queries without one)"
             )
-        values = values.assign(**{name: values[str(measure)] for name, measure in asked.items()})[list(asked)]
+        columns = []
+        if own:
+            values = evaluate(run, qrels, own.values(), queries=kept, no_relevant=args.no_relevant)
+            columns.append(values.assign(**{name: values[str(m)] for name, m in own.items()})[list(own)])
+        if theirs:
+            table, summed, _ = _trec_eval_table(trec_eval_ranks(run, "9.0.8"), qrels, kept, theirs, level=None,
+                                                judged_only=False, version="9.0.8", num_docs=0)
+            columns.append(table)
+            summaries.update({name: "sum" for name in summed} | {name: "geometric" for name in theirs
+                                                                  if name in GEOMETRIC})
+        values = pd.concat(columns, axis=1)[list(asked)].astype(float)
         _warn_of_zeros(values, run, qrels, path, args)
         results[label] = values
     if args.json:
-        print(json.dumps({label: _as_json(values, args.per_query, asked) for label, values in results.items()},
-                         indent=2))
+        print(json.dumps({label: _as_json(values, args.per_query, asked, summaries)
+                          for label, values in results.items()}, indent=2))
     else:
         for label, values in results.items():
             if len(results) > 1:
                 print(f"# run: {label}")
-            print(_as_trec_eval_lines(values, args.per_query))
+            print(_as_trec_eval_lines(values, args.per_query, summaries))
     return 0
+
+
+def _summary(values, summaries: dict[str, str]) -> dict[str, float]:
+    """Each measure's value over the queries as trec_eval summarises it: the mean; a count's sum; a geometric mean's
+    exp of the mean logarithm (its column holds the logarithms)."""
+    from ..eval.counts import geometric_summary
+
+    rules = {"sum": lambda column: float(column.sum()), "geometric": geometric_summary}
+    return {name: rules.get(summaries.get(name), lambda column: float(column.mean()))(values[name])
+            for name in values.columns}
 
 
 FEW_SHARED = 0.5
@@ -187,28 +236,37 @@ def _run_labels(paths: Sequence[str]) -> list[str]:
     return names if len(set(names)) == len(names) else list(paths)
 
 
-def _as_json(values, per_query: bool, asked: dict[str, object]) -> dict:
+def _as_json(values, per_query: bool, asked: dict[str, object], summaries: dict[str, str]) -> dict:
     """Values keyed by the measures as asked; ``measures`` maps each to its canonical name (MRR@10 -> RR@10),
     ``ir_measures`` to its name in ir_measures (``P@5[rel=2]`` -> ``P(rel=2)@5``; null where ir_measures has none)."""
-    from ..eval.measures import ir_measures_name
+    from ..eval.measures import Measure, ir_measures_name
 
-    result = {"num_q": len(values), "measures": {name: str(measure) for name, measure in asked.items()},
-              "ir_measures": {name: ir_measures_name(measure) for name, measure in asked.items()},
-              "all": {name: float(value) for name, value in values.mean().items()}}
+    # trec_eval's own numbers (a count, a geometric mean, eval.trec_lists) keep trec_eval's name
+    ours = {name: measure for name, measure in asked.items() if isinstance(measure, Measure) and name not in summaries}
+    result = {"num_q": len(values),
+              "measures": {name: str(ours[name]) if name in ours else name for name in asked},
+              "ir_measures": {name: ir_measures_name(ours[name]) if name in ours else None for name in asked},
+              "all": _summary(values, summaries)}
     if per_query:
         result["per_query"] = {
-            query: {name: float(value) for name, value in row.items()} for query, row in values.iterrows()
+            query: {name: float(value) for name, value in row.items() if summaries.get(name) != "geometric"}
+            for query, row in values.iterrows()
         }
     return result
 
 
-def _as_trec_eval_lines(values, per_query: bool) -> str:
+def _as_trec_eval_lines(values, per_query: bool, summaries: dict[str, str]) -> str:
+    """trec_eval's lines: a count as an integer, no query's geometric mean (trec_eval prints none)."""
+    def number(name: str, value: float) -> str:
+        return str(int(value)) if summaries.get(name) == "sum" else f"{value:.4f}"
+
     lines = []
     if per_query:
         for query, row in values.iterrows():
-            lines += [f"{name:<22}\t{query}\t{value:.4f}" for name, value in row.items()]
+            lines += [f"{name:<22}\t{query}\t{number(name, value)}" for name, value in row.items()
+                      if summaries.get(name) != "geometric"]
     lines.append(f"{'num_q':<22}\tall\t{len(values)}")
-    lines += [f"{name:<22}\tall\t{value:.4f}" for name, value in values.mean().items()]
+    lines += [f"{name:<22}\tall\t{number(name, value)}" for name, value in _summary(values, summaries).items()]
     return "\n".join(lines)
 
 
@@ -308,15 +366,10 @@ def _trec_number(value: float) -> str:
     ],
 )
 def _trec_eval(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    import pandas as pd
-
     from ..data.trec import read_qrels, read_run, run_tag
-    from ..eval.counts import GEOMETRIC, geometric_summary, geometric_terms, trec_eval_counts
-    from ..eval.engine import evaluate
+    from ..eval.counts import GEOMETRIC, geometric_summary
     from ..eval.ranks import trec_eval_ranks
-    from ..eval.trec_lists import ListMeasure, list_values, ranked_grades, summary_of
+    from ..eval.trec_lists import ListMeasure
 
     if args.max_docs is not None and args.max_docs < 1:
         raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
@@ -331,36 +384,13 @@ def _trec_eval(args: argparse.Namespace) -> int:
     asked = {name if isinstance(measure, ListMeasure) else re.sub(r"\.(\d+)$", r"_\1", name): measure
              for name, measure in asked.items()}  # P.5 prints P_5
     order = sorted(asked, key=_printing_order)
-    level = 1 if args.level is None else args.level
-    families = {}
-    for name, measure in asked.items():  # -l and -J are conventions of the measure: its rel and judged_only
-        if measure is None or isinstance(measure, ListMeasure):
-            continue
-        parameters = measure.family.parameters
-        if args.level is not None and "rel" in parameters:
-            measure = dataclasses.replace(measure, rel=args.level)
-        if args.judged_only and "judged_only" in parameters:
-            measure = dataclasses.replace(measure, judged_only=True)
-        families[name] = measure
     qrels, run = read_qrels(args.qrels), trec_eval_ranks(read_run(args.run_file), args.version)
     if args.max_docs is not None:
         run = run[run["rank"] <= args.max_docs]
     queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
-    columns = []
-    if families:
-        values = evaluate(run, qrels, families.values(), queries=queries, no_relevant="zero")
-        columns.append(pd.DataFrame({name: geometric_terms(values[str(m)]) if name in GEOMETRIC else values[str(m)]
-                                     for name, m in families.items()}))
-    counted = [name for name in asked if name in COUNTS]
-    if counted:
-        columns.append(trec_eval_counts(run, qrels, queries, level, args.judged_only)[counted])
-    listed = list(dict.fromkeys(m for m in asked.values() if isinstance(m, ListMeasure)))
-    if listed:
-        lists = ranked_grades(run, qrels, queries, args.judged_only)
-        columns.append(list_values(lists, listed, level, args.version, args.num_docs))
-    table = pd.concat(columns, axis=1).reindex(queries) if columns else pd.DataFrame(index=queries)
-    summed = {*counted, *(c for m in listed if summary_of(m) == "sum" for c in m.columns())}
-    per_query_only = {c for m in listed if summary_of(m) == "none" for c in m.columns()}
+    table, summed, per_query_only = _trec_eval_table(run, qrels, queries, asked, level=args.level,
+                                                     judged_only=args.judged_only, version=args.version,
+                                                     num_docs=args.num_docs)
 
     def cell(name: str, value) -> str:
         if name in per_query_only:
@@ -385,6 +415,48 @@ def _trec_eval(args: argparse.Namespace) -> int:
                 lines.append(f"{name:<22}\tall\t{_trec_number(float(table[name].astype(float).mean(skipna=False)))}")
     print("\n".join(lines))
     return 0
+
+
+def _trec_eval_table(run, qrels, queries: list[str], asked: dict[str, object], *, level: int | None,
+                     judged_only: bool, version: str, num_docs: int):
+    """trec_eval's per-query values of ``asked`` (printed name -> what computes it, ``_trec_eval_measures``) on
+    ``run`` (ranked as trec_eval ranks it) over ``queries``, a column per name (a geometric mean's column holds its
+    per-query logarithms), and the names trec_eval sums over the queries and prints per query only. ``level`` (-l)
+    and ``judged_only`` (-J) are conventions of each measure: its rel and judged_only."""
+    import dataclasses
+
+    import pandas as pd
+
+    from ..eval.counts import GEOMETRIC, geometric_terms, trec_eval_counts
+    from ..eval.engine import evaluate
+    from ..eval.trec_lists import ListMeasure, list_values, ranked_grades, summary_of
+
+    families = {}
+    for name, measure in asked.items():
+        if measure is None or isinstance(measure, ListMeasure):
+            continue
+        parameters = measure.family.parameters
+        if level is not None and "rel" in parameters:
+            measure = dataclasses.replace(measure, rel=level)
+        if judged_only and "judged_only" in parameters:
+            measure = dataclasses.replace(measure, judged_only=True)
+        families[name] = measure
+    columns = []
+    if families:
+        values = evaluate(run, qrels, families.values(), queries=queries, no_relevant="zero")
+        columns.append(pd.DataFrame({name: geometric_terms(values[str(m)]) if name in GEOMETRIC else values[str(m)]
+                                     for name, m in families.items()}))
+    counted = [name for name in asked if name in COUNTS]
+    if counted:
+        columns.append(trec_eval_counts(run, qrels, queries, 1 if level is None else level, judged_only)[counted])
+    listed = list(dict.fromkeys(m for m in asked.values() if isinstance(m, ListMeasure)))
+    if listed:
+        lists = ranked_grades(run, qrels, queries, judged_only)
+        columns.append(list_values(lists, listed, 1 if level is None else level, version, num_docs))
+    table = pd.concat(columns, axis=1).reindex(queries) if columns else pd.DataFrame(index=queries)
+    summed = {*counted, *(c for m in listed if summary_of(m) == "sum" for c in m.columns())}
+    per_query_only = {c for m in listed if summary_of(m) == "none" for c in m.columns()}
+    return table, summed, per_query_only
 
 
 def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
