@@ -41,7 +41,7 @@ def test_every_script_is_covered():
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
                "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
                "bench_shadow_served.py", "bench_llm_overhead.py",
-               "bench_llm_install.py", "bench_interleaving_null.py"}
+               "bench_llm_install.py", "bench_interleaving_null.py", "bench_production_baseline.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -145,6 +145,14 @@ def test_bench_pipeline_loop():
 def test_bench_stage_times_sums_the_latest_run_of_each_stage():
     out = run_script("bench_stage_times.py")
     assert "- - snapshot\n    - 1.0" in out and "- - rerank\n    - 5.0" in out and "- - total\n    - 6.0" in out
+
+
+@pytest.mark.skipif(not (ROOT / "reports" / "verdicts.json").exists() or not (ROOT / "data" / "eval").is_dir(),
+                    reason="needs the demo's outputs (`make demo`)")
+def test_bench_production_baseline_decides_every_system_against_production():
+    out = run_script("bench_production_baseline.py")
+    assert "against `ce_minilm_ft` as production" in out and "release vs ce_minilm_ft" in out
+    assert "`fusion`" in out and "`ce_minilm_ft`\n" not in out  # the first stage is a challenger, production is not
 
 
 def test_bench_family_error():

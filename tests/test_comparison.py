@@ -172,7 +172,7 @@ def test_an_external_run_that_ranks_too_few_queries_is_never_accepted_on_either_
                                             "min_run_coverage 50%") and verdict["decided_by"].endswith("blocks ACCEPT")
     _, baseline = compare(per_query(deltas), SLICES, SETTINGS, rule(), RunFacts(**facts, coverage={"fusion": (5, 40)}))
     assert baseline["verdicts"]["model"]["decision"] == "INCONCLUSIVE"
-    assert baseline["verdicts"]["model"]["decided_by"].startswith("the baseline's run ranks 5 of the 40")
+    assert baseline["verdicts"]["model"]["decided_by"].startswith("the compared system's run ranks 5 of the 40")
     # a looser rule accepts the same sparse run: the threshold is the rule's, not a constant
     _, loose = compare(per_query(deltas), SLICES, SETTINGS, rule(min_run_coverage=0.25),
                        RunFacts(**facts, coverage={"model": (12, 40)}))

@@ -67,6 +67,7 @@ def test_a_trec_run_with_documents_outside_the_candidates_is_counted_logged_and_
             coverage["missing_queries"]) == (3, evaluated_rows, 1, 1)
     reranked = set(load_candidates(paths.candidates, with_text=False)["query_id"]) - {"q6", "q7"}  # the test split
     assert coverage["queries"] == len(reranked)
+    assert coverage["ranked_queries"] == len(reranked) - 1  # q5 has no row; q0 and q1 name candidates besides others
 
     rerank.run(load_params(folder / "params.yaml"), paths, "fusion")
     warnings = _run_coverage_warnings({system: table_metadata(paths.run(system)) for system in ("fusion", "team")})

@@ -107,3 +107,21 @@ def test_every_stage_run_logs_its_wall_time_and_outcome(tmp_path, monkeypatch):
     logged = [json.loads(line) for line in (tmp_path / "logs" / "stage_times.jsonl").read_text().splitlines()]
     assert [(entry["stage"], entry["exit"]) for entry in logged] == [("snapshot", 0), ("rerank@x", 2)]
     assert all(entry["seconds"] >= 0 and entry["finished"].endswith("+00:00") for entry in logged)
+
+
+def test_a_stage_during_which_params_yaml_changed_fails_saying_so(tmp_path, monkeypatch):
+    """Another `dvc exp run` stashes and restores params.yaml before the workspace guard refuses it: a stage that ran
+    meanwhile fails (exit 2, and DVC records none of its outputs) instead of keeping outputs of other settings."""
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.pipeline import __main__ as entry
+
+    monkeypatch.setattr(entry, "PARAMS_FILE", tmp_path / "params.yaml")
+    (tmp_path / "params.yaml").write_text("x: 1\n")
+    monkeypatch.setattr(entry, "_run", lambda stage, system: None)
+    entry.run("snapshot", [])  # unchanged: nothing to say
+    monkeypatch.setattr(entry, "_run", lambda stage, system: (tmp_path / "params.yaml").write_text("x: 2\n"))
+    with pytest.raises(ConfigError, match=r"params.yaml changed while stage snapshot ran .*Fix: let the other run"):
+        entry.run("snapshot", [])
+    monkeypatch.setattr(entry, "STAGE_TIMES", tmp_path / "stage_times.jsonl")
+    monkeypatch.setattr(entry, "_run", lambda stage, system: (tmp_path / "params.yaml").write_text("x: 3\n"))
+    assert entry.run_stage("snapshot", lambda: entry.run("snapshot", [])) == 2  # a message and exit 2

@@ -152,7 +152,8 @@ def test_a_p95_saving_claim_gets_its_ci_from_the_measured_times_by_query(tmp_pat
     from rerankeval.serving.measure import verdict_latencies, verdict_times_by_query
 
     ids = QUERIES[:30]
-    for name, ms in (("prod", np.linspace(300, 500, 30)), ("new", np.linspace(120, 200, 30))):
+    noise = np.random.default_rng(5).uniform(0.8, 1.2, 30)  # not a constant ratio: the CI is an interval, not a point
+    for name, ms in (("prod", np.linspace(300, 500, 30)), ("new", np.linspace(120, 200, 30) * noise)):
         write_json(tmp_path / f"{name}.json", {"p95_ms": float(np.percentile(ms, 95)), "verdict_round": 0,
                                                 "queries": 30, "repeats": 1, "p95_ms_by_round": [1.0],
                                                 "other_cpus_by_round": [0.0], "cpus": 2, "cpu_p95_ms": 1.0,
@@ -166,8 +167,15 @@ def test_a_p95_saving_claim_gets_its_ci_from_the_measured_times_by_query(tmp_pat
                                       "saving_on": "latency_p95", "against": "prod"}})
     _, verdicts = compare(per_query(prod=PROD, new=PROD - 0.005), SLICES, config, config.release, facts)
     claimed = verdicts["verdicts_by_baseline"]["prod"]["new"]["saving"]
-    assert claimed["measure"] == "latency_p95" and claimed["estimate"] == pytest.approx(0.6)
-    assert claimed["queries"] == 30 and 0.2 < claimed["ci"][0] <= 0.6 <= claimed["ci"][1]
+    assert claimed["measure"] == "latency_p95" and claimed["queries"] == 30
+    assert claimed["estimate"] == pytest.approx(1 - p95["new"] / p95["prod"], abs=1e-6)
+    assert 0.2 < claimed["ci"][0] < claimed["estimate"] < claimed["ci"][1]
+    # one side measured without per-query times (an older measurement): decided by the two figures, no CI
+    del facts.latency_by_query["new"]
+    _, verdicts = compare(per_query(prod=PROD, new=PROD - 0.005), SLICES, config, config.release, facts)
+    figures = verdicts["verdicts_by_baseline"]["prod"]["new"]
+    assert "ci" not in figures["saving"] and figures["saving"]["challenger"] == pytest.approx(p95["new"], abs=1e-6)
+    assert figures["decision"] == "ACCEPT"  # within prod x (1 - 0.2) by the two figures
 
 
 def test_a_claim_for_a_system_this_run_lacks_decides_nothing_and_is_listed():

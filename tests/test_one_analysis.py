@@ -149,5 +149,5 @@ def test_per_comparison_inference_is_printed_as_what_it_is():
         assert by_itself["p_adjusted"] <= in_family["p_adjusted"]
     text = inference_text(alone)
     assert "each interval holds for its pair alone" in text and "whole family" not in text
-    assert "3 challengers" in text  # what no multiplicity control costs is stated, not hidden
+    assert "3 systems decided against `fusion`" in text  # what no multiplicity control costs is stated, not hidden
     assert "each interval holds for the whole family" in inference_text(family)

@@ -11,4 +11,4 @@ except ImportError:
     refuse_concurrent_run = None
 
 if refuse_concurrent_run is not None:
-    refuse_concurrent_run(Path.cwd())
+    refuse_concurrent_run(Path(__file__).resolve().parents[2])

@@ -47,8 +47,9 @@ NO_LABEL = "(none)"
                  help=f"a compared metric, repeat for several; the first decides the verdict (default {DEFAULT_METRIC})"),
         argument("--json", action="store_true", help="print JSON (each challenger's decision, CI and reasons)"),
         argument("--out", metavar="DIR",
-                 help="also write DIR/compare.json and DIR/verdicts.json, the compare stage's files (checked against "
-                      "docs/schemas/), for the same pages and tools to read"),
+                 help="also write DIR/compare.json and DIR/verdicts.json as the compare stage computes them, without "
+                      "what the stage adds from the pipeline's other outputs (checked against that part of its "
+                      "schema: stats.schema's ComparisonCore and DecisionCore)"),
         argument("--min-delta", type=float, default=DEFAULT_MIN_DELTA,
                  help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
         argument("--claim", choices=["superior", "noninferior"], default="superior",

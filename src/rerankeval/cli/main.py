@@ -113,11 +113,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..eval.counts import GEOMETRIC
     from ..eval.engine import evaluate
     from ..eval.measures import Measure
-    from ..eval.ranks import trec_eval_ranks
+    from ..eval.ranks import assign_ranks
 
     asked = dict(args.measures or [_measure(name) for name in DEFAULT_MEASURES])
     # trec_eval's own numbers (counts, geometric means, eval.trec_lists) are computed as `rerankeval trec_eval`
-    # computes them, on the run ranked as the engine ranks it (trec_eval 9.0.8's ties)
+    # computes them, on the run in the order the engine reads it (its rank column, else its scores with trec_eval
+    # 9.0.8's ties), so that every measure of one output reads one ordering
     own = {name: measure for name, measure in asked.items() if isinstance(measure, Measure) and name not in GEOMETRIC}
     theirs = {name: measure for name, measure in asked.items() if name not in own}
     qrels = read_qrels(args.qrels)
@@ -137,13 +138,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             values = evaluate(run, qrels, own.values(), queries=kept, no_relevant=args.no_relevant)
             columns.append(values.assign(**{name: values[str(m)] for name, m in own.items()})[list(own)])
         if theirs:
-            table, summed, _ = _trec_eval_table(trec_eval_ranks(run, "9.0.8"), qrels, kept, theirs, level=None,
+            table, summed, _ = _trec_eval_table(assign_ranks(run), qrels, kept, theirs, level=None,
                                                 judged_only=False, version="9.0.8", num_docs=0)
             columns.append(table)
             summaries.update({name: "sum" for name in summed} | {name: "geometric" for name in theirs
                                                                   if name in GEOMETRIC})
         values = pd.concat(columns, axis=1)[list(asked)].astype(float)
-        _warn_of_zeros(values, run, qrels, path, args)
+        _warn_of_zeros(values, run, qrels, path, args, summaries)
         results[label] = values
     if args.json:
         print(json.dumps({label: _as_json(values, args.per_query, asked, summaries)
@@ -170,7 +171,7 @@ FEW_SHARED = 0.5
 """A run sharing less than this share of the qrels' queries (or of its own) gets a warning."""
 
 
-def _warn_of_zeros(values, run, qrels, run_path: str, args: argparse.Namespace) -> None:
+def _warn_of_zeros(values, run, qrels, run_path: str, args: argparse.Namespace, summaries: dict[str, str]) -> None:
     """Say which averaged queries count 0 without a ranking to earn it (judged without a relevant document, or missing
     from the run with -c), and the first measure's mean over the others: the queries `rerankeval compare` and the
     pipeline's report average over (those of the run with a relevant document)."""
@@ -186,7 +187,8 @@ def _warn_of_zeros(values, run, qrels, run_path: str, args: argparse.Namespace) 
     first = values.columns[0]
     instead = (f"Over the {len(scored)} queries of the run with a relevant document (those `rerankeval compare` and "
                f"the pipeline's report average over; --no-relevant drop without -c), {first} is "
-               f"{values.loc[scored, first].mean():.4f} instead of {values[first].mean():.4f}." if scored
+               f"{_summary(values.loc[scored, [first]], summaries)[first]:.4f} instead of "
+               f"{_summary(values[[first]], summaries)[first]:.4f}." if scored
                else "No query of the run has a relevant document.")
     print(f"rerankeval evaluate: warning: {run_path}: of the {len(averaged)} averaged queries, {zeros}; they count 0, "
           f"as in trec_eval. {instead}", file=sys.stderr)

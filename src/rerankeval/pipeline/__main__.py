@@ -11,6 +11,7 @@ beside the outputs, not in them: a timing in an output would change its hash on 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -81,7 +82,29 @@ def stage_arguments(argv: list[str]) -> tuple[str, list[str]]:
     return stage, rest
 
 
+PARAMS_FILE = Path("params.yaml")
+
+
+def _params_digest() -> str | None:
+    try:
+        return hashlib.sha256(PARAMS_FILE.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def run(stage: str, system: list[str]) -> None:
+    """The stage, refused when params.yaml changed while it ran: another `dvc exp run` in this workspace stashes and
+    restores the tracked files before ``workspace.concurrency`` refuses it, and a stage that read params.yaml in
+    between read settings that are not its run's (DVC then records none of its outputs)."""
+    before = _params_digest()
+    _run(stage, system)
+    if _params_digest() != before:
+        raise ConfigError(f"{PARAMS_FILE} changed while stage {stage} ran (another `dvc exp run` or an edit in this "
+                          "workspace?), so its outputs may come from other settings than the ones DVC records. Fix: "
+                          "let the other run finish, then run this one again.")
+
+
+def _run(stage: str, system: list[str]) -> None:
     params = load_params(stage=stage)
     if system and STAGES[stage].each == "systems" and system[0] not in params.configured_systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "

@@ -173,14 +173,14 @@ def _finite(record: dict) -> dict:
 
 
 def run_coverage(paths: PipelinePaths, systems: list[str]) -> dict[str, tuple[int, int]]:
-    """Per external run (``systems.baselines.run_coverage`` in its rerank stage's metadata): (reranked queries its
-    run ranked, reranked queries)."""
+    """Per external run (``systems.baselines.run_coverage`` in its rerank stage's metadata): (reranked queries whose
+    run rows name at least one of their candidates, reranked queries)."""
     found = {}
     for system in systems:
         coverage = table_metadata(system_file(paths.run(SYSTEM_PLACEHOLDER), system)).get("describe", {}).get(
             "run_coverage")
-        if coverage and "queries" in coverage:
-            found[system] = (coverage["queries"] - coverage["missing_queries"], coverage["queries"])
+        if coverage and "ranked_queries" in coverage:
+            found[system] = (coverage["ranked_queries"], coverage["queries"])
     return found
 
 

@@ -19,7 +19,7 @@ from . import loadtest
 from .params import Params
 from .system_configs import first_seed_configs
 
-MEASUREMENT_VERSION = "latency/v2"
+MEASUREMENT_VERSION = "latency/v3"  # v3: the verdict round's per-query times (wall_ms_by_query)
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

@@ -160,7 +160,7 @@ def inference_text(verdicts: Mapping[str, Any]) -> str:
         challengers = len(verdicts["verdicts"])
         return (f"Family: {inference['release_family']}. Procedure: {inference['procedure']}: each interval holds "
                 f"for its pair alone, and excludes 0 exactly when its p is below {level:.2f}. With {challengers} "
-                f"challengers against `{verdicts['baseline']}` decided this way, the chance that some null challenger "
+                f"systems decided against `{verdicts['baseline']}` this way, the chance that some null one "
                 f"is wrongly decided exceeds each pair's own (simulated: "
                 + ", ".join(f"`{found['members'][0]}` {found['any_error']:.1%}" for found in alone)
                 + "); `compare.inference: family` controls it.")

@@ -447,8 +447,9 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
 
 def saving_evidence(claim: ReleaseClaim, challenger: str, reference: str, facts: RunFacts,
                     settings: CompareConfig) -> SavingEvidence | None:
-    """What a non-inferiority claim saves (None for any other claim): the two p95 latencies, or the cost saving with
-    its paired CI over the comparison's ``samples`` / ``seed`` / ``confidence`` (``stats.saving``)."""
+    """What a non-inferiority claim saves (None for any other claim): the two p95 latencies with the p95 saving's
+    paired CI where both measurements kept their per-query times, or the cost saving with its paired CI, each over
+    the comparison's ``samples`` / ``seed`` / ``confidence`` (``stats.saving``)."""
     if claim.claim != "noninferior":
         return None
     if claim.saving_on == "latency_p95":

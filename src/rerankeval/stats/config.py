@@ -98,8 +98,8 @@ class ReleaseRule(StrictConfig):
     label: ``systems.llm``); above it the system cannot be ACCEPTed. None skips it; systems without LLM calls pass."""
     min_run_coverage: float = Field(0.5, ge=0, le=1)
     """Smallest share of the reranked queries an external run (a ``trec_run`` system) must rank itself: below it the
-    rest keep the fused order, so the run's delta is mostly the baseline's and the system cannot be ACCEPTed (a
-    baseline below it cannot carry any decision). ``rerankeval compare --min-coverage`` refuses such a run."""
+    rest keep the fused order, so the run's delta is mostly the baseline's and the system cannot be ACCEPTed (nor
+    can any challenger of a baseline below it). ``rerankeval compare --min-coverage`` refuses such a run."""
     claims: dict[str, ReleaseClaim] = {}
 
     def claim_for(self, system: str, reference: str, baseline: str) -> ReleaseClaim:

@@ -44,7 +44,7 @@ def coverage_checks(rule: ReleaseRule, challenger: CoverageEvidence | None,
     order, so the delta is mostly that order against itself: the pair cannot be ACCEPTed. It does not REJECT on that
     alone."""
     checks = []
-    for side, found in (("the challenger's", challenger), ("the baseline's", reference)):
+    for side, found in (("the challenger's", challenger), ("the compared system's", reference)):
         if found is None or not found.queries:
             continue
         share = found.ranked / found.queries

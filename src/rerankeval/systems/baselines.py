@@ -109,7 +109,9 @@ def run_coverage(run: pd.DataFrame, scored: Sequence[QueryCandidates]) -> dict[s
             "depth": max((len(query.frame) for query in scored), default=0),
             "other_queries": len(other_ids), "other_query_rows": len(others),
             "other_query_examples": other_ids[:OTHER_QUERY_EXAMPLES],
-            "queries": len(evaluated), "missing_queries": len(evaluated - set(rows["query_id"]))}
+            "queries": len(evaluated), "missing_queries": len(evaluated - set(rows["query_id"])),
+            # queries whose run rows name at least one candidate: the others keep the fused order
+            "ranked_queries": int(found.loc[found["_merge"] == "both", "query_id"].nunique())}
 
 
 class RandomConfig(SystemConfig):

@@ -11,6 +11,11 @@ looks for another `dvc` process of this user whose working folder is this worksp
 ``WorkspaceBusy``, naming it. Queued experiments run in temporary copies and are not in the way; queueing while a
 run is reproducing in the workspace is refused too, since queueing writes the same params.yaml. Linux (``/proc``);
 elsewhere nothing is checked.
+
+DVC stashes the workspace's tracked files and restores them before it composes, so before this check runs:
+params.yaml is the committed one for that moment. A stage of the running pipeline that read it then is caught by the
+stage entry point (``pipeline.__main__``: params.yaml's digest at the stage's start and end differ) and fails,
+saying why; DVC records none of its outputs.
 """
 
 from __future__ import annotations
@@ -60,18 +65,25 @@ def composing_experiment(argv: Sequence[str]) -> bool:
     return words is not None and _command(words)[:2] == ["exp", "run"]
 
 
+def dvc_root(folder: Path) -> Path:
+    """The DVC project ``folder`` is in (the nearest folder up holding ``.dvc``), as DVC finds it from a subfolder;
+    ``folder`` itself outside any."""
+    folder = folder.resolve()
+    return next((parent for parent in (folder, *folder.parents) if (parent / ".dvc").is_dir()), folder)
+
+
 def other_runs(workspace: Path, proc: Path = Path("/proc")) -> list[tuple[int, str]]:
     """(pid, command line) of the other processes of this user reproducing stages in ``workspace``."""
     found = []
     if not proc.is_dir():
         return found
-    me, root = os.getpid(), workspace.resolve()
+    me, root = os.getpid(), dvc_root(workspace)
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
             argv = [part.decode(errors="replace") for part in (entry / "cmdline").read_bytes().split(b"\0") if part]
-            if not reproduces_here(argv) or Path(os.readlink(entry / "cwd")).resolve() != root:
+            if not reproduces_here(argv) or dvc_root(Path(os.readlink(entry / "cwd"))) != root:
                 continue
         except OSError:  # gone, or another user's
             continue
@@ -88,7 +100,9 @@ def refuse_concurrent_run(workspace: Path, argv: Sequence[str] = tuple(sys.argv)
     if busy:
         running = "; ".join(f"PID {pid}: {command}" for pid, command in busy)
         raise WorkspaceBusy(
-            f"{workspace}: another DVC run reproduces stages in this workspace ({running}). Starting this one would "
-            "rewrite its params.yaml under it, so nothing was changed. Fix: wait for it to finish, or queue this "
+            f"{dvc_root(workspace)}: another DVC run reproduces stages in this workspace ({running}). This one "
+            "would rewrite its params.yaml under it, so it stops before composing params.yaml (DVC has stashed and "
+            "restored the tracked files first; a stage of the running pipeline that read params.yaml meanwhile "
+            "fails, saying so). Fix: wait for it to finish, or queue this "
             "experiment once it has (`dvc exp run --queue -S ...`, then `dvc exp run --run-all`: queued runs work "
             "in temporary copies).")
