@@ -114,6 +114,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ..eval.engine import evaluate
     from ..eval.measures import Measure
     from ..eval.ranks import assign_ranks
+    from ..eval.trec_table import trec_eval_table
 
     asked = dict(args.measures or [_measure(name) for name in DEFAULT_MEASURES])
     # trec_eval's own numbers (counts, geometric means, eval.trec_lists) are computed as `rerankeval trec_eval`
@@ -138,7 +139,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             values = evaluate(run, qrels, own.values(), queries=kept, no_relevant=args.no_relevant)
             columns.append(values.assign(**{name: values[str(m)] for name, m in own.items()})[list(own)])
         if theirs:
-            table, summed, _ = _trec_eval_table(assign_ranks(run), qrels, kept, theirs, level=None,
+            table, summed, _ = trec_eval_table(assign_ranks(run), qrels, kept, theirs, level=None,
                                                 judged_only=False, version="9.0.8", num_docs=0)
             columns.append(table)
             summaries.update({name: "sum" for name in summed} | {name: "geometric" for name in theirs
@@ -296,16 +297,13 @@ DEFAULT_CUTOFFS = {"P": "5,10,15,20,30,100,200,500,1000", "recall": "5,10,15,20,
                    "success": "1,5,10", "unj": "5,10,20"}
 """trec_eval's default cut-offs of the measures rerankeval computes as measure families, named bare (``-m P``)."""
 
-COUNTS = ("num_ret", "num_rel", "num_rel_ret")
-"""trec_eval's counts per query, summed (not averaged) over the queries in its summary line."""
-
-
 def _trec_eval_measures(text: str) -> list[tuple[str, object]]:
     """``-m``'s value for ``rerankeval trec_eval`` as (printed name, what computes it): a measure set, a count, a
     geometric mean, a measure of ``eval.trec_lists`` (its ``ListMeasure``), ``runid``, ``num_q``, or a measure family
     (bare, with its default cut-offs, or with a comma list of them)."""
     from ..eval.counts import GEOMETRIC
     from ..eval.trec_lists import parse_list_measure
+    from ..eval.trec_table import COUNTS
 
     if text in MEASURE_SETS:
         return [found for name in MEASURE_SETS[text] for found in _trec_eval_measures(name)]
@@ -372,6 +370,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
     from ..eval.counts import GEOMETRIC, geometric_summary
     from ..eval.ranks import trec_eval_ranks
     from ..eval.trec_lists import ListMeasure
+    from ..eval.trec_table import trec_eval_table
 
     if args.max_docs is not None and args.max_docs < 1:
         raise ValueError(f"-M {args.max_docs}: the documents per query must be at least 1")
@@ -390,7 +389,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
     if args.max_docs is not None:
         run = run[run["rank"] <= args.max_docs]
     queries = _query_set(run, qrels, args.run_file, args.qrels, args.complete)
-    table, summed, per_query_only = _trec_eval_table(run, qrels, queries, asked, level=args.level,
+    table, summed, per_query_only = trec_eval_table(run, qrels, queries, asked, level=args.level,
                                                      judged_only=args.judged_only, version=args.version,
                                                      num_docs=args.num_docs)
 
@@ -417,48 +416,6 @@ def _trec_eval(args: argparse.Namespace) -> int:
                 lines.append(f"{name:<22}\tall\t{_trec_number(float(table[name].astype(float).mean(skipna=False)))}")
     print("\n".join(lines))
     return 0
-
-
-def _trec_eval_table(run, qrels, queries: list[str], asked: dict[str, object], *, level: int | None,
-                     judged_only: bool, version: str, num_docs: int):
-    """trec_eval's per-query values of ``asked`` (printed name -> what computes it, ``_trec_eval_measures``) on
-    ``run`` (ranked as trec_eval ranks it) over ``queries``, a column per name (a geometric mean's column holds its
-    per-query logarithms), and the names trec_eval sums over the queries and prints per query only. ``level`` (-l)
-    and ``judged_only`` (-J) are conventions of each measure: its rel and judged_only."""
-    import dataclasses
-
-    import pandas as pd
-
-    from ..eval.counts import GEOMETRIC, geometric_terms, trec_eval_counts
-    from ..eval.engine import evaluate
-    from ..eval.trec_lists import ListMeasure, list_values, ranked_grades, summary_of
-
-    families = {}
-    for name, measure in asked.items():
-        if measure is None or isinstance(measure, ListMeasure):
-            continue
-        parameters = measure.family.parameters
-        if level is not None and "rel" in parameters:
-            measure = dataclasses.replace(measure, rel=level)
-        if judged_only and "judged_only" in parameters:
-            measure = dataclasses.replace(measure, judged_only=True)
-        families[name] = measure
-    columns = []
-    if families:
-        values = evaluate(run, qrels, families.values(), queries=queries, no_relevant="zero")
-        columns.append(pd.DataFrame({name: geometric_terms(values[str(m)]) if name in GEOMETRIC else values[str(m)]
-                                     for name, m in families.items()}))
-    counted = [name for name in asked if name in COUNTS]
-    if counted:
-        columns.append(trec_eval_counts(run, qrels, queries, 1 if level is None else level, judged_only)[counted])
-    listed = list(dict.fromkeys(m for m in asked.values() if isinstance(m, ListMeasure)))
-    if listed:
-        lists = ranked_grades(run, qrels, queries, judged_only)
-        columns.append(list_values(lists, listed, 1 if level is None else level, version, num_docs))
-    table = pd.concat(columns, axis=1).reindex(queries) if columns else pd.DataFrame(index=queries)
-    summed = {*counted, *(c for m in listed if summary_of(m) == "sum" for c in m.columns())}
-    per_query_only = {c for m in listed if summary_of(m) == "none" for c in m.columns()}
-    return table, summed, per_query_only
 
 
 def _add_diff_arguments(parser: argparse.ArgumentParser) -> None:
