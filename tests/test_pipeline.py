@@ -55,9 +55,11 @@ def project(tmp_path, tiny_beir):
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
     shutil.rmtree(workdir / ".dvc" / "cache", ignore_errors=True)
     shutil.rmtree(workdir / ".dvc" / "tmp", ignore_errors=True)
-    params = compose_params([f"dataset=beir", f"dataset.path={tiny_beir}", "compare.samples=500",
-                             "compare.permutations=500", "retrieval.top_n=10", "retrieval.fusion_depth=10",
-                             "evaluation.depths=[2,5,10]", "train.steps=3", "train.batch_size=4", "train.holdout=1",
+    # the demo's whole system set (dataset=beir alone selects the general one) on the tiny collection
+    params = compose_params([f"dataset=beir", "system_set@_global_=demo", f"dataset.path={tiny_beir}",
+                             "compare.samples=500", "compare.permutations=500", "retrieval.top_n=10",
+                             "retrieval.fusion_depth=10", "evaluation.depths=[2,5,10]", "train.steps=3",
+                             "train.batch_size=4", "train.holdout=1",
                              f"train.fallback_path={tiny_beir}",
                              "systems.ce_minilm_ft.depth=5", "systems.ce_minilm_ft.max_length=64",
                              "+system@systems.external=ce_minilm_ft", f"systems.external.model={external}",
