@@ -111,7 +111,9 @@ def test_repro_outputs_cache_and_reproducibility(project, tiny_beir):
     # The verdict's latency is the dedicated measurement of each system, not the quality run's timings.
     verdicts = json.loads((project / "reports" / "verdicts.json").read_text())
     assert set(verdicts["latency_source"]) == {*SYSTEMS, *CONFIGURATIONS}
-    assert all(source.startswith("in-process, 3 queries x 3 rounds") for source in verdicts["latency_source"].values())
+    rounds = yaml.safe_load((project / "params.yaml").read_text())["serving"]["latency"]["repeats"]
+    assert all(source.startswith(f"in-process, 3 queries x {rounds} rounds")
+               for source in verdicts["latency_source"].values())
     assert json.loads((project / "reports" / "loadtest.json").read_text())["ran"] is False
 
     assert "Data and pipelines are up to date" in dvc(project, "repro")
