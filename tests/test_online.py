@@ -7,7 +7,8 @@ from scipy import stats
 from rerankeval.core.errors import ConfigError
 from rerankeval.online.clicks import NO_RESULT, session_measure, simulate_clicks
 from rerankeval.online.config import ClickModelConfig, OnlineConfig
-from rerankeval.online.interleaving import ABSENT, balanced, credit, team_draft
+from rerankeval.online.interleaving import (ABSENT, METHODS, PROBABILISTIC_DRAWS, PROBABILISTIC_TAU, balanced, credit,
+                                           probabilistic, team_draft)
 from rerankeval.online.sensitivity import (bias_check, online_sizing, pair_simulations, sign_test_power,
                                            sign_test_pvalues, sign_test_size)
 from rerankeval.report.online import online_section
@@ -52,6 +53,45 @@ def test_balanced_interleaving_of_the_textbook_pair():
     assert [page.shown for page in pages] == [tuple("abcd"), tuple("badc")]
     assert [page.probability for page in pages] == [0.5, 0.5]
     assert pages[0].rank_b == (2, 1, ABSENT, 3)
+
+
+def test_probabilistic_interleaving_draws_each_result_from_its_sides_softmax():
+    a, b = list("abcdefgh"), list("hgfedcba")
+    pages = probabilistic(a, b, 6)
+    assert sum(page.probability for page in pages) == pytest.approx(1.0)
+    assert len({(page.shown, page.team) for page in pages}) == len(pages)  # each distinct page once, with its share
+    assert probabilistic(a, b, 6) == pages  # seeded by the two rankings
+    for page in pages:
+        assert len(set(page.shown)) == 6 and set(page.team) <= {1, -1}
+        assert page.rank_a == tuple(a.index(doc) + 1 if doc in a[:6] else ABSENT for doc in page.shown)
+    # the first result: A's coin (1/2) times A's softmax weight of its top result (each ranking cut to depth 6; "a"
+    # is not in B's top 6)
+    weights = np.arange(1, 7, dtype=float) ** -PROBABILISTIC_TAU
+    first_a = sum(page.probability for page in pages if page.shown[0] == "a")
+    # PROBABILISTIC_DRAWS pages: a standard error of about 0.03 around the method's own probability
+    assert first_a == pytest.approx(weights[0] / weights.sum() / 2, abs=0.1)
+    assert PROBABILISTIC_DRAWS >= 100
+
+
+def test_probabilistic_interleaving_is_fair_where_both_sides_have_results_left():
+    # mirrored draws: every position is A's exactly as often as B's, so clicks that ignore the grade prefer neither
+    for a, b in [(list("abcdef"), list("abcdef")), (list("abcdef"), list("fedcba")), (list("abcd"), list("wxyz"))]:
+        pages = probabilistic(a, b, 6)
+        expected_side = sum(page.probability * np.array(page.team) for page in pages)
+        np.testing.assert_allclose(expected_side, 0.0, atol=1e-12)
+    # a side with no result left gives way, as team-draft's does
+    for page in probabilistic(["x"], ["x", "y", "z"], 10):
+        after_x = page.shown.index("x") + 1  # A's only result is shown: B draws the rest
+        assert sorted(page.shown) == ["x", "y", "z"] and set(page.team[after_x:]) <= {-1}
+
+
+def test_probabilistic_credit_is_by_origin():
+    page = next(page for page in probabilistic(list("abcd"), list("bade"), 4) if len(set(page.team)) == 2)
+    team, rank_a, rank_b = arrays([page])
+    clicks = np.zeros((2, 4), dtype=bool)
+    clicks[0, page.team.index(1)] = clicks[1, page.team.index(-1)] = True  # one click on each side's pick
+    assert credit("probabilistic", clicks, team.repeat(2, 0), rank_a.repeat(2, 0), rank_b.repeat(2, 0)).tolist() \
+        == [1, -1]
 
 
 def test_credit_counts_team_clicks_and_balanced_cut():
@@ -126,19 +166,24 @@ def test_sizing_detects_the_better_ranking_at_the_stated_power_and_holds_the_nul
     found = online_sizing(rankings, qrels, deltas, "base", query_ids, config)
     pair = found["challengers"]["good"]
     assert pair["directions_agree"]
-    for method in ("team_draft", "balanced"):
+    for method in METHODS:
         sized = pair["interleaving"][method]
         assert sized["preference"] > 0 and sized["impressions_needed"] is not None
         # achieved power near the target (200 trials: a standard error of about 0.03)
         assert abs(sized["achieved_power"] - 0.8) < 0.1, sized
     assert pair["ab"]["difference"] > 0 and abs(pair["ab"]["achieved_power"] - 0.8) < 0.1
     assert pair["offline"]["judged_queries_needed"] is None  # identical deltas: no spread, nothing to size
-    for method in ("team_draft", "balanced"):
+    for method in METHODS:
         for null in ("labels", "grade_blind"):
             assert found["null_check"][method][null]["exact_size"] <= 0.05
         assert found["null_check"][method]["labels"]["holds"]
     assert found["null_check"]["team_draft"]["grade_blind"]["holds"]  # team-draft credits blind clicks evenly
     assert not found["bias_check"]["team_draft"]["good"]["biased"]
+    # probabilistic interleaving's coins are fair too, and it reaches deeper into each ranking: less sensitive here
+    assert found["null_check"]["probabilistic"]["grade_blind"]["holds"]
+    assert not found["bias_check"]["probabilistic"]["good"]["biased"]
+    assert pair["interleaving"]["probabilistic"]["impressions_needed"] > pair["interleaving"]["team_draft"][
+        "impressions_needed"]
     assert online_sizing(rankings, qrels, deltas, "base", query_ids, config) == found  # seeded
 
 
@@ -175,14 +220,15 @@ def test_the_section_renders_each_methods_bias_on_each_pair(tmp_path):
     checked = found["bias_check"]["team_draft"]["good"]
     assert (f"| team-draft | `good` | {checked['preference']:+.4f} [{checked['low']:+.4f}, {checked['high']:+.4f}] | "
             f"{checked['false_detection']:.1%} | no |") in text
-    assert text.index("| team-draft | `good` |") < text.index("| balanced | `good` |")  # the null table's order
+    assert text.index("| team-draft | `good` |") < text.index("| balanced | `good` |") \
+        < text.index("| probabilistic | `good` |")  # the null table's order
     assert ("Biased beyond α on some pair" in text) == found["bias_check"]["balanced"]["good"]["material"]
     # the sizing table marks the method's count on a pair it is biased on beyond α, and only there
     for biased in (False, True):
         found["bias_check"]["balanced"]["good"].update(biased=biased, material=biased)
         page = online_section({"enabled": True, "metric": "nDCG@10", **found}, tmp_path, "plots")
         row = next(line for line in page.splitlines() if line.startswith("| `good` |")).split(" | ")
-        assert [cell.endswith("⚠ biased beyond α") for cell in row[5:8]] == [False, biased, False]
+        assert [cell.endswith("⚠ biased beyond α") for cell in row[6:10]] == [False, biased, False, False]
 
 
 def test_the_section_is_left_out_when_the_stage_is_off(tmp_path):

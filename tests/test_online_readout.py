@@ -147,7 +147,7 @@ def logs(tmp_path, design, challenger="good", impressions=1500, model=ClickModel
     return read_log(path, ("good", "base"), set(qrels), candidates, max_impressions=10_000, seed=0, now=NOW), path
 
 
-@pytest.mark.parametrize("design", ["team_draft", "ab"])
+@pytest.mark.parametrize("design", ["team_draft", "probabilistic", "ab"])
 def test_the_better_ranking_is_accepted_by_the_offline_verdict_s_code(tmp_path, design):
     (impressions, counts), path = logs(tmp_path, design)
     assert counts.duplicates == REPEATS and counts.out_of_order == 2

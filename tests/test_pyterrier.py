@@ -65,6 +65,20 @@ def test_pt_experiment_agrees_with_rerankeval_under_the_same_convention(demo, mo
     assert found["ndcg_cut_10"].iloc[0] == pytest.approx(drop.mean() * drop.notna().sum() / len(zero), abs=1e-9)
 
 
+def test_tied_scores_are_measured_in_the_run_s_order_not_by_document_id():
+    """Passages whose truncated inputs are equal get equal scores; trec_eval (and pytrec_eval under pt.Experiment)
+    reads a score as a C float and breaks ties by document id, so the frame moves ties apart in the run's order."""
+    run = pd.DataFrame({"query_id": ["q"] * 4, "doc_id": ["a", "b", "c", "d"], "score": [2.0, 1.0, 1.0 + 1e-12, 1.0],
+                        "rank": [1, 2, 3, 4]})
+    qrels = pd.DataFrame({"query_id": ["q"], "doc_id": ["b"], "relevance": [1]})
+    topics = pd.DataFrame({"qid": ["q"], "query": ["x"]})
+    source = pt.Transformer.from_df(run_frame(run, {"q": "x"}))
+    found = pt.Experiment([source], topics, qrels.rename(columns={"query_id": "qid", "doc_id": "docno",
+                                                                  "relevance": "label"}), ["ndcg_cut_2"], names=["r"])
+    ours = evaluate(run, qrels, ["nDCG@2"], queries=["q"], no_relevant="zero")["nDCG@2"]
+    assert ours.iloc[0] == pytest.approx(1 / np.log2(3)) and found["ndcg_cut_2"].iloc[0] == pytest.approx(ours.iloc[0])
+
+
 def test_runs_round_trip_and_a_frame_without_text_is_refused(demo, monkeypatch):
     monkeypatch.chdir(REPO)
     run = pd.read_parquet(demo.run(SYSTEM))
@@ -72,8 +86,13 @@ def test_runs_round_trip_and_a_frame_without_text_is_refused(demo, monkeypatch):
     expected = run.sort_values(["query_id", "rank"])[["query_id", "doc_id", "score", "rank"]].reset_index(drop=True)
     pd.testing.assert_frame_equal(back[["query_id", "doc_id", "rank"]], expected[["query_id", "doc_id", "rank"]],
                                   check_dtype=False)
-    scored = expected["score"].notna()  # the reranked head keeps its scores; the tail gets ordered stand-ins
-    np.testing.assert_array_equal(back["score"][scored], expected["score"][scored])
+    # the reranked head keeps its scores, but for ties moved apart by a float32 step (trec_eval reads a C float and
+    # breaks ties by document id); the tail gets ordered stand-ins
+    scored = expected["score"].notna()
+    tied = expected[scored].duplicated(["query_id", "score"], keep="first")
+    np.testing.assert_array_equal(back["score"][scored][~tied], expected["score"][scored][~tied])
+    np.testing.assert_allclose(back["score"][scored][tied], expected["score"][scored][tied], rtol=1e-6)
+    assert (back.groupby("query_id")["score"].diff().dropna().astype(np.float32) < 0).all()
     assert back["score"].notna().all()
     with pytest.raises(ContractError, match=r"no column text"):
         Reranker.from_params(SYSTEM)(pd.DataFrame({"qid": ["q"], "query": ["x"], "docno": ["d"], "score": [1.0]}))

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import ContractError
+from ..eval.ranks import assign_ranks
 
 
 def candidates_frame(candidates: pd.DataFrame, queries: Mapping[str, str]) -> pd.DataFrame:
@@ -33,9 +35,27 @@ def ordered_scores(run: pd.DataFrame) -> pd.Series:
     return run["score"].where(run["score"].notna(), floor - (run["rank"] - head))
 
 
+def untied_scores(run: pd.DataFrame, resolution: type = np.float64) -> pd.Series:
+    """The run's scores (index aligned with ``run``) in its own order with no two equal within a query at
+    ``resolution``: a score not below the one ranked above it, once both are rounded to ``resolution``, becomes the
+    next ``resolution`` value below that one; every other score is kept as it is. ``np.float32`` for trec_eval and
+    what runs on it (pytrec_eval, so PyTerrier's evaluation), which hold a score as a C float."""
+    ranked = run if "rank" in run.columns else assign_ranks(run)
+    ordered = ranked.assign(score=ordered_scores(ranked)).sort_values(["query_id", "rank"], kind="stable")
+    scores = ordered["score"].to_numpy(dtype=np.float64).copy()
+    first = np.r_[True, ordered["query_id"].to_numpy()[1:] != ordered["query_id"].to_numpy()[:-1]]
+    for i in np.flatnonzero(~first):
+        above = resolution(scores[i - 1])
+        if resolution(scores[i]) >= above:
+            scores[i] = float(np.nextafter(above, resolution(-np.inf)))
+    return pd.Series(scores, index=ordered.index).reindex(run.index)
+
+
 def run_frame(run: pd.DataFrame, queries: Mapping[str, str]) -> pd.DataFrame:
-    """A run (``query_id``, ``doc_id``, ``score``, ``rank``) as a ranked PyTerrier frame (``ordered_scores``)."""
-    ordered = run.assign(score=ordered_scores(run)).sort_values(["query_id", "rank"], kind="stable")
+    """A run (``query_id``, ``doc_id``, ``score``, ``rank``) as a ranked PyTerrier frame whose scores keep its order
+    (``untied_scores``): PyTerrier's evaluation (pytrec_eval, as trec_eval) breaks tied scores by document id, not by
+    the run's rank."""
+    ordered = run.assign(score=untied_scores(run, np.float32)).sort_values(["query_id", "rank"], kind="stable")
     return pd.DataFrame({"qid": ordered["query_id"].astype(str).to_numpy(),
                          "query": ordered["query_id"].map(queries).to_numpy(),
                          "docno": ordered["doc_id"].astype(str).to_numpy(),

@@ -33,7 +33,7 @@ from ..retrieval.candidates import load_candidates
 from ..systems.base import Query
 from ..systems.registry import BuildContext, build_system
 from ..workspace.paths import PipelinePaths
-from .frames import candidates_frame, ordered_scores
+from .frames import candidates_frame, untied_scores
 
 INPUT_COLUMNS = ("qid", "query", "docno", "text")
 
@@ -74,7 +74,7 @@ class Reranker(pt.Transformer):
         candidates["passage_sha256"] = [sha256_text(text) for text in candidates["passage"]]
         queries = {str(qid): Query(str(qid), str(text)) for qid, text in zip(order["qid"], order["query"])}
         run, self.latency = rerank(candidates, queries, self.system, RerankSettings(self.depth))
-        run = run.assign(score=ordered_scores(run))
+        run = run.assign(score=untied_scores(run, np.float32))  # as trec_eval will read them
         columns = [column for column in frame.columns if column not in ("score", "rank")]
         keyed = frame[columns].assign(_qid=frame["qid"].astype(str), _docno=frame["docno"].astype(str))
         out = keyed.merge(run[["query_id", "doc_id", "score", "rank"]], left_on=["_qid", "_docno"],

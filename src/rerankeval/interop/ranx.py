@@ -4,7 +4,7 @@ extra).
 ranx orders a query's documents by score with an unstable sort (``numpy.argsort`` reversed), so tied scores come out
 in no stated order, where rerankeval and trec_eval break ties by a rule. ``to_ranx_run`` therefore hands ranx scores
 that keep the run's own order: the run's scores (``frames.ordered_scores`` below a reranked head), each tie moved
-below the document ranked above it by the smallest float64 step. ranx then measures the ranking rerankeval measured
+below the document ranked above it by the smallest float64 step (``frames.untied_scores``). ranx then measures the ranking rerankeval measured
 (``tests/test_ranx.py``: equal values for every measure the two share). Coming back, ``from_ranx_run`` ranks by
 score with rerankeval's tie rule (``eval.ranks.assign_ranks``).
 """
@@ -15,20 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..eval.ranks import assign_ranks
-from .frames import ordered_scores
-
-
-def untied_scores(run: pd.DataFrame) -> pd.Series:
-    """The run's scores (index aligned with ``run``) in its own order with no two equal within a query: a score not
-    below the one ranked above it becomes the next float64 below that one."""
-    ranked = run if "rank" in run.columns else assign_ranks(run)
-    ordered = ranked.assign(score=ordered_scores(ranked)).sort_values(["query_id", "rank"], kind="stable")
-    scores = ordered["score"].to_numpy(dtype=np.float64).copy()
-    first = np.r_[True, ordered["query_id"].to_numpy()[1:] != ordered["query_id"].to_numpy()[:-1]]
-    for i in np.flatnonzero(~first):
-        if scores[i] >= scores[i - 1]:
-            scores[i] = np.nextafter(scores[i - 1], -np.inf)
-    return pd.Series(scores, index=ordered.index).reindex(run.index)
+from .frames import untied_scores
 
 
 def to_ranx_qrels(qrels: pd.DataFrame):

@@ -45,7 +45,8 @@ class ClickModelConfig(StrictConfig):
 
 class ReadoutConfig(StrictConfig):
     """``online.readouts.<name>``: one online experiment's interaction log (``online.logs``) and the rule its
-    readout is decided by (``online.readout``): the primary is team-draft credit (``design: team_draft``) or an A/B
+    readout is decided by (``online.readout``): the primary is interleaving credit by origin (``design: team_draft``
+    or ``probabilistic``) or an A/B
     test's click measure (``design: ab``), and the guardrails are checked first."""
 
     log: str
@@ -54,7 +55,9 @@ class ReadoutConfig(StrictConfig):
     """The system the experiment tried (an arm, or an interleaving side)."""
     baseline: str | None = None
     """The system it was tried against; ``compare.baseline`` when not given."""
-    design: Literal["team_draft", "ab"] = "team_draft"
+    design: Literal["team_draft", "probabilistic", "ab"] = "team_draft"
+    """``team_draft`` or ``probabilistic``: interleaved pages, each click credited to the side that put the result there
+    (the log's ``origin``); ``ab``: two arms."""
     ab_metric: AbMetric = "reciprocal_rank"
     """``design: ab``: the click measure the verdict reads."""
     min_delta: float = Field(0.0, ge=0.0)

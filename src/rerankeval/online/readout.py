@@ -1,6 +1,6 @@
 """The readout of a logged online experiment: per-arm click measures, interleaving credit, guardrails and a verdict.
 
-``design: team_draft``: every impression is an interleaved page, each result credited to the side that picked it
+``design: team_draft`` (or ``probabilistic``): every impression is an interleaved page, each result credited to the side that picked it
 (``origin``); an impression's outcome is +1 when the challenger's picks got more clicks, -1 when the baseline's did,
 0 otherwise. The primary is the mean over queries of each query's mean outcome (the preference per query), with its
 bootstrap CI over queries, beside the sign test over impressions. ``design: ab``: each impression showed one arm's
@@ -147,7 +147,8 @@ def readout(impressions: Sequence[Impression], counts: LogCounts, config: Readou
     ``method`` (the CIs over queries follow it; an A/B test's two-sample interval is a percentile one)."""
     frame = impressions_frame(impressions, config.challenger)
     arms = sorted(frame["arm"].unique())
-    expected = ["interleaved"] if config.design == "team_draft" else sorted({config.challenger, baseline})
+    interleaved = config.design != "ab"  # team-draft or probabilistic: both credit each click to its origin
+    expected = ["interleaved"] if interleaved else sorted({config.challenger, baseline})
     if arms != expected:
         raise CollectionError(f"{config.log}: arms {arms}, but a {config.design} experiment of {config.challenger} "
                               f"against {baseline} logs {expected}. Fix: online.readouts' design, challenger and "
@@ -156,7 +157,7 @@ def readout(impressions: Sequence[Impression], counts: LogCounts, config: Readou
     segments = {segment: {arm: _arm_summary(part[part["arm"] == arm]) for arm in sorted(part["arm"].unique())}
                 for segment, part in frame.groupby("segment")}
     credit = None
-    if config.design == "team_draft":
+    if interleaved:
         primary, slices, credit = _interleaving(frame, boot)
         guardrails: tuple[GuardrailEvidence, ...] = ()
         latency = LatencyEvidence(per_arm["interleaved"]["p95_ms"])

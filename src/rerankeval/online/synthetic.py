@@ -18,7 +18,7 @@ import numpy as np
 
 from .clicks import NO_RESULT, simulate_clicks
 from .config import ClickModelConfig
-from .interleaving import team_draft
+from .interleaving import INTERLEAVE
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 SEGMENTS = (("web", 0.6), ("mobile", 0.4))
@@ -39,8 +39,8 @@ def synthetic_log(rankings: Mapping[str, Mapping[str, Sequence[str]]], grades: M
     records = []
     for number, (query_index, gap, segment) in enumerate(zip(asked, np.cumsum(gaps), segments)):
         query = query_ids[query_index]
-        if design == "team_draft":
-            pages = team_draft(rankings[challenger].get(query, ()), rankings[baseline].get(query, ()), depth)
+        if design != "ab":  # team_draft or probabilistic: an interleaved page, each result with its origin
+            pages = INTERLEAVE[design](rankings[challenger].get(query, ()), rankings[baseline].get(query, ()), depth)
             page = pages[rng.choice(len(pages), p=[found.probability for found in pages])]
             shown, arm = list(page.shown), "interleaved"
             origin = [challenger if side == 1 else baseline for side in page.team]

@@ -57,14 +57,15 @@ def run(params: Params, paths: PipelinePaths) -> None:
     write_json(paths.online, {"enabled": True, "metric": metric, "split": params.dataset.eval_split, **sizing})
     for system, found in sizing["challengers"].items():
         needed = {method: found["interleaving"][method]["impressions_needed"] for method in found["interleaving"]}
-        print(f"online: {system:>24} vs {baseline}: impressions needed at power {config.power}: team-draft "
-              f"{needed['team_draft']}, balanced {needed['balanced']}, A/B {found['ab']['impressions_needed']}; "
+        print(f"online: {system:>24} vs {baseline}: impressions needed at power {config.power}: "
+              + ", ".join(f"{method} {count}" for method, count in needed.items())
+              + f", A/B {found['ab']['impressions_needed']}; "
               f"judged queries offline {found['offline']['judged_queries_needed']}")
     if sizing["null_check"]:
         checked = sizing["null_check"]
         print("online: null pairs detected: " + ", ".join(
-            f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in ("team_draft", "balanced")
-            for null in ("labels", "grade_blind")))
+            f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in checked
+            if isinstance(checked[method], dict) for null in ("labels", "grade_blind")))
     for method, by_system in (sizing["bias_check"] or {}).items():
         material = [system for system, checked in by_system.items() if checked["material"]]
         if material:

@@ -1,5 +1,5 @@
 """The details page's online section: per challenger, the impressions an online experiment needs to detect the
-offline difference (team-draft and balanced interleaving, an A/B test) against the judged queries the paired offline
+offline difference (team-draft, balanced and probabilistic interleaving, an A/B test) against the judged queries the paired offline
 comparison needs, each method's achieved power in simulation, and the null check; a plot of the power curves.
 Rendered from the online stage's ``online.json``; nothing computed here."""
 
@@ -12,7 +12,8 @@ from typing import Any
 from . import plots
 from .markdown import table
 
-METHODS = {"team_draft": "team-draft", "balanced": "balanced", "ab": "A/B", "offline": "paired offline"}
+METHODS = {"team_draft": "team-draft", "balanced": "balanced", "probabilistic": "probabilistic", "ab": "A/B",
+           "offline": "paired offline"}
 PLOT = "online_power.png"
 
 
@@ -34,6 +35,8 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     power, alpha, model = found["power"], found["alpha"], found["click_model"]
     limit = found["check_max_impressions"]
     bias = found.get("bias_check") or {}
+    # the interleaving methods the stage sized, in its order (``online.interleaving.METHODS``)
+    methods = list(next(iter(found["challengers"].values()))["interleaving"])
 
     def sized(found: Mapping[str, Any], biased: bool = False) -> str:
         needed = found["impressions_needed"]
@@ -44,10 +47,10 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     for system, pair in found["challengers"].items():
         offline, interleaving = pair["offline"], pair["interleaving"]
         rows.append([f"`{system}`", f"{offline['delta']:+.4f}",
-                     *(f"{interleaving[method]['preference']:+.3f}" for method in ("team_draft", "balanced")),
+                     *(f"{interleaving[method]['preference']:+.3f}" for method in methods),
                      f"{pair['ab']['difference']:+.4f}",
                      *(sized(interleaving[method], bias.get(method, {}).get(system, {}).get("material", False))
-                       for method in ("team_draft", "balanced")), sized(pair["ab"]),
+                       for method in methods), sized(pair["ab"]),
                      _count(offline["judged_queries_needed"]),
                      "yes" if pair["directions_agree"] else "**no**"])
     null = found["null_check"]
@@ -56,7 +59,7 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     null_rows = [[METHODS[method], nulls[kind], f"{found_null['detected']} of {null['pairs']:,}",
                   f"{found_null['rate']:.1%} [{found_null['low']:.1%}, {found_null['high']:.1%}]",
                   f"{found_null['exact_size']:.1%}", "yes" if found_null["holds"] else "**no**"]
-                 for method in ("team_draft", "balanced") for kind in nulls
+                 for method in methods for kind in nulls
                  for found_null in [null[method][kind]]]
     return (
         "## Online: the experiment each challenger would need\n\n"
@@ -71,8 +74,9 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
         f"losses per impression; the A/B difference is in {found['ab_metric']} "
         "per impression. ⚠ biased beyond α: the bias check below finds the method biased on that pair enough to "
         "detect a difference that is not there more often than α, so its count there is not to be trusted.\n\n"
-        + table(["challenger", f"offline Δ {found['metric']}", "team-draft preference", "balanced preference",
-                 "A/B Δ", "team-draft impressions", "balanced impressions", "A/B impressions",
+        + table(["challenger", f"offline Δ {found['metric']}",
+                 *(f"{METHODS[method]} preference" for method in methods), "A/B Δ",
+                 *(f"{METHODS[method]} impressions" for method in methods), "A/B impressions",
                  "judged queries (offline)", "directions agree"], rows)
         + f"\n\n![power curves]({plots_link}/{PLOT})\n\n"
         + f"False detections on {null['pairs']:,} seeded null pairs (the challengers' real rankings, "
@@ -91,7 +95,7 @@ def _bias_lines(found: Mapping[str, Any], alpha: float) -> str:
     """The bias check's table (``online.sensitivity.bias_check``), with the methods biased beyond α named; "" when
     the stage wrote none."""
     bias = found.get("bias_check") or {}
-    methods = [method for method in ("team_draft", "balanced") if method in bias]  # the null table's order
+    methods = [method for method in METHODS if method in bias]  # the null table's order
     if not methods:
         return ""
     rows = [[METHODS[method], f"`{system}`",
@@ -132,7 +136,7 @@ def power_curves(found: Mapping[str, Any], path: Path) -> None:
     palette = dict(zip(METHODS, plots.PALETTE))
     for axis, system in zip(axes, challengers):
         curve = found["challengers"][system]["curve"]
-        for method, label in METHODS.items():
+        for method, label in ((method, label) for method, label in METHODS.items() if method in curve):
             axis.plot(curve["impressions"], curve[method], label=label, color=palette[method], linewidth=1.2)
         axis.axhline(found["power"], **plots.BOUND_STYLE)
         axis.set_xscale("log")
@@ -160,7 +164,7 @@ def _ms(value: float | None) -> str:
 def readout_page(found: Mapping[str, Any]) -> str:
     """The page of one online experiment's readout (the readout stage's JSON, rendered)."""
     log, verdict = found["log"], found["verdict"]
-    design = "team-draft interleaving" if found["design"] == "team_draft" else "A/B test"
+    design = "A/B test" if found["design"] == "ab" else f"{METHODS[found['design']]} interleaving"
     lines = [f"# Online experiment `{found['experiment']}`: {verdict['decision']}", "",
              f"`{found['challenger']}` against `{found['baseline']}`, {design}; log `{log['path']}` "
              f"(sha256 {found['log_sha256'][:12]}), {log['impressions']:,} impressions of {log['lines']:,} lines"
