@@ -60,17 +60,17 @@ class InProcessChatClient(ChatClient):
 
     def __init__(self, config: ChatConfig, load: Callable[[], InProcessLlama], backend: str, where: str):
         super().__init__(config, where)
-        self._load, self._described = load, backend
+        self._load, self._runtime_and_file = load, backend
+        self._quantisation: str | None = None
 
     def backend(self) -> str:
         """The runtime and the model file's sha256: what answers, known without asking anyone; once the model is
         loaded, also the quantisation its file declares (``general.file_type``)."""
-        return self._described
+        return self._runtime_and_file + (f"; quantisation={self._quantisation}" if self._quantisation else "")
 
     def ask(self, messages: Sequence[dict], top_logprobs: int | None = None) -> tuple[Reply, float]:
         model = self._load()
-        if model.quantisation and "; quantisation=" not in self._described:
-            self._described += f"; quantisation={model.quantisation}"
+        self._quantisation = model.quantisation
         started = time.perf_counter()
         try:
             completion = model.chat(list(messages), self.config.max_tokens, top_logprobs)

@@ -91,10 +91,10 @@ def other_runs(workspace: Path, proc: Path = Path("/proc")) -> list[tuple[int, s
     return sorted(found)
 
 
-def refuse_concurrent_run(workspace: Path, argv: Sequence[str] = tuple(sys.argv)) -> None:
-    """In a `dvc exp run` about to compose params.yaml: ``WorkspaceBusy`` when another run reproduces in
-    ``workspace``; anywhere else (tests, ``rerankeval``), nothing."""
-    if not composing_experiment(argv):
+def refuse_concurrent_run(workspace: Path, argv: Sequence[str] | None = None) -> None:
+    """In a `dvc exp run` about to compose params.yaml (``argv``: this process's command line unless given):
+    ``WorkspaceBusy`` when another run reproduces in ``workspace``; anywhere else (tests, ``rerankeval``), nothing."""
+    if not composing_experiment(sys.argv if argv is None else argv):
         return
     busy = other_runs(workspace)
     if busy:
