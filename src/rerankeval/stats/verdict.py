@@ -353,7 +353,8 @@ def _noninferiority(margin: float, primary: DeltaEvidence) -> list[Check]:
     if primary.ci_high < -margin:
         return [Check("primary_not_inferior", False, True, f"{head} lies below -margin {-margin:+.4f}: inferior")]
     within = primary.ci_low > -margin
-    return [Check("primary_not_inferior", True, True, f"{head} reaches above -margin {-margin:+.4f}"),
+    return [Check("primary_not_inferior", True, True, f"{head}: upper bound above -margin {-margin:+.4f}, so not "
+                                                      "shown inferior"),
             Check("primary_within_margin", within, False,
                   f"{head}: lower bound {'above' if within else 'not above'} -margin {-margin:+.4f}")]
 
