@@ -1,12 +1,12 @@
 """rerankeval's qrels and runs as ranx's ``Qrels`` and ``Run``, and back; ranx is imported only here (the ``ranx``
 extra).
 
-ranx orders a query's documents by score with an unstable sort (``numpy.argsort`` reversed), so tied scores come out
-in no stated order, where rerankeval and trec_eval break ties by a rule. ``to_ranx_run`` therefore hands ranx scores
-that keep the run's own order: the run's scores (``frames.ordered_scores`` below a reranked head), each tie moved
-below the document ranked above it by the smallest float64 step (``frames.untied_scores``). ranx then measures the ranking rerankeval measured
-(``tests/test_ranx.py``: equal values for every measure the two share). Coming back, ``from_ranx_run`` ranks by
-score with rerankeval's tie rule (``eval.ranks.assign_ranks``).
+ranx orders a query's documents by score with an unstable sort (``numpy.argsort`` reversed), so tied scores come out in
+no stated order, where rerankeval and trec_eval break ties by a rule. ``to_ranx_run`` therefore hands ranx scores that
+keep the run's own order (``frames.untied_scores``): the run's scores (``frames.ordered_scores`` below a reranked head),
+each tie moved below the document ranked above it by the smallest float64 step. ranx then measures the ranking
+rerankeval measured (``tests/test_ranx.py``: equal values for every measure the two share). Coming back,
+``from_ranx_run`` ranks by score with rerankeval's tie rule (``eval.ranks.assign_ranks``).
 """
 
 from __future__ import annotations

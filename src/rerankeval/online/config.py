@@ -46,8 +46,7 @@ class ClickModelConfig(StrictConfig):
 class ReadoutConfig(StrictConfig):
     """``online.readouts.<name>``: one online experiment's interaction log (``online.logs``) and the rule its
     readout is decided by (``online.readout``): the primary is interleaving credit by origin (``design: team_draft``
-    or ``probabilistic``) or an A/B
-    test's click measure (``design: ab``), and the guardrails are checked first."""
+    or ``probabilistic``) or an A/B test's click measure (``design: ab``), and the guardrails are checked first."""
 
     log: str
     """The interaction log, JSON lines or Parquet (docs/online.md); the readout stage's DVC dependency."""

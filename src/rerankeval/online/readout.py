@@ -1,14 +1,14 @@
 """The readout of a logged online experiment: per-arm click measures, interleaving credit, guardrails and a verdict.
 
-``design: team_draft`` (or ``probabilistic``): every impression is an interleaved page, each result credited to the side that picked it
-(``origin``); an impression's outcome is +1 when the challenger's picks got more clicks, -1 when the baseline's did,
-0 otherwise. The primary is the mean over queries of each query's mean outcome (the preference per query), with its
-bootstrap CI over queries, beside the sign test over impressions. ``design: ab``: each impression showed one arm's
-page; the primary is the difference of the arms' mean click measure (``ab_metric``), with a bootstrap CI that
-resamples each arm's impressions. Both designs are decided by ``stats.verdict.decide``, the offline verdict's own
-code: the guardrails first (an A/B test's increase of abandonment and of empty result pages, each with its CI),
-then the primary against 0 and
-``min_delta``, every segment as a critical slice (Bonferroni-adjusted CIs), and the logged latency's p95.
+``design: team_draft`` or ``probabilistic``: every impression is an interleaved page, each result credited to the side
+that picked it (``origin``); an impression's outcome is +1 when the challenger's picks got more clicks, -1 when the
+baseline's did, 0 otherwise. The primary is the mean over queries of each query's mean outcome (the preference per
+query), with its bootstrap CI over queries, beside the sign test over impressions. ``design: ab``: each impression
+showed one arm's page; the primary is the difference of the arms' mean click measure (``ab_metric``), with a bootstrap
+CI that resamples each arm's impressions. Both designs are decided by ``stats.verdict.decide``, the offline verdict's
+own code: the guardrails first (an A/B test's increase of abandonment and of empty result pages, each with its CI), then
+the primary against 0 and ``min_delta``, every segment as a critical slice (Bonferroni-adjusted CIs), and the logged
+latency's p95.
 """
 
 from __future__ import annotations

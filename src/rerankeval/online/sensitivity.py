@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -47,12 +48,15 @@ class PairPages:
     rank_a: np.ndarray
     rank_b: np.ndarray
     cumulative: np.ndarray
-    offset_cumulative: np.ndarray
-    """``cumulative`` with each query's row number added, flattened: one sorted array, so that a page is drawn for
-    any number of sessions by one binary search each. Comparing each draw with every page of its row gave the same
-    pages, slower with probabilistic interleaving's 128 pages a pair: the online stage on the demo took 19.0 s
-    against 14.9-15.8 s (AMD EPYC, 2 cores, `python -m rerankeval.pipeline online`, twice each; online.json
-    identical)."""
+
+    @cached_property
+    def _offset_cumulative(self) -> np.ndarray:
+        """``cumulative`` with each query's row number added, flattened: one sorted array, so that a page is drawn
+        for any number of sessions by one binary search each. Comparing each draw with every page of its row gave the
+        same pages, slower with probabilistic interleaving's 128 pages a pair: the online stage on the demo took
+        19.0 s against 14.9-15.8 s (AMD EPYC, 2 cores, `python -m rerankeval.pipeline online`, twice each;
+        online.json identical)."""
+        return (self.cumulative + np.arange(len(self.cumulative))[:, None]).ravel()
 
     @classmethod
     def build(cls, method: str, a: Sequence[Sequence[str]], b: Sequence[Sequence[str]],
@@ -71,14 +75,13 @@ class PairPages:
                 arrays["team"][query, number, :size] = page.team
                 arrays["rank_a"][query, number, :size] = page.rank_a
                 arrays["rank_b"][query, number, :size] = page.rank_b
-        return cls(cumulative=cumulative, offset_cumulative=(cumulative + np.arange(len(pages))[:, None]).ravel(),
-                   **arrays)
+        return cls(cumulative=cumulative, **arrays)
 
     def outcomes(self, method: str, queries: np.ndarray, model: ClickModelConfig, top_grade: int,
                  rng: np.random.Generator) -> np.ndarray:
         """One outcome per session, session i asking ``queries[i]``: a page drawn by its probability, clicks."""
         width = self.cumulative.shape[1]
-        drawn = np.searchsorted(self.offset_cumulative, queries + rng.random(len(queries)), side="right")
+        drawn = np.searchsorted(self._offset_cumulative, queries + rng.random(len(queries)), side="right")
         pages = np.minimum(drawn - queries * width, width - 1)
         clicks = simulate_clicks(model, self.grades[queries, pages], top_grade, rng)
         return credit(method, clicks, self.team[queries, pages], self.rank_a[queries, pages],

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from ..core.io import read_table, write_json
 from ..data.snapshot import Snapshot
+from ..online.interleaving import METHODS
 from ..online.sensitivity import graded, online_sizing, ranked_lists
 from ..workspace.paths import PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
 from ..workspace.runs import load_runs, load_traits
@@ -64,8 +65,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
     if sizing["null_check"]:
         checked = sizing["null_check"]
         print("online: null pairs detected: " + ", ".join(
-            f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in checked
-            if isinstance(checked[method], dict) for null in ("labels", "grade_blind")))
+            f"{method} {checked[method][null]['rate']:.1%} ({null})" for method in METHODS
+            for null in ("labels", "grade_blind")))
     for method, by_system in (sizing["bias_check"] or {}).items():
         material = [system for system, checked in by_system.items() if checked["material"]]
         if material:

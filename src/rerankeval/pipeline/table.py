@@ -167,8 +167,8 @@ STAGES: tuple[Stage, ...] = (
                    Output("${paths.reports}/costs.json", cache=False),
                    Output("${paths.reports}/judging_queue.tsv", cache=False))),
     Stage("online", "Each challenger's online experiment sized before launch: simulated users on interleaved pages "
-          "(team-draft, balanced, probabilistic), an A/B test and the paired offline comparison, at a stated power, with the sign "
-          "test's false detection rate on seeded null pairs (rerankeval.online).",
+          "(team-draft, balanced, probabilistic), an A/B test and the paired offline comparison, at a stated power, "
+          "with the sign test's false detection rate on seeded null pairs (rerankeval.online).",
           reads=(*(f"online.{key}" for key in ("enabled", "click_model", "depth", "ab_metric", "alpha", "power",
                                                "sessions_per_query", "check_trials", "check_max_impressions",
                                                "null_pairs", "null_impressions", "seed")),

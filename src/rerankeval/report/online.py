@@ -1,6 +1,6 @@
-"""The details page's online section: per challenger, the impressions an online experiment needs to detect the
-offline difference (team-draft, balanced and probabilistic interleaving, an A/B test) against the judged queries the paired offline
-comparison needs, each method's achieved power in simulation, and the null check; a plot of the power curves.
+"""The details page's online section: per challenger, the impressions an online experiment needs to detect the offline
+difference (team-draft, balanced and probabilistic interleaving, an A/B test) against the judged queries the paired
+offline comparison needs, each method's achieved power in simulation, and the null check; a plot of the power curves.
 Rendered from the online stage's ``online.json``; nothing computed here."""
 
 from __future__ import annotations
@@ -136,7 +136,9 @@ def power_curves(found: Mapping[str, Any], path: Path) -> None:
     palette = dict(zip(METHODS, plots.PALETTE))
     for axis, system in zip(axes, challengers):
         curve = found["challengers"][system]["curve"]
-        for method, label in ((method, label) for method, label in METHODS.items() if method in curve):
+        for method, label in METHODS.items():
+            if method not in curve:  # a method the stage did not size
+                continue
             axis.plot(curve["impressions"], curve[method], label=label, color=palette[method], linewidth=1.2)
         axis.axhline(found["power"], **plots.BOUND_STYLE)
         axis.set_xscale("log")
