@@ -3,12 +3,16 @@ replies checked on receipt (clamped logits, absurd token counts), cache messages
 
 import asyncio
 import base64
+import io
 import json
 import urllib.parse
 import re
 import sqlite3
+import tempfile
 import threading
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -39,10 +43,26 @@ ECHO_FORMS = {
 """How a server may echo the key (JSON-escaped as a serializer writes it, URL-encoded, inside base64)."""
 
 
+def readable(data: bytes) -> str:
+    """``data`` as its reader sees it, whatever compression it stores: a Parquet file's rows and key-value metadata
+    (zstd pages hide a string from a byte search), a SQLite file's dump, else its bytes as text."""
+    if data[:4] == b"PAR1":
+        table = pq.read_table(io.BytesIO(data))
+        metadata = {key.decode(): value.decode("utf-8", "replace")
+                    for key, value in (table.schema.metadata or {}).items()}
+        return json.dumps([table.to_pylist(), metadata], default=str, ensure_ascii=False)
+    if data[:16] == b"SQLite format 3\x00":
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "db").write_bytes(data)
+            with closing(sqlite3.connect(Path(folder) / "db")) as database:
+                return "\n".join(database.iterdump())
+    return data.decode("utf-8", "replace")
+
+
 def leaked(data: bytes | str) -> list[str]:
     """The forms of the key found in ``data``, decoded as the reader of a file would: raw, as JSON would decode it, as
     a URL would, and in base64."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = readable(data) + data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     found = [form for form, encode in ECHO_FORMS.items() if encode(SECRET) in text]
     decoded = urllib.parse.unquote(re.sub(r"\\u([0-9a-fA-F]{4})", lambda match: chr(int(match.group(1), 16)), text))
     return found + (["decoded"] if SECRET in decoded else [])

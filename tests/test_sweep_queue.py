@@ -1,5 +1,6 @@
 """Queued DVC sweeps as the README runs them: `.venv/bin/dvc` from a shell without the venv on PATH, experiments in
-temp copies sharing the workspace's caches and compiled kernels, and run files that do not record where a cache is."""
+temp copies sharing the workspace's caches and compiled kernels, run files that do not record where a cache is, and
+no form of a key that a rerank API echoes back in anything a sweep records, the DVC cache and git objects included."""
 
 import csv
 import io
@@ -21,6 +22,7 @@ from rerankeval.pipeline.params import load_params
 from rerankeval.systems.pair_scoring import PairBatch
 from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
+from tests.test_http_client import ECHO_FORMS, KEY_ENV, SECRET, api, leaked  # noqa: F401  (the fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parents[1]
@@ -121,7 +123,7 @@ def fresh_shell() -> dict:
             if entry and Path(entry).resolve() != (VENV / "bin").resolve()]
     env = {name: value for name, value in os.environ.items()
            if name not in ("VIRTUAL_ENV", "PYTHONPATH", CACHE_DIR_ENV) and not name.startswith("DVC_")}
-    return {**env, "PATH": os.pathsep.join(path), "DVC_NO_ANALYTICS": "1"}
+    return {**env, "PATH": os.pathsep.join(path), "DVC_NO_ANALYTICS": "1", KEY_ENV: SECRET}
 
 
 def dvc(workdir: Path, *args: str, timeout: float = 600) -> str:
@@ -131,10 +133,16 @@ def dvc(workdir: Path, *args: str, timeout: float = 600) -> str:
     return result.stdout
 
 
+ECHOED = [f"form_{form}@{where}" for where in ("error", "result") for form in ECHO_FORMS] + ["echo_401"]
+"""What the probe system's API answers, in turn: the key in each of its encoded forms, in an error body and as a
+result, and the Authorization header echoed in a 401."""
+
+
 @pytest.fixture
-def sweep_project(tmp_path, tiny_beir):
-    """A git-committed project on the tiny collection, with the fused baseline and a tiny cross-encoder at depth 5;
-    the venv linked in as `make` would leave it, the compiled kernels git-ignored as in a clone."""
+def sweep_project(tmp_path, tiny_beir, api):  # noqa: F811  (the fixture)
+    """A git-committed project on the tiny collection, with the fused baseline, a tiny cross-encoder at depth 5 and
+    ``probe``, a rerank API (``api``) that echoes its key back in every form (``ECHOED``, over and over); the venv
+    linked in as `make` would leave it, the compiled kernels git-ignored as in a clone."""
     from tests.test_models import save_tiny_bert
     from tests.test_pipeline import compose_params
 
@@ -154,8 +162,11 @@ def sweep_project(tmp_path, tiny_beir):
         "retrieval.fusion_depth=10",
         "serving.latency.queries=2", "serving.latency.warmup_queries=0", "serving.latency.repeats=1",
         "+system@systems.tiny=ce_minilm_ft", f"systems.tiny.model={model}", "systems.tiny.depth=5",
-        "systems.tiny.max_length=32"])
-    params["systems"] = {name: params["systems"][name] for name in ("fusion", "tiny")}
+        "systems.tiny.max_length=32", "+system@systems.probe=cohere_rerank",
+        f"systems.probe.base_url=http://127.0.0.1:{api.server_address[1]}", f"systems.probe.api_key_env={KEY_ENV}",
+        "systems.probe.depth=5", "systems.probe.max_retries=0"])
+    params["systems"] = {name: params["systems"][name] for name in ("fusion", "tiny", "probe")}
+    api.script = ECHOED * 50
     params["system_names"] = list(params["systems"])
     (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -181,8 +192,25 @@ def experiment_latencies(workdir: Path) -> dict[int, pd.DataFrame]:
     return latencies
 
 
+def recorded(workdir: Path):
+    """Every file a run left in ``workdir`` (its DVC cache, the queue's logs and temp folders included; not the linked
+    venv), and every git object (the experiments' commits), each as (where, its bytes)."""
+    for folder, subfolders, files in os.walk(workdir):
+        subfolders[:] = [name for name in subfolders if Path(folder, name) not in (workdir / ".venv", workdir / ".git")]
+        for name in files:
+            yield str(Path(folder, name).relative_to(workdir)), Path(folder, name).read_bytes()
+    batch = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=workdir, capture_output=True,
+                           check=True).stdout
+    position = 0
+    while position < len(batch):
+        header_end = batch.index(b"\n", position)
+        object_id, kind, size = batch[position:header_end].decode().split()
+        position = header_end + 1 + int(size) + 1
+        yield f"git {kind} {object_id}", batch[header_end + 1:position - 1]
+
+
 @pytest.mark.slow
-def test_a_queued_sweep_runs_from_a_fresh_shell_and_shares_the_workspace_caches(sweep_project):
+def test_a_queued_sweep_shares_the_workspace_caches_and_records_no_form_of_a_key(sweep_project, api):  # noqa: F811
     dvc(sweep_project, "repro", "latency")
     scored = pd.read_parquet(sweep_project / "data" / "runs" / "latency_tiny.parquet")
     assert scored["cache_hits"].sum() == 0 and scored["n_pairs"].sum() > 0
@@ -198,3 +226,14 @@ def test_a_queued_sweep_runs_from_a_fresh_shell_and_shares_the_workspace_caches(
     for depth, latency in latencies.items():
         # A shallower depth scores a subset of the workspace's pairs: every one is read from its cache.
         assert latency["n_pairs"].sum() > 0 and (latency["cache_hits"] == latency["n_pairs"]).all(), (depth, latency)
+
+    # The probe's API echoed its key in every form, in the workspace's run and in both experiments' latency stages:
+    # each echo degraded a query with its reason, redacted, and no form of the key reached any file, the DVC cache
+    # and the experiments' git objects included.
+    assert api.calls >= len(ECHOED), api.calls
+    reasons = pd.read_parquet(sweep_project / "data" / "runs" / "latency_probe.parquet")["reason"].dropna()
+    assert reasons.str.contains("[redacted]", regex=False).any(), reasons.tolist()
+    scanned = list(recorded(sweep_project))
+    assert any(where.startswith(".dvc/cache/") for where, _ in scanned)
+    assert sum(where.startswith("git commit") for where, _ in scanned) >= 4  # the two experiments' commits too
+    assert not {where: forms for where, data in scanned if (forms := leaked(data))}
