@@ -5,6 +5,7 @@ writes (``--out``) a compare.json whose primary comparisons are the stage's, byt
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rerankeval.cli.export_run import export_run
@@ -72,4 +73,9 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     record = yaml.safe_load("\n".join(line[2:] for line in lines[1:end]))
     assert record["tag"] == system and record["data"]["test collection"]["snapshot"]["qrels"]
     assert record["implementation"]["source"]["commit"]
+    assert record["platform"]["hardware"]["ram"]["total MiB"] > 0 and record["platform"]["hardware"]["cpu"]["cores"]
+    latency = pd.read_parquet(PATHS.run_latency(system))
+    timings = record["resources"]["runtime"]
+    assert timings["queries"] == len(latency) and timings["wallclock s"] == round(latency["wall_s"].sum(), 3)
+    assert 0 < timings["per query wall ms"]["p50"] <= timings["per query wall ms"]["p95"]
     assert read_trec_run(tmp_path / "described.trec").equals(read_trec_run(tmp_path / "plain.trec"))

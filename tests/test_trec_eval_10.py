@@ -228,3 +228,34 @@ def test_evaluate_accepts_trec_eval_s_own_measures_and_gives_trec_eval_s_values(
     for named in ("relstring", "runid", "all_trec"):  # not a number per query: the command that prints it is named
         refused = rerankeval("evaluate", "--qrels", files[0], "--run", files[1], "-m", named, check=False)
         assert refused.returncode == 2 and f"rerankeval trec_eval -m {named}" in refused.stderr
+
+
+def test_comment_lines_and_trailing_fields_through_the_command_print_trec_eval_s_bytes(tmp_path):
+    """trec_eval 10 reads a line starting with `#` as a comment in qrels and runs, and ignores a run line's fields
+    after the sixth (its test suite's qrels.comment.test and results.comment.test hold both). The output is
+    byte-compared with the lines trec_eval prints, `%-22s\\tall\\t%6.4f` (counts as integers, runid as text: its
+    test/out.comment.test), each value from pytrec_eval: under 9.0.8's conventions, which it builds, and which differ
+    from 10.0 in iprec_at_recall's rounding (`test_interpolated_precision_rounds_its_recall_cut_offs_by_version`)."""
+    clean = write(tmp_path, QRELS, RUN)
+    commented = tmp_path / "commented"
+    commented.mkdir()
+    qrels_lines, run_lines = clean[0].read_text().splitlines(), clean[1].read_text().splitlines()
+    (commented / "q.txt").write_text("# judged by hand\n" + "\n".join([qrels_lines[0], "   # indented", *qrels_lines[1:]])
+                                     + "\n")
+    (commented / "r.txt").write_text("# my run\n" + "".join(f"{line} a second tag, a note\n" for line in run_lines))
+    printed = rerankeval("trec_eval", "--trec-eval-version", "9.0.8", commented / "q.txt", commented / "r.txt").stdout
+    assert printed == rerankeval("trec_eval", "--trec-eval-version", "9.0.8", *clean).stdout
+
+    cuts = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+    means = ["map", "gm_map", "Rprec", "bpref", "recip_rank",
+             *(f"iprec_at_recall_{p / 10:3.2f}" for p in range(11)), *(f"P_{k}" for k in cuts)]
+    counts = ["num_ret", "num_rel", "num_rel_ret"]
+    per_query = pytrec_eval.RelevanceEvaluator(QRELS, {"map", "gm_map", "Rprec", "bpref", "recip_rank",
+                                                       "iprec_at_recall", "P", *counts}).evaluate(RUN)
+    expected = [f"{'runid':<22}\tall\tr", f"{'num_q':<22}\tall\t{len(RUN)}"]
+    expected += [f"{name:<22}\tall\t{sum(int(values[name]) for values in per_query.values())}" for name in counts]
+    expected += [f"{name:<22}\tall\t"
+                 f"{pytrec_eval.compute_aggregated_measure(name, [v[name] for v in per_query.values()]):6.4f}"
+                 for name in means]
+    order = ["runid", "num_q", *counts, *means]  # trec_eval's table order: the counts before map
+    assert printed.splitlines() == sorted(expected, key=lambda line: order.index(line.split()[0]))

@@ -47,7 +47,7 @@ def export_run(paths, system: str, out: str | Path, ir_metadata: bool = False) -
     from ..core.io import table_metadata
     from ..data.trec import write_trec_run
     from ..workspace.paths import SYSTEM_PLACEHOLDER
-    from ..workspace.runs import load_runs
+    from ..workspace.runs import load_latencies, load_runs
     from ..systems.base import RERANKED
 
     path = paths.run(system)
@@ -57,17 +57,24 @@ def export_run(paths, system: str, out: str | Path, ir_metadata: bool = False) -
                             f"{', '.join(found) or '(none: run the pipeline first, `dvc repro`)'}.")
     run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [system])[system]
     scored = run["mode"] == RERANKED
-    header = ir_metadata_header(system, table_metadata(path)) if ir_metadata else ""
+    header = ""
+    if ir_metadata:
+        latency_path = paths.run_latency(system)
+        latency = load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), [system])[system] if latency_path.exists() \
+            else None
+        header = ir_metadata_header(system, table_metadata(path), latency)
     nudged = write_trec_run(run.assign(score=run["score"].where(scored)), out, tag=system, header=header)
     return {"run": str(path), "rows": len(run), "queries": int(run["query_id"].nunique()), "nudged": nudged,
             "unscored": int((~scored).sum())}
 
 
-def ir_metadata_header(system: str, metadata: dict) -> str:
+def ir_metadata_header(system: str, metadata: dict, latency=None) -> str:
     """An ir_metadata record (Breuer et al., SIGIR 2022; what TIREx reads) for a run, as # comment lines between
     ``ir_metadata.start`` and ``ir_metadata.end``: what ran (the system's settings and model, its weights' sha256),
-    on what (the snapshot's content hashes, the split), from which code (the git commit) and where (the platform and
-    the libraries the run recorded)."""
+    on what (the snapshot's content hashes, the split), from which code (the git commit), where (the platform, its
+    memory and the libraries the run recorded) and how long it took (``resources``: from ``latency``, the run's
+    per-query timings, when it has them)."""
+    import os
     import platform
     import subprocess
 
@@ -80,7 +87,9 @@ def ir_metadata_header(system: str, metadata: dict) -> str:
         "tag": system,
         "research goal": {"description": "a reranker evaluated by rerankeval"},
         "platform": {"hardware": {"cpu": {"model": environment.get("cpu_model") or platform.processor() or None,
-                                          "architecture": platform.machine()}},
+                                          "architecture": platform.machine(), "cores": os.cpu_count()},
+                                  "ram": {"total MiB": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                                          // 2 ** 20}},
                      "operating system": {"kernel": platform.release()},
                      "software": {"libraries": {"python": sorted(f"{name} {version}" for name, version
                                                                 in environment.items()
@@ -93,5 +102,21 @@ def ir_metadata_header(system: str, metadata: dict) -> str:
         "data": {"test collection": {"split": metadata.get("split"), "snapshot": metadata.get("snapshot"),
                                      "candidates sha256": metadata.get("candidates_sha256")}},
     }
+    if latency is not None:
+        record["resources"] = {"runtime": run_timings(latency)}
     text = yaml.safe_dump(record, sort_keys=True, allow_unicode=True)
     return "".join(f"# {line}\n" for line in ["ir_metadata.start", *text.splitlines(), "ir_metadata.end"])
+
+
+def run_timings(latency) -> dict:
+    """What the run's rerank stage timed (``latency_<system>.parquet``, one row per query): the queries, the wall and
+    model seconds in all, the seconds replayed from the pair-score cache, and each query's wall time's median and
+    95th percentile in milliseconds (the quality run's: the verdict's latency is the latency stage's own)."""
+    import numpy as np
+
+    wall_ms = latency["wall_s"].to_numpy() * 1000
+    return {"queries": len(latency), "wallclock s": round(float(latency["wall_s"].sum()), 3),
+            "model s": round(float(latency["compute_s"].sum()), 3),
+            "replayed from the cache s": round(float(latency["replayed_s"].sum()), 3),
+            "per query wall ms": {"p50": round(float(np.percentile(wall_ms, 50)), 1),
+                                  "p95": round(float(np.percentile(wall_ms, 95)), 1)} if len(latency) else None}
