@@ -101,6 +101,13 @@ def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
         base, replace(head, pins={"llm": {**pins, "backends": {}, "system_fingerprints": {}}}), SETTINGS, "nDCG@10"))
     same = diff_revisions(base, replace(head, pins={"llm": pins}), SETTINGS, "nDCG@10")
     assert not any("pins differ" in warning for warning in same["warnings"])
+    for key, before, after in [("max_passage_words", 180, 120), ("yes_words", ["yes"], ["yes", "relevant"]),
+                               ("grades", None, [0, 1, 2])]:  # what the model is asked, and how its answer is read
+        changed = replace(head, pins={"llm": {**pins, key: after}})
+        assert f"pins differ ({key}: {before!r} -> {after!r})" in markdown_comment(diff_revisions(
+            replace(base, pins={"llm": {**pins, key: before}}), changed, SETTINGS, "nDCG@10"))
+    moved = replace(head, pins={"llm": {**pins, "base_url": "http://10.0.0.2:8000/v1"}})
+    assert "pins differ" not in markdown_comment(diff_revisions(base, moved, SETTINGS, "nDCG@10"))
 
 
 def test_no_change_gives_a_short_comment():
