@@ -147,17 +147,19 @@ def test_judging_queue_cli_writes_the_queue_and_refuses_a_missing_file(tmp_path,
     (tmp_path / "b.trec").write_text("q1 Q0 d3 1 3 b\nq1 Q0 d1 2 2 b\nq1 Q0 d2 3 1 b\nq2 Q0 d4 1 1 b\n")
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d4 2\n")
     (tmp_path / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": f"text {i}"}) + "\n" for i in range(1, 5)))
-    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "first"}) + "\n")
+        json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": f"text {i}, ask jane.doe@example.com or TICKET-77"})
+        + "\n" for i in range(1, 5)))
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "first, from 010-1234-5678"}) + "\n")
     out = tmp_path / "queue.tsv"
     common = ["judging-queue", "--qrels", str(tmp_path / "qrels.txt"), "--corpus", str(tmp_path / "corpus.jsonl"),
               "--out", str(out)]
     code = main([*common, "--run", str(tmp_path / "a.trec"), "--run", f"new={tmp_path / 'b.trec'}",
-                 "--queries", str(tmp_path / "queries.jsonl")])
+                 "--queries", str(tmp_path / "queries.jsonl"), "--redact-pattern", r"TICKET-\d+"])
     assert code == 0, capsys.readouterr().err
     queue = read_queue_tsv(out.read_text(), str(out))
     assert list(queue[["query_id", "doc_id"]].itertuples(index=False, name=None)) == [("q1", "d3"), ("q1", "d2")]
-    assert queue.iloc[0]["challenger"] == "new" and queue.iloc[0]["query"] == "first"
+    assert queue.iloc[0]["challenger"] == "new" and queue.iloc[0]["query"] == "first, from [redacted:phone]"
+    assert queue.iloc[0]["excerpt"] == "text 3, ask [redacted:email] or [redacted:custom]"  # written for people
     assert queue.iloc[0]["title"] == "Doc 3" and queue.iloc[0]["swing"] > 0
     missing = tmp_path / "nope.trec"
     assert main([*common, "--run", str(tmp_path / "a.trec"), "--run", str(missing)]) == 2

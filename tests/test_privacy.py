@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rerankeval.core import caches
 from rerankeval.core.caches import cache_dir
@@ -146,6 +147,30 @@ def test_the_stage_logs_are_redacted(tmp_path):
     assert done.stdout == "query [redacted:email]\n" and done.stderr == "rrn [redacted:kr_rrn]\n"
     source = (REPO / "src" / "rerankeval" / "pipeline" / "__main__.py").read_text()
     assert "redact_logs()" in source.split('if __name__ == "__main__":')[1]
+    # once the stage has read privacy.patterns, its own patterns too; every built-in kind stays redacted in a log
+    script = ("from rerankeval.core.privacy import PrivacyConfig, redact_logs; redact_logs(); print('before', end=' '); "
+              "redact_logs(PrivacyConfig(redact=[], patterns=[r'TICKET-\\d+'])); "
+              "print('TICKET-4471 of jane.doe@example.com')")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout == "before [redacted:custom] of [redacted:email]\n"
+
+
+def test_the_entry_point_redacts_a_stage_s_log_with_the_configured_patterns(tmp_path, monkeypatch):
+    import shutil
+
+    import rerankeval.pipeline.__main__ as entry
+    import rerankeval.pipeline.snapshot as snapshot_stage
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["privacy"] = {**(params.get("privacy") or {}), "patterns": [r"TICKET-\d+"]}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    monkeypatch.chdir(tmp_path)
+    used, ran = [], []
+    monkeypatch.setattr(entry, "redact_logs", lambda config=None: used.append(config))
+    monkeypatch.setattr(snapshot_stage, "run", lambda params, paths: ran.append(params))
+    entry._run("snapshot", [])  # snapshot declares no privacy setting: a log is no output
+    assert ran and [config.patterns for config in used] == [[r"TICKET-\d+"]]
 
 
 def test_nothing_written_for_people_holds_the_planted_personal_data():

@@ -1,7 +1,8 @@
 """``rerankeval judging-queue``: the compare stage's judging queue (``eval.judging``) for TREC (or Parquet) runs.
 
 Queries: those of the qrels that at least one run answers (a query judged only non-relevant is among them: judging
-a document relevant there brings it into the mean). The baseline is ``--baseline``'s run, by default the first.
+a document relevant there brings it into the mean). The baseline is ``--baseline``'s run, by default the first. The
+queue is written for people, so personal data in its texts is redacted as in the pipeline's (``core.privacy``).
 """
 
 from __future__ import annotations
@@ -31,16 +32,22 @@ DEFAULT_METRIC, DEFAULT_TOP = "nDCG@10", 10
         argument("--no-relevant", choices=("zero", "drop"), default="drop",
                  help="queries without a relevant judgment: left out of the mean (default, as `rerankeval "
                       "compare`) or scoring 0"),
+        argument("--redact-pattern", action="append", default=[], metavar="REGEX", dest="redact_patterns",
+                 help="a regular expression whose matches the queue shows as [redacted:custom], besides e-mail "
+                      "addresses, phone, card and Korean resident registration numbers, always redacted as the "
+                      "pipeline's queue is (privacy); repeat for several"),
         argument("--out", required=True, metavar="FILE", help="the queue to write (TSV)"),
     ],
 )
 def run_judging_queue(args: argparse.Namespace) -> int:
     from ..core.io import write_text
+    from ..core.privacy import PrivacyConfig, redactor
     from ..data.beir import read_corpus
     from ..data.trec import read_qrels, read_run
     from ..eval.judging import judging_queue, queue_tsv, with_assessor_text
     from .compare import _named, refuse_unmatched
 
+    redact = redactor(PrivacyConfig.parse({"patterns": args.redact_patterns}, "--redact-pattern"))
     named = [_named(text) for text in args.runs]
     for path in [args.qrels, *(path for _, path in named), args.corpus, *([args.queries] if args.queries else [])]:
         if not Path(path).is_file():
@@ -65,7 +72,7 @@ def run_judging_queue(args: argparse.Namespace) -> int:
                           metric=args.metric, k=args.top, queries=queries, no_relevant=args.no_relevant)
     corpus = read_corpus(Path(args.corpus)).select(["doc_id", "title", "text"]).to_pandas()
     queue = with_assessor_text(queue, _query_texts(args.queries), corpus)
-    write_text(args.out, queue_tsv(queue))
+    write_text(args.out, redact(queue_tsv(queue)))  # for people: personal data in a query or a passage redacted
     print(f"judging-queue: {args.out}: {len(queue)} unjudged pairs in the top {args.top} of {', '.join(names)} "
           f"over {len(queries)} queries, ordered by how far judging each moves Δ {args.metric} vs {baseline}")
     return 0

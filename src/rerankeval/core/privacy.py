@@ -6,7 +6,7 @@ Built-in kinds (``privacy.redact``): ``email``; ``phone`` (an optional +country 
 by spaces, dots or hyphens, as 010-1234-5678, +82 10 1234 5678, +1 415-555-0142; bare runs of digits are left alone,
 so ids and prices are not mistaken for numbers); ``kr_rrn`` (a Korean resident registration number, YYMMDD-GNNNNNN);
 ``card`` (13 to 19 digits, spaces or hyphens allowed, that pass the Luhn check). ``privacy.patterns`` adds regular
-expressions of one's own (named ``custom``). The stage logs always redact the built-in kinds.
+expressions of one's own (named ``custom``). The stage logs always redact the built-in kinds, and the own patterns.
 """
 
 from __future__ import annotations
@@ -93,18 +93,18 @@ class RedactingStream:
     """A text stream that redacts what is written to it line by line (a stage's stdout and stderr)."""
 
     def __init__(self, stream: TextIO, redact: Callable[[str], str]):
-        self._stream, self._redact, self._pending = stream, redact, ""
+        self._stream, self.redact, self._pending = stream, redact, ""
 
     def write(self, text: str) -> int:
         self._pending += text
         *lines, self._pending = re.split(r"(?<=[\n\r])", self._pending)
         if lines:
-            self._stream.write(self._redact("".join(lines)))
+            self._stream.write(self.redact("".join(lines)))
         return len(text)
 
     def flush(self) -> None:
         if self._pending:
-            self._stream.write(self._redact(self._pending))
+            self._stream.write(self.redact(self._pending))
             self._pending = ""
         self._stream.flush()
 
@@ -112,10 +112,15 @@ class RedactingStream:
         return getattr(self._stream, name)
 
 
-def redact_logs() -> None:
-    """Route this process's stdout and stderr through the built-in kinds' redaction (the stage entry point)."""
-    redact = redactor()
-    if not isinstance(sys.stdout, RedactingStream):
-        sys.stdout = RedactingStream(sys.stdout, redact)
-    if not isinstance(sys.stderr, RedactingStream):
-        sys.stderr = RedactingStream(sys.stderr, redact)
+def redact_logs(config: PrivacyConfig | None = None) -> None:
+    """Route this process's stdout and stderr through redaction (the stage entry point): every built-in kind, and
+    ``config``'s own patterns once it has read them. Called again, it replaces the redaction of the streams it
+    routed. A log keeps every built-in kind redacted even where ``privacy.redact`` leaves one out of the reports."""
+    redact = redactor(PrivacyConfig(patterns=config.patterns) if config is not None else None)
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, RedactingStream):
+            stream.flush()
+            stream.redact = redact
+        else:
+            setattr(sys, name, RedactingStream(stream, redact))

@@ -314,8 +314,10 @@ class AccessLabels:
         return np.fromiter((not self.current(doc_id, as_of) for doc_id in doc_ids), dtype=bool, count=len(doc_ids))
 
     def stale_first(self, query_id: str, doc_ids: Sequence[str]) -> np.ndarray:
-        """Per rank (``doc_ids`` in rank order): a stale document whose successor (any later version the user may
-        see) is not ranked above it."""
+        """Per rank (``doc_ids`` in rank order): a stale document none of whose later versions (its successor, that
+        one's, ...) is ranked above it, an absent one included: the user reads the outdated version first, whether the
+        ranking put the current one below it or left it out (the access filter removes a version the user may not
+        see, so it counts as absent)."""
         stale = self.stale(query_id, doc_ids)
         position = {doc_id: rank for rank, doc_id in enumerate(doc_ids)}
         flags = np.zeros(len(doc_ids), dtype=bool)

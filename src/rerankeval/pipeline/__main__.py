@@ -24,7 +24,7 @@ from ..core.caches import refuse_caches, use_tenant
 from ..core.errors import ConfigError, RerankevalError
 from ..core.privacy import redact_logs
 from ..workspace.paths import PipelinePaths
-from .params import load_params
+from .params import load_params, log_privacy
 from .table import STAGES as TABLE
 
 STAGES = {stage.name: stage for stage in TABLE}
@@ -106,6 +106,7 @@ def run(stage: str, system: list[str]) -> None:
 
 def _run(stage: str, system: list[str]) -> None:
     params = load_params(stage=stage)
+    redact_logs(log_privacy(params.source))  # the configured patterns too, now that they can be read
     if system and STAGES[stage].each == "systems" and system[0] not in params.configured_systems:
         raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
                           f"{', '.join(params.configured_systems)}). Usage: {USAGE}.")

@@ -154,6 +154,32 @@ def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Param
     """The settings ``stage`` declares in the stage table, typed; every block (unknown ones refused) without a stage:
     for what reads the whole configuration (the CLI, tests)."""
     path = Path(path)
+    data = _read(path)
+    if stage is None:
+        unknown = sorted(set(data) - set(BLOCKS) - set(UNTYPED))
+        if unknown:
+            raise ConfigError(f"{path}: unknown block(s) {', '.join(unknown)}; known: "
+                              f"{', '.join([*BLOCKS, *UNTYPED])}.")
+    return _params(data, (*BLOCKS, *UNTYPED) if stage is None else BY_NAME[stage].reads, stage or "(all settings)",
+                   path)
+
+
+def log_privacy(path: str | Path = PARAMS) -> Any:
+    """params.yaml's ``privacy`` block (``core.privacy.PrivacyConfig``), for what a stage's stdout and stderr show
+    (``core.privacy.redact_logs``). A log is no output: a stage reads this without declaring it, and a change of
+    patterns re-runs no stage."""
+    path = Path(path)
+    return _params(_read(path), ("privacy",), "the stage logs", path).privacy
+
+
+def _params(data: dict[str, Any], reads: tuple[str, ...], stage: str, path: Path) -> Params:
+    try:
+        return Params(data, reads, stage, path)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle)
@@ -163,13 +189,4 @@ def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Param
         raise ConfigError(f"{path}: not valid YAML ({err}).") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of blocks ({', '.join([*BLOCKS, *UNTYPED])}).")
-    if stage is None:
-        unknown = sorted(set(data) - set(BLOCKS) - set(UNTYPED))
-        if unknown:
-            raise ConfigError(f"{path}: unknown block(s) {', '.join(unknown)}; known: "
-                              f"{', '.join([*BLOCKS, *UNTYPED])}.")
-    reads = (*BLOCKS, *UNTYPED) if stage is None else BY_NAME[stage].reads
-    try:
-        return Params(data, reads, stage or "(all settings)", path)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
+    return data
