@@ -44,6 +44,14 @@ def sample_queries(snapshot, qrels, count: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(pool, min(count, len(pool))))
 
 
+def with_ci(values: np.ndarray, seed: int) -> str:
+    """The mean of per-query values with its 95% bootstrap CI over the queries."""
+    from rerankeval.stats.resampling import bootstrap_ci
+
+    found = bootstrap_ci(values[:, None], n_samples=10_000, seed=seed)
+    return f"{found.mean[0]:.4f} [{found.low[0]:.4f}, {found.high[0]:.4f}]"
+
+
 def cross_encoder_row(candidates, views, qrels, fused, chosen: list[str], depth: int, seed: int) -> list[str]:
     """``ce_minilm_ft`` as the demo's params.yaml configures it (its model the demo's fine-tuned one), at ``depth``."""
     import yaml
@@ -60,7 +68,7 @@ def cross_encoder_row(candidates, views, qrels, fused, chosen: list[str], depth:
                           RerankSettings(depth=depth))
     values = evaluate(run[["query_id", "doc_id", "rank"]], qrels, ["nDCG@10"], queries=chosen)["nDCG@10"]
     delta = bootstrap_ci((values - fused).to_numpy()[:, None], n_samples=10_000, seed=seed)
-    return ["ce_minilm_ft (the demo's fine-tuned cross-encoder)", str(len(chosen)), f"{values.mean():.4f}",
+    return ["ce_minilm_ft (the demo's fine-tuned cross-encoder)", str(len(chosen)), with_ci(values.to_numpy(), seed),
             f"{delta.mean[0]:+.4f} [{delta.low[0]:+.4f}, {delta.high[0]:+.4f}]", "—", "—", "—", "—",
             f"{(latency['compute_s'] + latency['replayed_s']).mean():.2f}",
             str(int((run.drop_duplicates("query_id")["mode"] == "FUSION_FALLBACK").sum()))]
@@ -73,6 +81,7 @@ def measure(root: Path, base_url: str | None, queries: int, depth: int, seed: in
     from rerankeval.eval.engine import evaluate
     from rerankeval.rerank.driver import RerankSettings, rerank
     from rerankeval.retrieval.candidates import load_candidates
+    from rerankeval.stats.guardrails import invalid_output_record
     from rerankeval.stats.resampling import bootstrap_ci
     from rerankeval.systems.base import Query
     from rerankeval.systems.registry import BuildContext, build_system
@@ -86,7 +95,8 @@ def measure(root: Path, base_url: str | None, queries: int, depth: int, seed: in
     candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
     fused = evaluate(candidates.rename(columns={"fused_rank": "rank"})[["query_id", "doc_id", "rank"]], qrels,
                      ["nDCG@10"], queries=chosen)["nDCG@10"]
-    rows = [["fusion (the fused order)", str(len(chosen)), f"{fused.mean():.4f}", "—", "—", "—", "—", "—", "—", "—"],
+    rows = [["fusion (the fused order)", str(len(chosen)), with_ci(fused.to_numpy(), seed), "—", "—", "—", "—", "—",
+             "—", "—"],
             cross_encoder_row(candidates, views, qrels, fused, chosen, depth, seed)]
     served = []
     variants = VARIANTS if base_url is not None else {**VARIANTS, **FIRST_TOKEN}
@@ -105,9 +115,15 @@ def measure(root: Path, base_url: str | None, queries: int, depth: int, seed: in
         counted = described["invalid_outputs"]
         timings = [dict(found) for found in latency["timings"]]
         fallbacks = int((run.drop_duplicates("query_id")["mode"] == "FUSION_FALLBACK").sum())
-        rows.append([kind, str(len(chosen)), f"{values.mean():.4f}",
+        per_query = invalid_output_record([t.get("invalid_outputs", 0.0) for t in timings],
+                                          [t.get("llm_calls", 0.0) for t in timings],
+                                          {"n_samples": 10_000, "seed": seed, "confidence": 0.95,
+                                           "method": "percentile"})
+        rows.append([kind, str(len(chosen)), with_ci(values.to_numpy(), seed),
                      f"{delta.mean[0]:+.4f} [{delta.low[0]:+.4f}, {delta.high[0]:+.4f}]",
-                     f"{counted['invalid_calls']}/{counted['calls']} ({(counted['rate'] or 0):.1%})",
+                     f"{counted['invalid_calls']}/{counted['calls']} ({(counted['rate'] or 0):.1%}); per query "
+                     + (f"{per_query['per_query_mean']:.1%} [{per_query['low']:.1%}, {per_query['high']:.1%}]"
+                        if per_query.get("low") is not None else "—"),
                      ", ".join(f"{reason} {count}" for reason, count in counted["by_reason"].items()) or "none",
                      f"{np.mean([t.get('llm_calls', 0.0) for t in timings]):.1f}",
                      f"{np.mean([t.get('prompt_tokens', 0.0) for t in timings]):.0f} / "
@@ -130,7 +146,8 @@ def collection_name(root: Path) -> str:
     return yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))["dataset"]["name"]
 
 
-COLUMNS = ["system", "queries", "nDCG@10", "Δ vs fusion [95% CI]", "invalid calls", "invalid by reason",
+COLUMNS = ["system", "queries", "nDCG@10 [95% CI]", "Δ vs fusion [95% CI]", "invalid calls (per query [95% CI])",
+           "invalid by reason",
            "calls / query", "prompt / completion tokens per query", "cold s / query", "fallbacks"]
 
 

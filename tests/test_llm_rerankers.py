@@ -260,10 +260,28 @@ def test_an_endpoint_that_truncates_the_prompt_is_counted_as_missing_labels(tmp_
 
 def test_a_failing_endpoint_degrades_the_query_with_its_reason(tmp_path):
     with FakeOpenAI(responder=listwise_responder) as server:
-        server.script = ["500"] * 10
+        server.script = ["500"] * 100  # every window of every query
         _, frame, latency = run(config(server, tmp_path))
     assert set(frame["mode"]) == {FUSION_FALLBACK}
     assert frame["degraded_reason"].iloc[0].startswith("http_5xx")
+
+
+def test_a_failed_window_keeps_its_order_and_is_counted_while_the_others_reorder(tmp_path):
+    """depth 7, window 4, stride 2: windows (3, 7), (1, 5), (0, 3), bottom up, over d0..d6. The first query's second
+    window fails (both attempts). The first lifts d5 to its head (d0 d1 d2 d5 d3 d4 d6); the failed one keeps its
+    order, where it would have lifted d5 to rank 2 and the third to rank 1; the third still reorders its own."""
+    with FakeOpenAI(responder=listwise_responder) as server:
+        server.script = ["ok", "500", "500"]
+        system, frame, latency = run(config(server, tmp_path))
+    assert set(frame["mode"]) == {RERANKED}
+    failed = [query for query, found in zip(latency["query_id"], latency["timings"]) if dict(found)["failed_windows"]]
+    assert len(failed) == 1
+    ranked = frame[frame["query_id"] == failed[0]].sort_values("rank")["doc_id"].tolist()
+    assert ranked == ["d0", "d1", "d2", "d5", "d3", "d4", "d6"], ranked
+    counted = system.describe()["invalid_outputs"]
+    assert counted["by_reason"] == {"window_failed:http_5xx": 1} and counted["invalid_calls"] == 1
+    timings = dict(latency.set_index("query_id").loc[failed[0], "timings"])
+    assert timings["invalid_outputs"] == 1.0 and timings["llm_calls"] == 3.0
 
 
 def test_bad_settings_are_refused_with_the_numbers(tmp_path):

@@ -12,7 +12,8 @@ path and sha256, the decoding settings and the kind's own settings.
 An invalid output is never hidden: each kind repairs it by a stated deterministic rule, counts it per query (the run's
 latency table, ``timings``: ``invalid_outputs`` of ``llm_calls``) and in total (``describe()['invalid_outputs']``),
 and the verdict cannot ACCEPT a system whose invalid share exceeds ``compare.release.max_invalid_rate``. A call that
-fails outright (timeout, HTTP error) fails the query, which falls back to the fused order with its reason.
+fails outright (timeout, HTTP error) fails the query, which falls back to the fused order with its reason; the
+listwise kind fails only that window (``listwise``), unless every window of the query failed.
 """
 
 from __future__ import annotations
@@ -127,6 +128,12 @@ class Tally:
                               (self.backends, reply.backend)):
             if said:
                 counter[said] += 1
+
+    def add_failure(self, reason: str) -> None:
+        """A call that got no reply at all (``listwise``: its window kept its order), counted as an invalid output."""
+        self.calls += 1
+        self.invalid_calls += 1
+        self.invalid[reason] += 1
 
     def record(self) -> dict[str, Any]:
         return {"calls": self.calls, "invalid_calls": self.invalid_calls,

@@ -19,7 +19,9 @@ Counted reasons: ``no_labels`` (no identifier at all: a refusal, or prose), ``un
 ``repeated_label``, ``missing_labels`` (the reply left some out: cut off, or skipped). With ``first_token``:
 ``no_logprobs`` (the endpoint gave none: the label the reply starts with goes first, the rest keep their order) and
 ``no_labels`` (no label among the most likely first tokens: the input order is kept). A call that fails outright
-fails the query (fused order, with the reason).
+(a timeout, an HTTP error, after the endpoint's retries) leaves its window in its input order and is counted as
+``window_failed:<reason>``; the other windows still reorder. A query whose every window failed falls back to the
+fused order with the first failure's reason, as any scorer's failed query does.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from ...core.errors import ScoringFailure
 from ..base import QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from . import LLMRerankConfig, LLMSystem, clipped, pins
@@ -134,6 +137,7 @@ class LLMListwise(LLMSystem):
         order = list(range(len(passages)))
         calls = invalid = prompt_tokens = completion_tokens = 0
         compute_s = replayed_s = slowest_window_s = 0.0
+        failures: list[ScoringFailure] = []
         for _ in range(self.config.passes):
             for start, end in self.windows(len(order)):
                 window = order[start:end]
@@ -141,11 +145,16 @@ class LLMListwise(LLMSystem):
                 listed = "\n".join(f"[{LETTERS[k] if first_token else k + 1}] {passages[index]}"
                                    for k, index in enumerate(window))
                 prompt = self.template.fill(count=str(len(window)), passages=listed, query=query.query_text)
+                try:
+                    reply = self.ask(prompt, self.config.top_logprobs if first_token else None)
+                except ScoringFailure as failure:  # the window keeps its order; the others still reorder
+                    failures.append(failure)
+                    self.tally.add_failure(f"window_failed:{failure.reason}")
+                    calls, invalid = calls + 1, invalid + 1
+                    continue
                 if first_token:
-                    reply = self.ask(prompt, self.config.top_logprobs)
                     permutation, reasons = first_token_order(reply.top_logprobs, reply.text, len(window))
                 else:
-                    reply = self.ask(prompt)
                     permutation, reasons = parse_permutation(reply.text, len(window))
                 self.tally.add(reply, reasons)
                 calls, invalid = calls + 1, invalid + bool(reasons)
@@ -157,13 +166,16 @@ class LLMListwise(LLMSystem):
                     compute_s += reply.seconds
                 slowest_window_s = max(slowest_window_s, reply.seconds)  # a cache hit replays the window's own time
                 order[start:end] = [window[k] for k in permutation]
+        if failures and len(failures) == calls:
+            raise failures[0]
         values = np.empty(len(order), dtype=np.float64)
         values[order] = np.arange(len(order), 0, -1, dtype=np.float64)
         return Scores(values=values, compute_s=compute_s, replayed_s=replayed_s,
                       timings={"llm_calls": float(calls), "invalid_outputs": float(invalid),
                                "prompt_tokens": float(prompt_tokens), "completion_tokens": float(completion_tokens),
-                               "slowest_window_s": slowest_window_s,
-                               "mean_window_s": (compute_s + replayed_s) / calls if calls else 0.0})
+                               "slowest_window_s": slowest_window_s, "failed_windows": float(len(failures)),
+                               "mean_window_s": (compute_s + replayed_s) / (calls - len(failures))
+                               if calls > len(failures) else 0.0})
 
     def windows(self, size: int) -> list[tuple[int, int]]:
         """The (start, end) of each window of one sweep over ``size`` passages, in the order they are asked."""
