@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -157,7 +158,13 @@ def test_the_better_ranking_is_accepted_by_the_offline_verdict_s_code(tmp_path, 
     assert found["primary"]["ci_low"] > 0, found["primary"]
     assert found["verdict"]["decision"] == "ACCEPT", found["verdict"]
     page = readout_page({"experiment": "x", "log_sha256": "0" * 64, **found})
-    assert page.startswith("# Online experiment `x`: ACCEPT")
+    assert page.startswith("# Online experiment `x`: ACCEPT") and "synthetic" not in page
+    simulated = readout_page({"experiment": "x", "log_sha256": "0" * 64, "synthetic": "simulated users", **found})
+    for arm in found["per_arm"].values():  # each click measure's CI holds its mean
+        assert all(low <= arm[name] <= high for name, (low, high) in arm["intervals"].items()), arm
+        assert any(low < high for low, high in arm["intervals"].values())
+    assert "% percentile bootstrap CI over them." in page
+    assert "**A synthetic log**: simulated users." in simulated.split("**ACCEPT**")[0]  # said before the verdict
     # the same log read as if the baseline were the challenger: the preference turns, and the verdict with it
     flipped = readout(impressions, counts, config.model_copy(update={"challenger": "base"}), "good", BOOT)
     assert flipped["primary"]["ci_high"] < 0 and flipped["verdict"]["decision"] == "REJECT"
@@ -197,3 +204,38 @@ def test_more_empty_result_pages_reject_before_quality(tmp_path):
     assert found["verdict"]["decided_by"].startswith("guardrail EmptyResults")
     off = readout(emptied, counts, config.model_copy(update={"max_empty_increase": None}), "base", BOOT)
     assert [g["measure"] for g in off["guardrails"]] == []
+
+
+def test_the_demo_s_pages_of_a_synthetic_log_say_so_before_anything_else():
+    """Each log params.yaml marks synthetic (the demo's three) has a page that opens with the warning."""
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.workspace.paths import PipelinePaths
+
+    online, paths = load_params().online, PipelinePaths.load()
+    pages = {**{paths.readout(name).with_suffix(".md"): config for name, config in online.readouts.items()},
+             **{paths.shadow(name).with_suffix(".md"): config for name, config in online.shadows.items()}}
+    marked = {page: config.synthetic for page, config in pages.items() if config.synthetic}
+    assert len(marked) == 3, marked
+    for page, statement in marked.items():
+        assert f"**A synthetic log**: {statement}." in page.read_text(encoding="utf-8").split("\n## ")[0], page
+
+
+def test_the_demo_s_synthetic_logs_were_drawn_from_the_committed_runs():
+    """datasets/demo-online/provenance.json names the md5 of the runs make_interactions.py drew the logs from; they
+    are dvc.lock's, the committed one's or this checkout's (a `make demo` on another CPU rewrites the latter)."""
+    import subprocess
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    drawn_from = json.loads((repo / "datasets" / "demo-online" / "provenance.json").read_text())["runs_md5"]
+    committed = subprocess.run(["git", "show", "HEAD:dvc.lock"], cwd=repo, capture_output=True, text=True)
+    locks = [(repo / "dvc.lock").read_text(encoding="utf-8")]
+    if committed.returncode == 0:  # not a git checkout: this one's lock only
+        locks.append(committed.stdout)
+    recorded = [{out["path"]: out.get("md5") for stage in yaml.safe_load(lock)["stages"].values()
+                 for out in stage.get("outs", [])} for lock in locks]
+    assert any(all(outs.get(path) == md5 for path, md5 in drawn_from.items()) for outs in recorded), (
+        f"the demo's synthetic logs were drawn from runs {drawn_from}, which dvc.lock no longer records: their pages "
+        "read out clicks on rankings the systems no longer give. Fix: `python datasets/demo-src/make_interactions.py`, "
+        "then `dvc repro`, and commit datasets/demo-online/ with the outputs")

@@ -7,10 +7,15 @@ pages of ``ce_minilm_ft`` and ``fusion`` (a team-draft log and an A/B log) over 
 readout stages (``online.readouts`` in conf/online/default.yaml) something to read; their clicks follow the click
 model, not people. And a production query log for the shadow stage (``online.shadows``): arrivals over about ten
 minutes of the test queries' texts with their users' groups, popularity Zipf-like, not people's either.
+
+``provenance.json`` beside the logs records the md5 of the two runs they were drawn from, as dvc.lock records them:
+a test fails when the committed runs change and the logs were not drawn again (run this, then `dvc repro`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from rerankeval.core.io import write_text
@@ -25,6 +30,7 @@ CHALLENGER, BASELINE = "ce_minilm_ft", "fusion"
 MEDIAN_MS = {CHALLENGER: 95.0, BASELINE: 38.0}
 LOGS = {"interleaving.jsonl": ("team_draft", 2000, 1), "ab.jsonl": ("ab", 3000, 2)}
 SHADOW_LOG, SHADOW_LINES, SHADOW_RATE_PER_S, SHADOW_SEED = "queries.jsonl", 400, 0.7, 3
+PROVENANCE = "provenance.json"
 
 
 def main() -> None:
@@ -46,6 +52,10 @@ def main() -> None:
     lines = synthetic_query_log(asked, lines=SHADOW_LINES, rate_per_s=SHADOW_RATE_PER_S, seed=SHADOW_SEED)
     write_text(OUT / SHADOW_LOG, "\n".join(lines) + "\n")
     print(f"{OUT / SHADOW_LOG}: {len(lines)} lines")
+    drawn_from = {str(paths.run(system)): hashlib.md5(paths.run(system).read_bytes()).hexdigest()
+                  for system in (CHALLENGER, BASELINE)}
+    write_text(OUT / PROVENANCE, json.dumps({"script": "datasets/demo-src/make_interactions.py", "synthetic": True,
+                                             "runs_md5": drawn_from}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

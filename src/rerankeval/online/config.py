@@ -50,6 +50,9 @@ class ReadoutConfig(StrictConfig):
 
     log: str
     """The interaction log, JSON lines or Parquet (docs/online.md); the readout stage's DVC dependency."""
+    synthetic: str | None = Field(None, min_length=1)
+    """What made the log when it is no people's traffic (the demo's: a seeded click simulation), said at the top of
+    its page; null: a real log."""
     challenger: str
     """The system the experiment tried (an arm, or an interleaving side)."""
     baseline: str | None = None
@@ -97,6 +100,9 @@ class ShadowConfig(StrictConfig):
 
     log: str
     """The query log, JSON lines or Parquet: query, time, optional segment, count and user_groups."""
+    synthetic: str | None = Field(None, min_length=1)
+    """What made the log when it is no people's traffic (the demo's: seeded arrivals of its test queries), said at
+    the top of its page; null: a real log."""
     systems: list[str] | None = None
     """The systems replayed; default: the baseline (``compare.baseline``) and every reranker (not the bounds, not the
     other first stages: an oracle has no judgments to read here)."""

@@ -59,11 +59,24 @@ def _percentiles(values: pd.Series) -> dict:
             "p99_ms": round(float(np.percentile(values, 99)), 3), "timed": int(len(values))}
 
 
-def _arm_summary(frame: pd.DataFrame) -> dict:
-    return {"impressions": int(len(frame)), "queries": int(frame["query_id"].nunique()),
-            **{name: round(float(frame[name].mean()), 6) for name in
-               ("reciprocal_rank", "any_click", "clicks", "abandoned", "reformulated", "empty")},
-            **_percentiles(frame["latency_ms"])}
+ARM_MEASURES = ("reciprocal_rank", "any_click", "clicks", "abandoned", "reformulated", "empty")
+"""Each arm's click measures, means over its impressions."""
+
+
+def _arm_summary(frame: pd.DataFrame, boot: dict | None = None) -> dict:
+    """An arm's counts, click measures and logged latency; with ``boot``, each measure's percentile bootstrap CI
+    over the arm's impressions too (``intervals``)."""
+    summary = {"impressions": int(len(frame)), "queries": int(frame["query_id"].nunique()),
+               **{name: round(float(frame[name].mean()), 6) for name in ARM_MEASURES},
+               **_percentiles(frame["latency_ms"])}
+    if boot is not None and len(frame):
+        rng, tail = np.random.default_rng([boot["seed"], 0xA4]), (1 - boot["confidence"]) / 2
+        summary["interval_confidence"] = boot["confidence"]
+        summary["intervals"] = {
+            name: [round(float(np.quantile(replicates, tail)), 6), round(float(np.quantile(replicates, 1 - tail)), 6)]
+            for name in ARM_MEASURES
+            for replicates in [_bootstrap_means(frame[name].to_numpy(), boot["n_samples"], rng)]}
+    return summary
 
 
 def _bootstrap_means(values: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
@@ -153,7 +166,7 @@ def readout(impressions: Sequence[Impression], counts: LogCounts, config: Readou
         raise CollectionError(f"{config.log}: arms {arms}, but a {config.design} experiment of {config.challenger} "
                               f"against {baseline} logs {expected}. Fix: online.readouts' design, challenger and "
                               "baseline must describe this log")
-    per_arm = {arm: _arm_summary(frame[frame["arm"] == arm]) for arm in arms}
+    per_arm = {arm: _arm_summary(frame[frame["arm"] == arm], boot) for arm in arms}
     segments = {segment: {arm: _arm_summary(part[part["arm"] == arm]) for arm in sorted(part["arm"].unique())}
                 for segment, part in frame.groupby("segment")}
     credit = None

@@ -36,7 +36,7 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
               "with another dataset, point online.readouts at its logs or remove them)")
     boot = {"n_samples": params.compare.samples, "seed": params.compare.seed,
             "confidence": params.compare.confidence, "method": params.compare.ci_method}
-    found = {"experiment": name, "log_sha256": sha256_file(config.log),
+    found = {"experiment": name, "log_sha256": sha256_file(config.log), "synthetic": config.synthetic,
              **readout(impressions, counts, config, baseline, boot)}
     write_json(paths.readout(name), found)
     write_text(paths.readout(name).with_suffix(".md"), readout_page(found))

@@ -58,7 +58,8 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
     queue = judging_priority(arrivals, {system: 1.0 - entry["per_query_rbo"]
                                         for system, entry in found.pop("_per_query").items()})
     queue = queue.merge(queries[["query_id", "text"]], on="query_id").head(config.queue_rows)
-    record = {"name": name, "log": config.log, "log_sha256": sha256_file(config.log), "lines": log.lines,
+    record = {"name": name, "log": config.log, "log_sha256": sha256_file(config.log), "synthetic": config.synthetic,
+              "lines": log.lines,
               "out_of_order": log.out_of_order, "queries": log.distinct, "replayed": int(len(queries)),
               "sampled": log.sampled, "seed": log.seed, "max_queries": config.max_queries,
               "replayed_arrivals": int(arrivals["count"].sum()),

@@ -171,7 +171,7 @@ def readout_page(found: Mapping[str, Any]) -> str:
              f"`{found['challenger']}` against `{found['baseline']}`, {design}; log `{log['path']}` "
              f"(sha256 {found['log_sha256'][:12]}), {log['impressions']:,} impressions of {log['lines']:,} lines"
              + (f", a seeded sample (seed {log['seed']}) of them" if log["sampled"] else "") + ".", "",
-             f"**{verdict['decision']}**: {verdict['decided_by']}", ""]
+             *_synthetic(found), f"**{verdict['decision']}**: {verdict['decided_by']}", ""]
     primary = found["primary"]
     lines += [f"Primary: {primary['metric']} {_ci(primary)}.", ""]
     credit = found.get("interleaving")
@@ -179,12 +179,17 @@ def readout_page(found: Mapping[str, Any]) -> str:
         lines += [f"Impressions won by the challenger's picks {credit['wins']:,}, by the baseline's "
                   f"{credit['losses']:,}, ties {credit['ties']:,}; sign test p = {credit['sign_test_p']:.3g}.", ""]
     arms = found["per_arm"]
-    lines += ["## Per arm", "", table(
+    measures = ("reciprocal_rank", "any_click", "clicks", "abandoned", "reformulated", "empty")
+    confidence = next((row["interval_confidence"] for row in arms.values() if "interval_confidence" in row), None)
+    lines += ["## Per arm", "", "Each click measure's mean over the arm's impressions"
+              + (f", with its {confidence * 100:g}% percentile bootstrap CI over them." if confidence else "."), "",
+              table(
         ["arm", "impressions", "queries", "reciprocal rank", "any click", "clicks", "abandoned", "reformulated",
          "empty", "p50 / p95 / p99 ms"],
-        [[f"`{arm}`", f"{row['impressions']:,}", f"{row['queries']:,}", f"{row['reciprocal_rank']:.4f}",
-          f"{row['any_click']:.4f}", f"{row['clicks']:.4f}", f"{row['abandoned']:.4f}", f"{row['reformulated']:.4f}",
-          f"{row['empty']:.4f}", f"{_ms(row['p50_ms'])} / {_ms(row['p95_ms'])} / {_ms(row['p99_ms'])}"]
+        [[f"`{arm}`", f"{row['impressions']:,}", f"{row['queries']:,}",
+          *(f"{row[name]:.4f}" + (" [{:.4f}, {:.4f}]".format(*row["intervals"][name]) if "intervals" in row else "")
+            for name in measures),
+          f"{_ms(row['p50_ms'])} / {_ms(row['p95_ms'])} / {_ms(row['p99_ms'])}"]
          for arm, row in arms.items()]), ""]
     if found["slices"]:
         lines += ["## Segments (critical slices)", "", table(
@@ -208,6 +213,14 @@ def readout_page(found: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _synthetic(found: Mapping[str, Any]) -> list[str]:
+    """The warning a page opens with when its log is no people's traffic (``synthetic`` in its config)."""
+    if not found.get("synthetic"):
+        return []
+    return [f"**A synthetic log**: {found['synthetic']}. What follows shows the readout on it, not how people "
+            "behave.", ""]
+
+
 def shadow_page(found: Mapping[str, Any]) -> str:
     """The page of one shadow replay (the shadow stage's JSON, rendered)."""
     baseline, k = found["baseline"], found["k"]
@@ -218,7 +231,8 @@ def shadow_page(found: Mapping[str, Any]) -> str:
              + f" ({found['replayed_arrivals']:,} arrivals over {found['span_s']:,.0f} s) replayed at "
                f"{found['speed']:g}x the recorded pace; lines logged earlier than a line above them: "
                f"{found['out_of_order']:,}. No judgments: nothing here says which system is better, only how they "
-               "differ on the traffic, what the traffic costs, and which queries to judge first.", ""]
+               "differ on the traffic, what the traffic costs, and which queries to judge first.", "",
+             *_synthetic(found)]
     candidates = found["candidates"]
     lines += [f"First stage: {candidates['rows']:,} candidates; {candidates['removed_by_access']:,} removed by the "
               f"access filter (each logged user's groups); {candidates['queries_without_candidates']:,} queries "
