@@ -14,6 +14,7 @@ from rerankeval.data.snapshot import Snapshot  # noqa: E402
 from rerankeval.eval.engine import evaluate  # noqa: E402
 from rerankeval.interop.frames import from_ranked_frame, run_frame  # noqa: E402
 from rerankeval.interop.pyterrier import Reranker, candidates_source  # noqa: E402
+from rerankeval.systems.base import RERANKED  # noqa: E402
 from rerankeval.workspace.paths import PipelinePaths  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,20 +29,23 @@ def demo():
     return paths
 
 
-def test_the_transformer_reproduces_the_pipeline_s_run(demo, monkeypatch):
+@pytest.mark.parametrize("system", [SYSTEM, "blend_ce_fusion", "routed_blend"])  # the last two: a fitted weight
+def test_the_transformer_reproduces_the_pipeline_s_run(demo, monkeypatch, system):
     monkeypatch.chdir(REPO)
     snapshot = Snapshot(demo.snapshot)
     queries = snapshot.queries_of("test")
     topics = pd.DataFrame({"qid": queries["query_id"], "query": queries["text"]})
-    reranker = Reranker.from_params(SYSTEM)
+    reranker = Reranker.from_params(system)
     reranked = (candidates_source() >> reranker)(topics)
-    pipeline = pd.read_parquet(demo.run(SYSTEM))
+    pipeline = pd.read_parquet(demo.run(system))
     ours = from_ranked_frame(reranked)
     merged = ours.merge(pipeline[["query_id", "doc_id", "rank"]], on=["query_id", "doc_id"], suffixes=("", "_stage"))
     assert len(merged) == len(pipeline) == len(ours)
     assert (merged["rank"] == merged["rank_stage"]).all()  # the rerank stage's order, query by query
-    # the rerank stage's pair-score cache served every pair, and the latency table says so
-    assert reranker.latency["cache_hits"].sum() == reranker.latency["n_pairs"].sum() > 0
+    # the rerank stage's pair-score cache served every pair scored (a routed system's skipped queries score none),
+    # and the latency table says so
+    scored = reranker.latency[reranker.latency["mode"] == RERANKED]
+    assert scored["cache_hits"].sum() == scored["n_pairs"].sum() > 0
     # below the reranked head, scores keep the order (PyTerrier sorts by score)
     for _, found in reranked.groupby("qid"):
         assert (np.diff(found.sort_values("rank")["score"].to_numpy()) <= 0).all()
@@ -98,3 +102,16 @@ def test_runs_round_trip_and_a_frame_without_text_is_refused(demo, monkeypatch):
         Reranker.from_params(SYSTEM)(pd.DataFrame({"qid": ["q"], "query": ["x"], "docno": ["d"], "score": [1.0]}))
     with pytest.raises(ContractError, match=r"no column docno"):
         from_ranked_frame(pd.DataFrame({"qid": ["q"], "score": [1.0]}))
+
+
+def test_a_fitted_weight_is_the_pipeline_s_and_refused_by_name_before_the_pipeline_ran(demo, monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.core.io import table_metadata
+
+    monkeypatch.chdir(REPO)
+    reranker = Reranker.from_params("blend_ce_fusion")
+    assert reranker.config.weight == table_metadata(demo.run("blend_ce_fusion"))["describe"]["weight"]
+    with pytest.raises(ConfigError, match=r"systems\.blend_ce_fusion\.weight: 'fit' needs the 'train' split"):
+        Reranker.from_params("blend_ce_fusion", paths=replace(demo, runs=tmp_path))

@@ -15,16 +15,23 @@ from ..core.errors import ContractError
 from ..eval.ranks import assign_ranks
 
 
+FIRST_STAGE = ("parent_id", "bm25_score", "bm25_rank", "dense_score", "dense_rank", "fused_score")
+"""The frozen candidates' own columns a frame carries along, for the systems that read them (a blend's fused score,
+a routing rule's BM25 rank); a frame from another retriever has none of them."""
+
+
 def candidates_frame(candidates: pd.DataFrame, queries: Mapping[str, str]) -> pd.DataFrame:
     """The frozen candidates (``retrieval.candidates.load_candidates``, with their passage text) as a ranked PyTerrier
-    frame in fused order: the score is minus the fused rank, so that PyTerrier's order is the frozen one."""
+    frame in fused order: the score is minus the fused rank, so that PyTerrier's order is the frozen one; the
+    first stage's columns (``FIRST_STAGE``) ride along."""
     ordered = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
     return pd.DataFrame({"qid": ordered["query_id"].astype(str).to_numpy(),
                          "query": ordered["query_id"].map(queries).to_numpy(),
                          "docno": ordered["doc_id"].astype(str).to_numpy(),
                          "text": ordered["passage"].to_numpy(),
                          "score": -ordered["fused_rank"].astype(float).to_numpy(),
-                         "rank": ordered["fused_rank"].astype(int).to_numpy() - 1})
+                         "rank": ordered["fused_rank"].astype(int).to_numpy() - 1,
+                         **{column: ordered[column].to_numpy() for column in FIRST_STAGE if column in ordered}})
 
 
 def ordered_scores(run: pd.DataFrame) -> pd.Series:

@@ -10,8 +10,9 @@
 The transformer builds the system as the rerank stage does (its kind, model, depth, pair-score cache) and reranks each
 query's top ``depth`` results of its input through ``rerank.driver.rerank``, the stage's own driver; the results
 below the depth keep their order under the reranked head. Its per-query latency table (``latency``) is kept after
-every call. A system that fits a setting on another split (a blend's weight) needs the pipeline's splits and is built
-by the pipeline only.
+every call. A system that fits a setting on another split (a blend with ``weight: fit``, and a routed system built on
+one) takes the weight the pipeline fitted, as its run recorded it: a transformer has no fitting split. Before the
+pipeline has run that system, it is refused by name (set a number, or run ``dvc repro rerank@NAME``).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ import yaml
 
 from ..core.errors import ConfigError, ContractError
 from ..core.hashing import sha256_text
+from ..core.io import table_metadata
 from ..data.snapshot import Snapshot
 from ..rerank.driver import RerankSettings, rerank
 from ..retrieval.candidates import load_candidates
 from ..systems.base import Query
 from ..systems.registry import BuildContext, build_system
 from ..workspace.paths import PipelinePaths
-from .frames import candidates_frame, untied_scores
+from .frames import FIRST_STAGE, candidates_frame, untied_scores
 
 INPUT_COLUMNS = ("qid", "query", "docno", "text")
 
@@ -52,9 +54,13 @@ class Reranker(pt.Transformer):
         self.latency: pd.DataFrame | None = None
 
     @classmethod
-    def from_params(cls, name: str, params: str | Path = "params.yaml", depth: int | None = None) -> Reranker:
+    def from_params(cls, name: str, params: str | Path = "params.yaml", depth: int | None = None,
+                    paths: PipelinePaths | None = None) -> Reranker:
+        """``systems.<name>`` of ``params``, each ``weight: fit`` replaced by the weight the pipeline fitted
+        (``with_fitted_weights``; ``paths``: the pipeline's, by default the project's in this folder)."""
         with open(params, encoding="utf-8") as handle:
-            return cls(name, (yaml.safe_load(handle) or {}).get("systems") or {}, depth)
+            systems = (yaml.safe_load(handle) or {}).get("systems") or {}
+        return cls(name, with_fitted_weights(systems, paths or PipelinePaths.load()), depth)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         missing = [column for column in INPUT_COLUMNS if column not in frame.columns]
@@ -72,6 +78,9 @@ class Reranker(pt.Transformer):
                                    "passage": order["text"].astype(str),
                                    "fused_rank": order.groupby("qid").cumcount().to_numpy() + 1})
         candidates["passage_sha256"] = [sha256_text(text) for text in candidates["passage"]]
+        for column in FIRST_STAGE:  # what a blend or a routing rule reads, where the frame carries it
+            if column in order.columns:
+                candidates[column] = order[column].to_numpy()
         queries = {str(qid): Query(str(qid), str(text)) for qid, text in zip(order["qid"], order["query"])}
         run, self.latency = rerank(candidates, queries, self.system, RerankSettings(self.depth))
         run = run.assign(score=untied_scores(run, np.float32))  # as trec_eval will read them
@@ -82,6 +91,18 @@ class Reranker(pt.Transformer):
         out["rank"] = out["rank"].astype(int) - 1  # PyTerrier's ranks start at 0
         return (out.sort_values(["_qid", "rank"], kind="stable").drop(columns=["_qid", "_docno", "query_id", "doc_id"])
                 .reset_index(drop=True))
+
+
+def with_fitted_weights(systems: Mapping[str, Any], paths: PipelinePaths) -> dict[str, Any]:
+    """``systems`` with each ``weight: fit`` replaced by the weight the pipeline's run of that system recorded
+    (``describe.weight``); a system whose run is absent keeps ``fit``, and building it is refused by name."""
+    fitted = {}
+    for name, config in systems.items():
+        if isinstance(config, Mapping) and config.get("weight") == "fit" and paths.run(name).exists():
+            weight = table_metadata(paths.run(name)).get("describe", {}).get("weight")
+            if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+                fitted[name] = {**config, "weight": weight}
+    return {**systems, **fitted}
 
 
 def candidates_source(paths: PipelinePaths | None = None) -> pt.Transformer:
