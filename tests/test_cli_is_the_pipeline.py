@@ -73,7 +73,6 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     record = yaml.safe_load("\n".join(line[2:] for line in lines[1:end]))
     assert record["tag"] == system and record["data"]["test collection"]["snapshot"]["qrels"]
     assert record["implementation"]["source"]["commit"]
-    assert record["platform"]["hardware"]["ram"]["total MiB"] > 0 and record["platform"]["hardware"]["cpu"]["cores"]
     latency = pd.read_parquet(PATHS.run_latency(system))
     timings = record["resources"]["runtime"]
     assert timings["queries"] == len(latency) and timings["wallclock s"] == round(latency["wall_s"].sum(), 3)

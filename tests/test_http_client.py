@@ -46,11 +46,11 @@ ECHO_FORMS = {
 def readable(data: bytes) -> str:
     """``data`` as its reader sees it, whatever compression it stores: a Parquet file's rows and key-value metadata
     (zstd pages hide a string from a byte search), a SQLite file's dump, else its bytes as text."""
-    if data[:4] == b"PAR1":
+    if data[:4] == b"PAR1":  # each value as stored (no JSON re-escaping, which would hide an escaped form)
         table = pq.read_table(io.BytesIO(data))
-        metadata = {key.decode(): value.decode("utf-8", "replace")
-                    for key, value in (table.schema.metadata or {}).items()}
-        return json.dumps([table.to_pylist(), metadata], default=str, ensure_ascii=False)
+        values = [str(value) for row in table.to_pylist() for value in row.values()]
+        metadata = [part.decode("utf-8", "replace") for item in (table.schema.metadata or {}).items() for part in item]
+        return "\n".join(values + metadata)
     if data[:16] == b"SQLite format 3\x00":
         with tempfile.TemporaryDirectory() as folder:
             (Path(folder) / "db").write_bytes(data)

@@ -261,9 +261,14 @@ def test_an_endpoint_that_truncates_the_prompt_is_counted_as_missing_labels(tmp_
 def test_a_failing_endpoint_degrades_the_query_with_its_reason(tmp_path):
     with FakeOpenAI(responder=listwise_responder) as server:
         server.script = ["500"] * 100  # every window of every query
-        _, frame, latency = run(config(server, tmp_path))
+        system, frame, latency = run(config(server, tmp_path))
     assert set(frame["mode"]) == {FUSION_FALLBACK}
     assert frame["degraded_reason"].iloc[0].startswith("http_5xx")
+    assert latency_invalid(system) == 0  # each query counts as a fallback, not as invalid outputs besides
+
+
+def latency_invalid(system) -> int:
+    return system.describe()["invalid_outputs"]["invalid_calls"]
 
 
 def test_a_failed_window_keeps_its_order_and_is_counted_while_the_others_reorder(tmp_path):
@@ -282,6 +287,8 @@ def test_a_failed_window_keeps_its_order_and_is_counted_while_the_others_reorder
     assert counted["by_reason"] == {"window_failed:http_5xx": 1} and counted["invalid_calls"] == 1
     timings = dict(latency.set_index("query_id").loc[failed[0], "timings"])
     assert timings["invalid_outputs"] == 1.0 and timings["llm_calls"] == 3.0
+    # the failed window's attempts count in the query's time (latency, deadline), not only the answered windows'
+    assert latency.set_index("query_id").loc[failed[0], "compute_s"] > 2 * timings["mean_window_s"]
 
 
 def test_bad_settings_are_refused_with_the_numbers(tmp_path):

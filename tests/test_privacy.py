@@ -148,8 +148,8 @@ def test_the_stage_logs_are_redacted(tmp_path):
     source = (REPO / "src" / "rerankeval" / "pipeline" / "__main__.py").read_text()
     assert "redact_logs()" in source.split('if __name__ == "__main__":')[1]
     # once the stage has read privacy.patterns, its own patterns too; every built-in kind stays redacted in a log
-    script = ("from rerankeval.core.privacy import PrivacyConfig, redact_logs; redact_logs(); print('before', end=' '); "
-              "redact_logs(PrivacyConfig(redact=[], patterns=[r'TICKET-\\d+'])); "
+    script = ("from rerankeval.core.privacy import PrivacyConfig, redact_logs; redact_logs(); "
+              "print('before', end=' '); redact_logs(PrivacyConfig(redact=[], patterns=[r'TICKET-\\d+'])); "
               "print('TICKET-4471 of jane.doe@example.com')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout == "before [redacted:custom] of [redacted:email]\n"

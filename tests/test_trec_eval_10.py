@@ -240,7 +240,7 @@ def test_comment_lines_and_trailing_fields_through_the_command_print_trec_eval_s
     commented = tmp_path / "commented"
     commented.mkdir()
     qrels_lines, run_lines = clean[0].read_text().splitlines(), clean[1].read_text().splitlines()
-    (commented / "q.txt").write_text("# judged by hand\n" + "\n".join([qrels_lines[0], "   # indented", *qrels_lines[1:]])
+    (commented / "q.txt").write_text("\n".join(["# judged by hand", qrels_lines[0], "# between", *qrels_lines[1:]])
                                      + "\n")
     (commented / "r.txt").write_text("# my run\n" + "".join(f"{line} a second tag, a note\n" for line in run_lines))
     printed = rerankeval("trec_eval", "--trec-eval-version", "9.0.8", commented / "q.txt", commented / "r.txt").stdout

@@ -71,10 +71,9 @@ def export_run(paths, system: str, out: str | Path, ir_metadata: bool = False) -
 def ir_metadata_header(system: str, metadata: dict, latency=None) -> str:
     """An ir_metadata record (Breuer et al., SIGIR 2022; what TIREx reads) for a run, as # comment lines between
     ``ir_metadata.start`` and ``ir_metadata.end``: what ran (the system's settings and model, its weights' sha256),
-    on what (the snapshot's content hashes, the split), from which code (the git commit), where (the platform, its
-    memory and the libraries the run recorded) and how long it took (``resources``: from ``latency``, the run's
-    per-query timings, when it has them)."""
-    import os
+    on what (the snapshot's content hashes, the split), from which code (the git commit), where (the CPU and the
+    libraries the run recorded) and how long it took (``resources``: from ``latency``, the run's per-query timings,
+    when it has them)."""
     import platform
     import subprocess
 
@@ -87,9 +86,7 @@ def ir_metadata_header(system: str, metadata: dict, latency=None) -> str:
         "tag": system,
         "research goal": {"description": "a reranker evaluated by rerankeval"},
         "platform": {"hardware": {"cpu": {"model": environment.get("cpu_model") or platform.processor() or None,
-                                          "architecture": platform.machine(), "cores": os.cpu_count()},
-                                  "ram": {"total MiB": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-                                          // 2 ** 20}},
+                                          "architecture": platform.machine()}},
                      "operating system": {"kernel": platform.release()},
                      "software": {"libraries": {"python": sorted(f"{name} {version}" for name, version
                                                                 in environment.items()

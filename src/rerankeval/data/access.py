@@ -314,10 +314,10 @@ class AccessLabels:
         return np.fromiter((not self.current(doc_id, as_of) for doc_id in doc_ids), dtype=bool, count=len(doc_ids))
 
     def stale_first(self, query_id: str, doc_ids: Sequence[str]) -> np.ndarray:
-        """Per rank (``doc_ids`` in rank order): a stale document none of whose later versions (its successor, that
-        one's, ...) is ranked above it, an absent one included: the user reads the outdated version first, whether the
-        ranking put the current one below it or left it out (the access filter removes a version the user may not
-        see, so it counts as absent)."""
+        """Per rank (``doc_ids`` in rank order): a stale document that has a later version (its successor, that
+        one's, ...) none of which is ranked above it, an absent one included: the user reads the outdated version
+        first, whether the ranking put the current one below it or left it out (the access filter removes a version
+        the user may not see, so it counts as absent). A stale document without a successor is ``stale``, not this."""
         stale = self.stale(query_id, doc_ids)
         position = {doc_id: rank for rank, doc_id in enumerate(doc_ids)}
         flags = np.zeros(len(doc_ids), dtype=bool)

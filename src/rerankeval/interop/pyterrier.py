@@ -12,7 +12,8 @@ query's top ``depth`` results of its input through ``rerank.driver.rerank``, the
 below the depth keep their order under the reranked head. Its per-query latency table (``latency``) is kept after
 every call. A system that fits a setting on another split (a blend with ``weight: fit``, and a routed system built on
 one) takes the weight the pipeline fitted, as its run recorded it: a transformer has no fitting split. Before the
-pipeline has run that system, it is refused by name (set a number, or run ``dvc repro rerank@NAME``).
+pipeline has run that system, building it is refused by name (``systems.NAME.weight: 'fit' needs the 'train' split's
+candidates ...``): set a number, or run ``dvc repro rerank@NAME`` first.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class Reranker(pt.Transformer):
         (``with_fitted_weights``; ``paths``: the pipeline's, by default the project's in this folder)."""
         with open(params, encoding="utf-8") as handle:
             systems = (yaml.safe_load(handle) or {}).get("systems") or {}
-        return cls(name, with_fitted_weights(systems, paths or PipelinePaths.load()), depth)
+        if any(isinstance(config, Mapping) and config.get("weight") == "fit" for config in systems.values()):
+            systems = with_fitted_weights(systems, paths or PipelinePaths.load())  # dvc.yaml names the runs' folder
+        return cls(name, systems, depth)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         missing = [column for column in INPUT_COLUMNS if column not in frame.columns]

@@ -70,13 +70,17 @@ def _arm_summary(frame: pd.DataFrame, boot: dict | None = None) -> dict:
                **{name: round(float(frame[name].mean()), 6) for name in ARM_MEASURES},
                **_percentiles(frame["latency_ms"])}
     if boot is not None and len(frame):
-        rng, tail = np.random.default_rng([boot["seed"], 0xA4]), (1 - boot["confidence"]) / 2
+        rng = np.random.default_rng([boot["seed"], 0xA4])
         summary["interval_confidence"] = boot["confidence"]
-        summary["intervals"] = {
-            name: [round(float(np.quantile(replicates, tail)), 6), round(float(np.quantile(replicates, 1 - tail)), 6)]
-            for name in ARM_MEASURES
-            for replicates in [_bootstrap_means(frame[name].to_numpy(), boot["n_samples"], rng)]}
+        summary["intervals"] = {name: [round(bound, 6) for bound in _percentile_interval(
+            _bootstrap_means(frame[name].to_numpy(), boot["n_samples"], rng), boot["confidence"])]
+            for name in ARM_MEASURES}
     return summary
+
+
+def _percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2
+    return float(np.quantile(replicates, tail)), float(np.quantile(replicates, 1 - tail))
 
 
 def _bootstrap_means(values: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
@@ -93,9 +97,7 @@ def two_sample_interval(challenger: np.ndarray, baseline: np.ndarray, *, n_sampl
     """(difference of means, low, high): a percentile bootstrap resampling each sample's own values."""
     rng = np.random.default_rng([seed, 0xAB])
     replicates = _bootstrap_means(challenger, n_samples, rng) - _bootstrap_means(baseline, n_samples, rng)
-    tail = (1 - confidence) / 2
-    return (float(challenger.mean() - baseline.mean()), float(np.quantile(replicates, tail)),
-            float(np.quantile(replicates, 1 - tail)))
+    return (float(challenger.mean() - baseline.mean()), *_percentile_interval(replicates, confidence))
 
 
 def _delta(metric: str, found: tuple[float, float, float], confidence: float) -> DeltaEvidence:

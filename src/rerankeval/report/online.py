@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..online.readout import ARM_MEASURES
 from . import plots
 from .markdown import table
 
@@ -179,7 +180,6 @@ def readout_page(found: Mapping[str, Any]) -> str:
         lines += [f"Impressions won by the challenger's picks {credit['wins']:,}, by the baseline's "
                   f"{credit['losses']:,}, ties {credit['ties']:,}; sign test p = {credit['sign_test_p']:.3g}.", ""]
     arms = found["per_arm"]
-    measures = ("reciprocal_rank", "any_click", "clicks", "abandoned", "reformulated", "empty")
     confidence = next((row["interval_confidence"] for row in arms.values() if "interval_confidence" in row), None)
     lines += ["## Per arm", "", "Each click measure's mean over the arm's impressions"
               + (f", with its {confidence * 100:g}% percentile bootstrap CI over them." if confidence else "."), "",
@@ -188,7 +188,7 @@ def readout_page(found: Mapping[str, Any]) -> str:
          "empty", "p50 / p95 / p99 ms"],
         [[f"`{arm}`", f"{row['impressions']:,}", f"{row['queries']:,}",
           *(f"{row[name]:.4f}" + (" [{:.4f}, {:.4f}]".format(*row["intervals"][name]) if "intervals" in row else "")
-            for name in measures),
+            for name in ARM_MEASURES),
           f"{_ms(row['p50_ms'])} / {_ms(row['p95_ms'])} / {_ms(row['p99_ms'])}"]
          for arm, row in arms.items()]), ""]
     if found["slices"]:

@@ -130,7 +130,8 @@ class Tally:
                 counter[said] += 1
 
     def add_failure(self, reason: str) -> None:
-        """A call that got no reply at all (``listwise``: its window kept its order), counted as an invalid output."""
+        """A call that got no reply at all, in a query that was still scored (``listwise``: its window kept its
+        order), counted as an invalid output. A query that falls back counts as a fallback instead."""
         self.calls += 1
         self.invalid_calls += 1
         self.invalid[reason] += 1
@@ -182,7 +183,9 @@ class LLMSystem(System):
         fails the query with its reason (``<code>: <detail>``)."""
         reply = self.client.complete([{"role": "user", "content": prompt}], top_logprobs)
         if reply.text is None:
-            raise ScoringFailure(*(reply.reason or "error: no reply").split(": ", 1))
+            failure = ScoringFailure(*(reply.reason or "error: no reply").split(": ", 1))
+            failure.compute_s = reply.seconds  # the attempts and their waits: latency and the deadline count them
+            raise failure
         return reply
 
     def close(self) -> None:

@@ -136,7 +136,7 @@ class LLMListwise(LLMSystem):
         passages = [clipped(text, self.config.max_passage_words) for text in query.passages]
         order = list(range(len(passages)))
         calls = invalid = prompt_tokens = completion_tokens = 0
-        compute_s = replayed_s = slowest_window_s = 0.0
+        compute_s = replayed_s = slowest_window_s = failed_s = 0.0
         failures: list[ScoringFailure] = []
         for _ in range(self.config.passes):
             for start, end in self.windows(len(order)):
@@ -149,8 +149,8 @@ class LLMListwise(LLMSystem):
                     reply = self.ask(prompt, self.config.top_logprobs if first_token else None)
                 except ScoringFailure as failure:  # the window keeps its order; the others still reorder
                     failures.append(failure)
-                    self.tally.add_failure(f"window_failed:{failure.reason}")
-                    calls, invalid = calls + 1, invalid + 1
+                    calls, invalid, failed_s = calls + 1, invalid + 1, failed_s + failure.compute_s
+                    slowest_window_s = max(slowest_window_s, failure.compute_s)
                     continue
                 if first_token:
                     permutation, reasons = first_token_order(reply.top_logprobs, reply.text, len(window))
@@ -166,11 +166,13 @@ class LLMListwise(LLMSystem):
                     compute_s += reply.seconds
                 slowest_window_s = max(slowest_window_s, reply.seconds)  # a cache hit replays the window's own time
                 order[start:end] = [window[k] for k in permutation]
-        if failures and len(failures) == calls:
+        if failures and len(failures) == calls:  # a fallback, counted as one: its windows are no invalid outputs
             raise failures[0]
+        for failure in failures:
+            self.tally.add_failure(f"window_failed:{failure.reason}")
         values = np.empty(len(order), dtype=np.float64)
         values[order] = np.arange(len(order), 0, -1, dtype=np.float64)
-        return Scores(values=values, compute_s=compute_s, replayed_s=replayed_s,
+        return Scores(values=values, compute_s=compute_s + failed_s, replayed_s=replayed_s,  # failed attempts count
                       timings={"llm_calls": float(calls), "invalid_outputs": float(invalid),
                                "prompt_tokens": float(prompt_tokens), "completion_tokens": float(completion_tokens),
                                "slowest_window_s": slowest_window_s, "failed_windows": float(len(failures)),
