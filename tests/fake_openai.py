@@ -80,10 +80,12 @@ class FakeOpenAI:
                     return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                             "choices": []})
                 text = fake.responder(body["messages"])
-                alternatives = None
-                if isinstance(text, dict):  # {"text": ..., "top_logprobs": [(token, logprob), ...]}
+                alternatives, usage, finish = None, {"prompt_tokens": 100, "completion_tokens": 10}, "stop"
+                if isinstance(text, dict):  # {"text": ..., "top_logprobs": [(token, logprob), ...], "usage": ...,
+                    # "finish_reason": ...}
+                    usage, finish = {**usage, **text.get("usage", {})}, text.get("finish_reason", finish)
                     text, alternatives = text["text"], text.get("top_logprobs")
-                choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                choice = {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}
                 if alternatives and body.get("logprobs"):  # given only when asked, as OpenAI-style servers do
                     choice["logprobs"] = {"content": [{"token": alternatives[0][0], "logprob": alternatives[0][1],
                                                        "top_logprobs": [{"token": token, "logprob": logprob}
@@ -91,7 +93,7 @@ class FakeOpenAI:
                 return self._send(200, {
                     "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": fake.served_model or
                     body["model"], "choices": [choice],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    "usage": {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
                     **({"system_fingerprint": fake.fingerprint} if fake.fingerprint else {})})
 
             def _send(self, status, payload, headers=None):

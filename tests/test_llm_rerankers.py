@@ -244,18 +244,57 @@ def test_a_model_answering_in_another_language_is_counted_or_read_in_that_langua
         assert frame_read.set_index("doc_id")["score"].to_dict() == {f"d{i}": float(i == 5) for i in range(7)}
 
 
-def test_an_endpoint_that_truncates_the_prompt_is_counted_as_missing_labels(tmp_path):
-    def truncating(messages):  # a server that keeps the prompt's end only: a window's first passages never reach it
-        prompt = messages[-1]["content"]
-        starts = [found.start() for found in re.finditer(r"\[\d+\] passage", prompt)]
-        return listwise_responder([{"content": prompt[starts[-2]:] if len(starts) > 2 else prompt}])
+def keep_the_end(prompt: str) -> str:
+    """What a server that keeps a long prompt's end only lets through: a window's first passages never reach it."""
+    starts = [found.start() for found in re.finditer(r"\[\d+\] passage", prompt)]
+    return prompt[starts[-2]:] if len(starts) > 2 else prompt
+
+
+@pytest.mark.parametrize("reports", ["the tokens it kept", "its whole window", "no usage"])
+def test_an_endpoint_that_truncates_the_prompt_is_counted_and_not_read(tmp_path, reports):
+    """Ollama cuts a prompt longer than its num_ctx without an error and reports the tokens it kept. Where the
+    reported count says so (fewer tokens than words, or the whole context window), the window keeps its input order
+    and counts ``prompt_truncated``; an endpoint that reports no usage shows it only as the labels it never saw."""
+    def truncating(messages):
+        kept = keep_the_end(messages[-1]["content"])
+        prompt_tokens = {"the tokens it kept": len(kept.split()), "its whole window": 2048, "no usage": 0}[reports]
+        return {"text": listwise_responder([{"content": kept}]), "usage": {"prompt_tokens": prompt_tokens}}
 
     with FakeOpenAI(responder=truncating) as server:
-        system, frame, latency = run(config(server, tmp_path))
+        system, frame, latency = run(config(server, tmp_path, context_tokens=2048))
     record = system.describe()["invalid_outputs"]
-    assert record["by_reason"].get("missing_labels", 0) == record["invalid_calls"] > 0
-    assert sorted(frame["doc_id"]) == sorted(f"d{i}" for i in range(7))  # repaired into a permutation, counted
+    reason = "missing_labels" if reports == "no usage" else "prompt_truncated"
+    assert record["by_reason"] == {reason: record["invalid_calls"]} and record["invalid_calls"] == 3
+    assert sorted(frame["doc_id"]) == sorted(f"d{i}" for i in range(7))  # still a permutation, counted
     assert dict(latency["timings"].iloc[0])["invalid_outputs"] == record["invalid_calls"]
+    if reason == "prompt_truncated":  # nothing read: every window kept its order, so the fused order stands
+        assert list(frame.sort_values("rank")["doc_id"]) == [f"d{i}" for i in range(7)]
+
+
+def test_a_reply_cut_by_max_tokens_is_counted_as_cut_off_and_repaired(tmp_path):
+    def cut(messages):
+        return {"text": listwise_responder(messages)[:9], "finish_reason": "length"}  # "[3] > [1]" of four
+
+    with FakeOpenAI(responder=cut) as server:
+        system, frame, _ = run(config(server, tmp_path))
+    assert system.describe()["invalid_outputs"]["by_reason"] == {"reply_cut_off": 3}
+    assert parse_permutation("[2] > [3", 3, "length") == ([1, 0, 2], ["reply_cut_off"])
+    assert parse_permutation("Here is the ran", 3, "length") == ([0, 1, 2], ["reply_cut_off"])
+    assert parse_permutation("[2] > [1] > [3] because", 3, "length") == ([1, 0, 2], [])  # all named: nothing lost
+    assert sorted(frame["doc_id"]) == sorted(f"d{i}" for i in range(7))
+
+
+def test_a_pointwise_judgment_of_a_cut_prompt_is_not_read(tmp_path):
+    def judging(messages):  # the passage of d5 never reached the model: a "yes" about a prompt cut to 3 tokens
+        passage = re.search(r"Passage: passage (\d+)", messages[-1]["content"]).group(1)
+        return {"text": "yes", "usage": {"prompt_tokens": 3}} if passage == "5" else "no"
+
+    with FakeOpenAI(responder=judging) as server:
+        system, frame, _ = run(config(server, tmp_path, kind="llm_pointwise", top_logprobs=0))
+    described = system.describe()
+    assert described["invalid_outputs"]["by_reason"] == {"prompt_truncated": 1}
+    assert described["score_from"] == {"parsed label": 6, "prompt truncated": 1}
+    assert frame.set_index("doc_id")["score"]["d5"] == 0.5  # the middle, as an unreadable reply
 
 
 def test_a_failing_endpoint_degrades_the_query_with_its_reason(tmp_path):

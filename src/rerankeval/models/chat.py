@@ -85,6 +85,9 @@ class Reply:
     when it says."""
     backend: str | None = None
     """What the server that answered says it runs (``ChatClient.backend``), when it says anything."""
+    finish_reason: str | None = None
+    """Why the reply ended (``choices[0].finish_reason``): ``stop`` where the model ended it, ``length`` where
+    ``max_tokens`` (or the context's end) cut it; None when the endpoint does not say."""
 
 
 class ChatClient:
@@ -144,13 +147,14 @@ class ChatClient:
             return Reply(body["text"], body["prompt_tokens"], body["completion_tokens"], seconds, True, 0,
                          model=body.get("model"),
                          top_logprobs=None if alternatives is None else tuple(map(tuple, alternatives)),
-                         fingerprint=body.get("fingerprint"), backend=body.get("backend"))
+                         fingerprint=body.get("fingerprint"), backend=body.get("backend"),
+                         finish_reason=body.get("finish_reason"))
         reply, request_s = self.ask(messages, top_logprobs)
         if reply.text is not None:
             stored = {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
                       "completion_tokens": reply.completion_tokens}
             # Who answered is kept with the answer, so a run replayed from the cache records the same pins.
-            for name in ("model", "fingerprint", "backend"):
+            for name in ("model", "fingerprint", "backend", "finish_reason"):
                 if getattr(reply, name) is not None:
                     stored[name] = getattr(reply, name)
             if reply.top_logprobs is not None:
@@ -174,7 +178,7 @@ class ChatClient:
                      model=served if isinstance(served, str) else None,
                      top_logprobs=first_token_alternatives(reply.body) if top_logprobs else None,
                      fingerprint=fingerprint[:200] if isinstance(fingerprint, str) and fingerprint else None,
-                     backend=backend), reply.request_s
+                     backend=backend, finish_reason=finish_reason(reply.body)), reply.request_s
 
     def backend(self) -> str | None:
         """What the server says it runs, asked once per client (a run's), before its first request past the cache,
@@ -245,6 +249,14 @@ def read_completion(body: Any, need_text: bool = True) -> tuple[str, int, int]:
     if usage is not None and not isinstance(usage, Mapping):
         raise ScoringFailure("bad_response", f"usage is {type(usage).__name__}, not an object")
     return text, token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens")
+
+
+def finish_reason(body: Mapping) -> str | None:
+    """``choices[0].finish_reason`` of a chat completion, when it is a word (``stop``, ``length``, ...)."""
+    choices = body.get("choices")
+    found = choices[0].get("finish_reason") if isinstance(choices, list) and choices and isinstance(
+        choices[0], Mapping) else None
+    return found[:40] if isinstance(found, str) and found else None
 
 
 def first_token_alternatives(body: Mapping) -> tuple[tuple[str, float], ...] | None:

@@ -33,6 +33,9 @@ class Completion:
     completion_tokens: int
     top_logprobs: tuple[tuple[str, float], ...] | None = None
     """The first generated position's most likely tokens (token text, log probability), when asked."""
+    finish_reason: str = "stop"
+    """``stop``: the model generated its end-of-generation token; ``length``: ``max_tokens`` cut the reply (an
+    OpenAI-compatible server's words)."""
 
 
 def check_runtime(pinned: str, where: str) -> None:
@@ -146,18 +149,19 @@ class InProcessLlama:
             chunk = tokens[start:start + step]
             self._decode(self._batch_range(chunk, pos_start=start, logits_last=start + step >= len(tokens)))
         generated: list[int] = []
-        alternatives = None
+        alternatives, finish = None, "length"
         while len(generated) < max_tokens:
             logits = np.ctypeslib.as_array(api.llama_get_logits_ith(ctx.ctx, -1), shape=(self._model.n_vocab,))
             if top_logprobs and alternatives is None:
                 alternatives = self._most_likely(logits, top_logprobs)
             token = int(np.argmax(logits))
             if api.llama_token_is_eog(self._model.model, token):
+                finish = "stop"
                 break
             generated.append(token)
             if len(generated) < max_tokens:
                 self._decode(self._batch_single(token, len(tokens) + len(generated) - 1))
-        return Completion(self.detokenize(generated), len(tokens), len(generated), alternatives)
+        return Completion(self.detokenize(generated), len(tokens), len(generated), alternatives, finish)
 
     def _most_likely(self, logits: Any, count: int) -> tuple[tuple[str, float], ...]:
         import numpy as np

@@ -80,7 +80,8 @@ class InProcessChatClient(ChatClient):
         if not completion.text.strip() and not completion.top_logprobs:  # alternatives asked for are the answer
             return Reply(None, seconds=seconds, attempts=1, reason="bad_response: the model generated no text"), 0.0
         return Reply(completion.text, completion.prompt_tokens, completion.completion_tokens, seconds, False, 1,
-                     top_logprobs=completion.top_logprobs, backend=self.backend()), seconds
+                     top_logprobs=completion.top_logprobs, backend=self.backend(),
+                     finish_reason=completion.finish_reason), seconds
 
 
 class LocalChatConfig(StrictConfig):

@@ -37,6 +37,10 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 WORDS_PER_TOKEN = 0.75
 """English words per token of common LLM vocabularies: a window's prompt is estimated from its words (conservative
 for other languages, which the model's own count then shows)."""
+CUT_BELOW_TOKENS_PER_WORD = 0.75
+"""A prompt the endpoint reports fewer tokens for than this many per whitespace-separated word of it was cut before
+the model read it: the tokenizers of common LLMs split text at spaces before merging pieces, so every word is at
+least one token (more in most languages), and a whole prompt is never this short."""
 
 
 class LLMRerankConfig(SystemConfig):
@@ -188,16 +192,35 @@ class LLMSystem(System):
             raise failure
         return reply
 
+    def prompt_cut(self, prompt: str, reply: Reply) -> bool:
+        """Whether the endpoint read less than the whole prompt, by the prompt tokens it reports (an endpoint that
+        reports none cannot be checked): fewer than ``CUT_BELOW_TOKENS_PER_WORD`` per word of the prompt, or as
+        many as the model's context window holds (``context_tokens``). Some servers cut an over-long prompt to
+        their window without an error (Ollama keeps the tokens that fit its ``num_ctx`` and reports those), so the
+        model answered about passages it never saw; the kinds count such a reply as ``prompt_truncated`` and do not
+        read it."""
+        if reply.prompt_tokens <= 0:
+            return False
+        limit = context_limit(self.config)
+        return (reply.prompt_tokens < CUT_BELOW_TOKENS_PER_WORD * len(prompt.split())
+                or (limit is not None and reply.prompt_tokens >= limit))
+
     def close(self) -> None:
         self.client.close()
 
 
+def context_limit(config: LLMRerankConfig) -> int | None:
+    """The model's context window as far as the settings know it: the smaller of ``context_tokens`` and a local
+    model's own (it is loaded with its own, whatever the reranker says); None when neither is set."""
+    known = [found for found in (config.context_tokens, config.local and config.local.context_tokens) if found]
+    return min(known) if known else None
+
+
 def check_fits(config: LLMRerankConfig, template: Template, passages: int, where: str) -> None:
     """Refuse, at build time, a prompt of ``passages`` passages that cannot fit the model's context window."""
-    known = [found for found in (config.context_tokens, config.local and config.local.context_tokens) if found]
-    if not known:
+    limit = context_limit(config)
+    if limit is None:
         return
-    limit = min(known)  # a local model is loaded with its own context, whatever the reranker says
     words = len(template.text.split()) + passages * (config.max_passage_words + 2) + 64  # 64: a long query
     needed = int(words / WORDS_PER_TOKEN) + config.chat.max_tokens
     if needed > limit:

@@ -16,7 +16,10 @@ system's score is the final position (the first passage scores ``depth``, the la
 A reply that is not a clean permutation is repaired by one deterministic rule and counted (``systems.llm``): the valid
 labels in the order written, each at its first mention, then the window's missing passages in their input order.
 Counted reasons: ``no_labels`` (no identifier at all: a refusal, or prose), ``unknown_label`` (outside 1..window),
-``repeated_label``, ``missing_labels`` (the reply left some out: cut off, or skipped). With ``first_token``:
+``repeated_label``, ``missing_labels`` (the reply skipped some), ``reply_cut_off`` (it left some out because
+``max_tokens`` cut it: the endpoint's ``finish_reason`` is ``length``). A reply to a prompt the endpoint cut
+(``prompt_truncated``, ``LLMSystem.prompt_cut``: some passages never reached the model) is not read: its window keeps
+its input order. With ``first_token``:
 ``no_logprobs`` (the endpoint gave none: the label the reply starts with goes first, the rest keep their order) and
 ``no_labels`` (no label among the most likely first tokens: the input order is kept). A call that fails outright
 (a timeout, an HTTP error, after the endpoint's retries) leaves its window in its input order and is counted as
@@ -109,9 +112,9 @@ def first_token_order(alternatives: tuple[tuple[str, float], ...] | None, text: 
     return [labels.index(label) for label in ranked] + [k for k in range(size) if labels[k] not in best], []
 
 
-def parse_permutation(text: str, size: int) -> tuple[list[int], list[str]]:
-    """(0-based order of a window of ``size`` passages, the invalid-output reasons) from a reply; see the module's
-    repair rule."""
+def parse_permutation(text: str, size: int, finish_reason: str | None = None) -> tuple[list[int], list[str]]:
+    """(0-based order of a window of ``size`` passages, the invalid-output reasons) from a reply that ended for
+    ``finish_reason``; see the module's repair rule."""
     labels = [int(found) for found in BRACKETED.findall(text)] or [int(found) for found in BARE.findall(text)]
     reasons = [] if labels else ["no_labels"]
     order, seen = [], set()
@@ -124,7 +127,9 @@ def parse_permutation(text: str, size: int) -> tuple[list[int], list[str]]:
             seen.add(label)
             order.append(label - 1)
     missing = [position for position in range(size) if position + 1 not in seen]
-    if missing and labels:
+    if missing and finish_reason == "length":  # the reply was cut before it named them
+        reasons = [reason for reason in reasons if reason != "no_labels"] + ["reply_cut_off"]
+    elif missing and labels:
         reasons.append("missing_labels")
     return order + missing, sorted(set(reasons))
 
@@ -152,10 +157,12 @@ class LLMListwise(LLMSystem):
                     calls, invalid, failed_s = calls + 1, invalid + 1, failed_s + failure.compute_s
                     slowest_window_s = max(slowest_window_s, failure.compute_s)
                     continue
-                if first_token:
+                if self.prompt_cut(prompt, reply):  # an order of passages the model may not have seen: not read
+                    permutation, reasons = list(range(len(window))), ["prompt_truncated"]
+                elif first_token:
                     permutation, reasons = first_token_order(reply.top_logprobs, reply.text, len(window))
                 else:
-                    permutation, reasons = parse_permutation(reply.text, len(window))
+                    permutation, reasons = parse_permutation(reply.text, len(window), reply.finish_reason)
                 self.tally.add(reply, reasons)
                 calls, invalid = calls + 1, invalid + bool(reasons)
                 prompt_tokens += reply.prompt_tokens

@@ -6,7 +6,8 @@ P(yes) / (P(yes) + P(no)) over the first generated token's alternatives (tokens 
 " Yes" counts as yes). Where it returns none, or neither word is among the alternatives, the score is the parsed
 label of the reply's first word: yes 1, no 0. Which one decided is counted per run (``describe()['score_from']``).
 A reply whose first word is neither is an invalid output (``unreadable_label``): it scores 0.5, between no and yes,
-and is counted. A call that fails outright fails the query (fused order, with the reason).
+and is counted. So is a reply to a prompt the endpoint cut (``prompt_truncated``, ``LLMSystem.prompt_cut``): it is
+not read. A call that fails outright fails the query (fused order, with the reason).
 
 With ``grades`` (e.g. ``{"0": 0, "1": 1, "2": 2, "3": 3}`` and ``conf/prompts/llm_pointwise_graded_v1.txt``) the
 model answers a graded label instead: the score is the expected grade over the labels among the first token's
@@ -102,12 +103,16 @@ class LLMPointwise(LLMSystem):
             prompt = self.template.fill(query=query.query_text,
                                         passage=clipped(passage, self.config.max_passage_words))
             reply = self.ask(prompt, self.config.top_logprobs or None)
-            score = probability_score(reply.top_logprobs, self.scale) if reply.top_logprobs else None
-            source = "logprobs"
-            if score is None:
-                score, source = label_score(reply.text, self.scale, self.digits), "parsed label"
-            reasons = [] if score is not None else ["unreadable_label"]
-            self.score_from[source if score is not None else "unreadable"] += 1
+            if self.prompt_cut(prompt, reply):  # a judgment of a passage the model may not have seen: not read
+                score, source, reasons = None, "prompt truncated", ["prompt_truncated"]
+            else:
+                score = probability_score(reply.top_logprobs, self.scale) if reply.top_logprobs else None
+                source = "logprobs"
+                if score is None:
+                    score, source = label_score(reply.text, self.scale, self.digits), "parsed label"
+                reasons = [] if score is not None else ["unreadable_label"]
+                source = source if score is not None else "unreadable"
+            self.score_from[source] += 1
             self.tally.add(reply, reasons)
             invalid += bool(reasons)
             tokens["prompt_tokens"] += reply.prompt_tokens
