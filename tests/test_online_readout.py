@@ -206,6 +206,25 @@ def test_more_empty_result_pages_reject_before_quality(tmp_path):
     assert [g["measure"] for g in off["guardrails"]] == []
 
 
+def test_a_slow_tail_that_the_p95_hides_is_rejected_by_the_p99_budget(tmp_path):
+    from dataclasses import replace
+
+    (impressions, counts), path = logs(tmp_path, "ab")
+    config = ReadoutConfig(log=str(path), challenger="good", design="ab", max_abandonment_increase=None,
+                           latency_p95_max_ratio=1.5, latency_p99_max_ms=500.0)
+    assert readout(impressions, counts, config, "base", BOOT)["verdict"]["decision"] == "ACCEPT"
+    # one in fifty of the better arm's pages took 4 s: its p95 stays where it was, its p99 does not
+    slow = [replace(found, latency_ms=4000.0) if found.arm == "good" and index % 50 == 0 else found
+            for index, found in enumerate(impressions)]
+    found = readout(slow, counts, config, "base", BOOT)
+    assert found["per_arm"]["good"]["p95_ms"] < 500.0 < found["per_arm"]["good"]["p99_ms"]
+    assert found["verdict"]["decision"] == "REJECT" and found["verdict"]["decided_by"].startswith("latency p99: challenger")
+    untimed = [replace(found, latency_ms=None) for found in impressions]  # a budget nothing can check blocks ACCEPT
+    unchecked = readout(untimed, counts, config.model_copy(update={"latency_p95_max_ratio": None}), "base", BOOT)
+    assert unchecked["verdict"]["decision"] != "ACCEPT"
+    assert any("p99 not measured" in reason for reason in unchecked["verdict"]["reasons"])
+
+
 def test_the_demo_s_pages_of_a_synthetic_log_say_so_before_anything_else():
     """Each log params.yaml marks synthetic (the demo's three) has a page that opens with the warning."""
     from rerankeval.pipeline.params import load_params

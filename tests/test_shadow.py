@@ -65,6 +65,41 @@ def test_above_the_bound_a_seeded_sample_of_queries_keeps_every_arrival_of_each(
     assert not sample.queries.equals(read_query_log(path, max_queries=10, seed=4, now=NOW).queries)
 
 
+def test_arrivals_are_kept_up_to_max_arrivals_and_counted_after_it(tmp_path):
+    """A contiguous stretch from the log's start: the kept queries' arrivals until they number max_arrivals; after
+    that line, arrivals add to each query's traffic only (the judging queue's weight), and are counted."""
+    records = [{"query": f"q{i % 4}", "time": f"2026-11-02T09:{i // 60:02d}:{i % 60:02d}Z", "count": 1 + i % 2}
+               for i in range(100)]
+    log = read_query_log(write_log(tmp_path / "q.jsonl", records), max_arrivals=30, now=NOW)
+    assert len(log.arrivals) == 30 and log.window_lines == 30 and log.arrivals["seconds"].max() == 29.0
+    assert log.after_window == sum(1 + i % 2 for i in range(30, 100))
+    assert log.traffic.to_dict() == {log_query_id(f"q{k}"): 25 * (1 + k % 2) for k in range(4)}
+    whole = read_query_log(write_log(tmp_path / "q.jsonl", records), now=NOW)
+    assert (whole.window_lines, whole.after_window, len(whole.arrivals)) == (None, 0, 100)
+    assert whole.traffic.equals(log.traffic)
+    queue = judging_priority(log.traffic, {"ce": pd.Series(0.5, index=log.traffic.index)})
+    assert queue["traffic"].tolist() == [50, 50, 25, 25]  # the whole log's traffic, not the window's
+
+
+def test_memory_stays_bounded_whatever_the_log_s_length(tmp_path):
+    """A log of many lines of few queries: the reader's peak memory does not grow with the log."""
+    import tracemalloc
+
+    def peak(lines: int) -> int:
+        path = write_log(tmp_path / f"q{lines}.jsonl", [
+            {"query": f"q{i % 7}", "time": f"2026-11-02T{9 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"}
+            for i in range(lines)])
+        tracemalloc.start()
+        log = read_query_log(path, max_queries=5, max_arrivals=200, now=NOW)
+        found = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert len(log.arrivals) == 200 and int(log.traffic.sum()) < lines  # 5 of the 7 queries
+        return found
+
+    short, long = peak(2_000), peak(20_000)
+    assert long < 1.5 * short, (short, long)
+
+
 def test_one_text_with_two_group_sets_and_an_empty_log_are_refused(tmp_path):
     with pytest.raises(CollectionError, match="q.jsonl:2: field 'user_groups': the same query text"):
         read_query_log(write_log(tmp_path / "q.jsonl", [
@@ -97,8 +132,9 @@ def test_guardrails_per_segment_and_the_judging_order_by_hand():
                      "web": {"arrivals": 3, "empty": 0, "fallbacks": 1, "timeouts": 1}}
     # traffic a 3, b 1, c 4; 1 - RBO per challenger: a (0.5, 0.1), b (0.9, 0.7), c (0, 0): priority a 3 x 0.3,
     # b 1 x 0.8, c 0 (the systems agree there: a judgment would decide nothing between them)
-    queue = judging_priority(arrivals, {"x": pd.Series({"a": 0.5, "b": 0.9, "c": 0.0}),
-                                        "y": pd.Series({"a": 0.1, "b": 0.7, "c": 0.0})})
+    traffic = arrivals.groupby("query_id")["count"].sum()
+    queue = judging_priority(traffic, {"x": pd.Series({"a": 0.5, "b": 0.9, "c": 0.0}),
+                                       "y": pd.Series({"a": 0.1, "b": 0.7, "c": 0.0})})
     assert queue["query_id"].tolist() == ["a", "b", "c"]
     assert queue["priority"].tolist() == pytest.approx([0.9, 0.8, 0.0])
 

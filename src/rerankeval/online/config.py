@@ -74,6 +74,9 @@ class ReadoutConfig(StrictConfig):
     """The p95 of the logged latency may be at most this (both designs); None skips it."""
     latency_p95_max_ratio: float | None = Field(1.2, ge=0.0)
     """``design: ab``: the challenger's p95 latency at most the baseline's times this; None skips it."""
+    latency_p99_max_ms: float | None = Field(None, ge=0.0)
+    """The p99 of the logged latency may be at most this (both designs; the tail a p95 budget does not see); None
+    skips it."""
     segment_budget: float = Field(0.05, ge=0.0)
     """Every segment is a critical slice: its primary may fall by at most this (REJECT when its Bonferroni-adjusted
     CI lies below -budget)."""
@@ -115,6 +118,10 @@ class ShadowConfig(StrictConfig):
     max_queries: int = Field(5000, ge=1)
     """Distinct queries replayed at most: above it, a seeded sample (the seed is ``online.seed``); the arrivals of the
     others are left out of the latency and guardrail figures, and said so."""
+    max_arrivals: int = Field(1_000_000, ge=1)
+    """Arrivals of the replayed queries kept for the latency and guardrail figures: the log's from its start up to the
+    line where they number this many (a contiguous stretch of its arrival pattern); after it, arrivals only add to
+    each query's traffic (the judging queue's weight), and are counted on the page. Bounds memory on any log."""
     queue_rows: int = Field(50, ge=1)
     """Rows of the log's judging queue."""
     served: ServedReplayConfig | None = None

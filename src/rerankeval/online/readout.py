@@ -8,7 +8,7 @@ showed one arm's page; the primary is the difference of the arms' mean click mea
 CI that resamples each arm's impressions. Both designs are decided by ``stats.verdict.decide``, the offline verdict's
 own code: the guardrails first (an A/B test's increase of abandonment and of empty result pages, each with its CI), then
 the primary against 0 and ``min_delta``, every segment as a critical slice (Bonferroni-adjusted CIs), and the logged
-latency's p95.
+latency's p95 and p99.
 """
 
 from __future__ import annotations
@@ -175,15 +175,18 @@ def readout(impressions: Sequence[Impression], counts: LogCounts, config: Readou
     if interleaved:
         primary, slices, credit = _interleaving(frame, boot)
         guardrails: tuple[GuardrailEvidence, ...] = ()
-        latency = LatencyEvidence(per_arm["interleaved"]["p95_ms"])
+        latency = LatencyEvidence(per_arm["interleaved"]["p95_ms"],
+                                  challenger_p99_ms=per_arm["interleaved"]["p99_ms"])
     else:
         primary, slices, guardrails = _ab(frame, config, baseline, boot)
-        latency = LatencyEvidence(per_arm[config.challenger]["p95_ms"], per_arm[baseline]["p95_ms"])
+        latency = LatencyEvidence(per_arm[config.challenger]["p95_ms"], per_arm[baseline]["p95_ms"],
+                                  challenger_p99_ms=per_arm[config.challenger]["p99_ms"])
     rule = ReleaseRule.model_construct(  # the primary is a click measure, not an offline measure name
         primary_metric=primary.metric, min_delta=config.min_delta,
         critical_slices=[CriticalSlice(column="segment", budget=config.segment_budget)],
         latency_p95_max_ms=config.latency_p95_max_ms,
         latency_p95_max_ratio=config.latency_p95_max_ratio if config.design == "ab" else None,
+        latency_p99_max_ms=config.latency_p99_max_ms,
         unjudged_margin=None, max_fallback_rate=None, max_invalid_rate=None, claims={})
     timed = latency.challenger_p95_ms is not None
     verdict = decide(rule, Evidence(primary=primary, slices=tuple(slices), guardrails=guardrails,

@@ -46,8 +46,15 @@ class QueryLog:
     out_of_order: int
     distinct: int | None
     """Distinct query texts in the log; None when there were more than ``max_queries`` (sampled)."""
+    traffic: pd.Series
+    """Each kept query's arrivals over the whole log (summed counts), the window's and those after it."""
     sampled: bool = False
     seed: int | None = None
+    window_lines: int | None = None
+    """Where ``arrivals`` stop: the log line at which the kept arrivals reached ``max_arrivals`` (None: the whole log
+    is in them)."""
+    after_window: int = 0
+    """Arrivals (summed counts) of the kept queries after that line: in ``traffic``, not in ``arrivals``."""
 
 
 def log_query_id(text: str) -> str:
@@ -60,10 +67,12 @@ def _priority(seed: int, query_id: str) -> int:
 
 
 def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: int = 0,
-                   now: datetime | None = None) -> QueryLog:
+                   max_arrivals: int | None = None, now: datetime | None = None) -> QueryLog:
     """The query log at ``path`` (JSON lines or Parquet, streamed), every field checked. Above ``max_queries``
-    distinct query texts it keeps the ``max_queries`` whose seeded hash of the id is smallest, with every arrival of
-    each (a bottom-k sample of queries in one pass: memory bounded by the kept queries' arrivals)."""
+    distinct query texts it keeps the ``max_queries`` whose seeded hash of the id is smallest (a bottom-k sample of
+    queries in one pass). Their arrivals are kept up to the line at which they number ``max_arrivals``: a contiguous
+    stretch of the log's arrival pattern from its start; after it, each kept query's arrivals are only counted
+    (``traffic``). Memory is bounded by ``max_queries`` and ``max_arrivals``, whatever the log's length."""
     path = Path(path)
     if not path.exists():
         raise CollectionError(f"{path}: no such query log. Fix: point online.shadows.<name>.log at a JSON lines or "
@@ -73,7 +82,8 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
     texts: dict[str, tuple[str, tuple[str, ...] | None]] = {}
     heap: list[tuple[int, str]] = []
     seen: set[str] = set()
-    lines, out_of_order, last = 0, 0, None
+    traffic: dict[str, int] = {}
+    lines, out_of_order, last, kept, window_lines, after_window = 0, 0, None, 0, None, 0
     for number, record in log_records(path):
         lines += 1
         where = f"{path}:{number}"
@@ -103,7 +113,8 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
                 heapq.heappush(heap, (-priority, query_id))
             elif priority < -heap[0][0]:
                 _, dropped = heapq.heapreplace(heap, (-priority, query_id))
-                del rows[dropped], texts[dropped]
+                kept -= len(rows[dropped])
+                del rows[dropped], texts[dropped], traffic[dropped]
             else:
                 continue
             rows[query_id] = []
@@ -111,9 +122,19 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
         if texts.setdefault(query_id, (text, wanted))[1] != wanted:
             raise refusal(where, "user_groups", "the same query text was logged with other groups above",
                           "log one user group set per query text, or tell the texts apart")
+        traffic[query_id] = traffic.get(query_id, 0) + count
+        if window_lines is None and max_arrivals is not None and kept >= max_arrivals:
+            window_lines = number - 1  # the window closes for good: what follows is counted, not kept
+        if window_lines is not None:
+            after_window += count
+            continue
         rows[query_id].append({"query_id": query_id, "time": moment, "segment": segment, "count": count})
+        kept += 1
     if not rows:
         raise CollectionError(f"{path}: no logged query. Fix: one JSON object per line with at least query and time")
+    if not any(rows.values()):
+        raise CollectionError(f"{path}: none of the {len(rows)} sampled queries arrived in the first {window_lines} "
+                              f"lines, the window max_arrivals {max_arrivals} leaves. Fix: raise max_arrivals")
     arrivals = pd.DataFrame([row for found in rows.values() for row in found]).sort_values(
         ["time", "query_id"], kind="stable").reset_index(drop=True)
     start = arrivals["time"].iloc[0]
@@ -122,7 +143,8 @@ def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: in
                             for qid, (text, groups) in sorted(texts.items())])
     sampled = max_queries is not None and len(seen) > max_queries
     return QueryLog(arrivals[["query_id", "seconds", "segment", "count"]], queries, lines, out_of_order,
-                    None if sampled else len(seen), sampled, seed if sampled else None)
+                    None if sampled else len(seen), pd.Series(traffic, name="traffic").sort_index(), sampled,
+                    seed if sampled else None, window_lines, after_window)
 
 
 def queue_latency(arrivals_s: np.ndarray, service_s: np.ndarray, speed: float = 1.0) -> dict[str, float]:
@@ -166,11 +188,11 @@ def segment_guardrails(arrivals: pd.DataFrame, latency: pd.DataFrame, answered: 
     return found
 
 
-def judging_priority(arrivals: pd.DataFrame, disagreement: Mapping[str, pd.Series]) -> pd.DataFrame:
-    """The log's queries ordered by how much judging them would matter: their traffic (summed counts) times the mean
-    over challengers of 1 - RBO with the baseline (where the systems disagree, a judgment decides between them;
-    where they agree, it changes no comparison). Ties by query id."""
-    traffic = arrivals.groupby("query_id")["count"].sum()
+def judging_priority(traffic: pd.Series, disagreement: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """The log's queries ordered by how much judging them would matter: their traffic (``QueryLog.traffic``) times
+    the mean over challengers of 1 - RBO with the baseline (where the systems disagree, a judgment decides between
+    them; where they agree, it changes no comparison). Ties by query id."""
+    traffic = traffic.rename_axis("query_id")
     frame = pd.DataFrame(disagreement).reindex(traffic.index)
     mean_gap = frame.mean(axis=1).fillna(0.0)
     table = pd.DataFrame({"traffic": traffic, "disagreement": mean_gap, "priority": traffic * mean_gap})

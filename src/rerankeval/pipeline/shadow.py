@@ -42,7 +42,8 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
         raise ConfigError(f"{params.source}: no query log {name!r} under online.shadows (configured: "
                           f"{', '.join(shadows) or 'none'})")
     config, baseline = shadows[name], params.compare.baselines[0]
-    log = read_query_log(config.log, max_queries=config.max_queries, seed=params.online.seed)
+    log = read_query_log(config.log, max_queries=config.max_queries, seed=params.online.seed,
+                         max_arrivals=config.max_arrivals)
     queries = log.queries
     snapshot = Snapshot(paths.snapshot)
     candidates, access = _freeze(params, paths, snapshot, queries)
@@ -52,17 +53,18 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
                           "among them: every other system is measured against it")
     runs, latencies = _replay(params, paths, snapshot, systems, candidates, queries)
     arrivals = log.arrivals
-    found = measure(runs, latencies, arrivals, baseline, config, params)
+    found = measure(runs, latencies, arrivals, log.traffic, baseline, config, params)
     if config.served is not None:
         found["served"] = served_replay(params, config, candidates, queries, arrivals, latencies)
-    queue = judging_priority(arrivals, {system: 1.0 - entry["per_query_rbo"]
+    queue = judging_priority(log.traffic, {system: 1.0 - entry["per_query_rbo"]
                                         for system, entry in found.pop("_per_query").items()})
     queue = queue.merge(queries[["query_id", "text"]], on="query_id").head(config.queue_rows)
     record = {"name": name, "log": config.log, "log_sha256": sha256_file(config.log), "synthetic": config.synthetic,
               "lines": log.lines,
               "out_of_order": log.out_of_order, "queries": log.distinct, "replayed": int(len(queries)),
               "sampled": log.sampled, "seed": log.seed, "max_queries": config.max_queries,
-              "replayed_arrivals": int(arrivals["count"].sum()),
+              "replayed_arrivals": int(arrivals["count"].sum()), "max_arrivals": config.max_arrivals,
+              "window_lines": log.window_lines, "after_window": log.after_window,
               "span_s": float(arrivals["seconds"].max()), "speed": config.speed, "baseline": baseline,
               "k": config.k, "p": config.p, "candidates": access, **found,
               "queue": {"path": str(paths.shadow_queue(name)), "rows": int(len(queue))}}
@@ -181,9 +183,10 @@ def served_replay(params: Params, config, candidates: dict[bool, pd.DataFrame], 
             "simulated": simulated}
 
 
-def measure(runs: dict[str, pd.DataFrame], latencies: dict[str, pd.DataFrame], arrivals: pd.DataFrame, baseline: str,
-            config, params: Params) -> dict:
-    """Per system: agreement with the baseline, latency at the arrival pattern, machine time and guardrails."""
+def measure(runs: dict[str, pd.DataFrame], latencies: dict[str, pd.DataFrame], arrivals: pd.DataFrame,
+            traffic: pd.Series, baseline: str, config, params: Params) -> dict:
+    """Per system: agreement with the baseline (its share of changed top k weighted by each query's ``traffic``),
+    latency at the arrival pattern, machine time and guardrails."""
     boot = {"n_samples": params.compare.samples, "seed": params.compare.seed,
             "confidence": params.compare.confidence, "method": params.compare.ci_method}
     each = expand_arrivals(arrivals)
@@ -199,9 +202,9 @@ def measure(runs: dict[str, pd.DataFrame], latencies: dict[str, pd.DataFrame], a
         if system != baseline:
             agreement = run_agreement(runs[baseline], run, k=config.k, p=config.p)
             entry["agreement"] = summarize_agreement(agreement, boot, k=config.k, p=config.p)
-            traffic = arrivals.groupby("query_id")["count"].sum().reindex(agreement.index).fillna(0)
-            entry["top_k_changed_of_traffic"] = (float((agreement["changed"] * traffic).sum() / traffic.sum())
-                                                 if traffic.sum() else None)
+            weights = traffic.reindex(agreement.index).fillna(0)
+            entry["top_k_changed_of_traffic"] = (float((agreement["changed"] * weights).sum() / weights.sum())
+                                                 if weights.sum() else None)
             per_query[system] = {"per_query_rbo": agreement["rbo"]}
         found[system] = entry
     return {"systems": found, "_per_query": per_query}

@@ -83,7 +83,9 @@ class ReleaseRule(StrictConfig):
     of either sign beyond it); None skips it. ``max_fallback_rate``: largest share of queries served by the
     fused-order fallback (deadline or scoring failure); None skips it. ``latency_p95_max_ms`` /
     ``latency_p95_max_ratio``: challenger p95 latency at most this many ms / at most baseline p95 x ratio; None = no
-    such budget.
+    such budget. ``latency_p99_max_ms``: challenger p99 latency at most this many ms, for evidence that has a p99
+    (an online readout's logged latency; the offline latency measurement's few rounds give none, so set offline it
+    blocks ACCEPT as unmeasured).
     """
 
     primary_metric: MeasureName
@@ -93,6 +95,7 @@ class ReleaseRule(StrictConfig):
     max_fallback_rate: float | None = Field(None, ge=0, le=1)
     latency_p95_max_ms: float | None = Field(None, ge=0)
     latency_p95_max_ratio: float | None = Field(None, ge=0)
+    latency_p99_max_ms: float | None = Field(None, ge=0)
     max_invalid_rate: float | None = Field(None, ge=0, le=1)
     """Largest share of an LLM reranker's calls whose output was invalid (a malformed permutation, an unreadable
     label: ``systems.llm``); above it the system cannot be ACCEPTed. None skips it; systems without LLM calls pass."""
@@ -114,6 +117,7 @@ class ReleaseRule(StrictConfig):
         """The rule without its deterministic checks (unjudged, fallbacks, latency): what a simulation exercises."""
         return self.model_copy(update={"unjudged_margin": None, "max_fallback_rate": None,
                                        "latency_p95_max_ms": None, "latency_p95_max_ratio": None,
+                                       "latency_p99_max_ms": None,
                                        "max_invalid_rate": None})
 
 

@@ -127,6 +127,8 @@ class LatencyEvidence:
     baseline_p95_ms: float | None = None
     challenger_untrusted: str | None = None
     baseline_untrusted: str | None = None
+    challenger_p99_ms: float | None = None
+    """p99 query latency in ms, where the evidence has one (an online readout's logged latency)."""
 
 
 @dataclass(frozen=True)
@@ -493,13 +495,24 @@ def _unjudged_checks(rule: ReleaseRule, unjudged: UnjudgedEvidence | None, notes
 
 
 def _latency_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: list[str]) -> list[Check]:
+    checks = []
+    if rule.latency_p99_max_ms is not None:
+        p99 = None if latency is None else latency.challenger_p99_ms
+        if p99 is None:  # a budget that cannot be checked must not pass silently: it blocks ACCEPT
+            checks.append(Check("latency_p99_measured", False, False,
+                                "latency p99 not measured, the p99 budget cannot be checked"))
+        else:
+            passed = p99 <= rule.latency_p99_max_ms
+            checks.append(_latency_check("latency_p99_ms", passed,
+                                         f"latency p99: challenger {p99:.1f} ms {'within' if passed else 'exceeds'} "
+                                         f"budget {rule.latency_p99_max_ms:.1f} ms",
+                                         None if passed else latency.challenger_untrusted))
     if rule.latency_p95_max_ms is None and rule.latency_p95_max_ratio is None:
-        return []
+        return checks
     if latency is None or latency.challenger_p95_ms is None:
         # A budget that cannot be checked must not pass silently: it blocks ACCEPT.
-        return [Check("latency_measured", False, False,
-                      "latency p95 not measured (no timed query), the latency budget cannot be checked")]
-    checks = []
+        return [*checks, Check("latency_measured", False, False,
+                               "latency p95 not measured (no timed query), the latency budget cannot be checked")]
     p95 = latency.challenger_p95_ms
     if rule.latency_p95_max_ms is not None:
         passed = p95 <= rule.latency_p95_max_ms
