@@ -17,6 +17,7 @@ from rerankeval.data.snapshot import Snapshot, write_snapshot
 from rerankeval.eval.engine import evaluate
 from rerankeval.retrieval.candidates import load_candidates, write_candidates
 from rerankeval.retrieval.config import AccessConfig, RunConfig
+from rerankeval.report.guardrails import access_line
 from rerankeval.retrieval.sources import freeze_candidates
 from rerankeval.stats.config import ReleaseRule
 from rerankeval.stats.verdict import Caveat, DeltaEvidence, Evidence, GuardrailEvidence, decide
@@ -408,6 +409,12 @@ def test_a_replay_file_is_filtered_too_and_says_what_it_could_not_check(tmp_path
     assert MARKER not in " ".join(frozen.passages.column("passage").to_pylist())
     assert "1 candidates name documents outside the corpus" in frozen.provenance["access"]["cannot_filter"]
     assert frozen.provenance["access"]["removed_from"] == {"prod-v7": 1}
+    # the corpus dates its documents, so a document outside it is counted as current, and the report says so
+    assert frozen.provenance["access"]["validity_unknown"].startswith("1 candidates name documents outside the corpus")
+    line = access_line(frozen.provenance["access"])
+    assert "cannot be filtered" in line and "Stale@k and StaleFirst count them as current" in line
+    unknown = "2 candidates name documents outside the corpus, whose validity is unknown"
+    assert access_line({"labelled_documents": 0, "validity_unknown": unknown}) == f"Validity: {unknown}."
 
 
 def test_a_critical_slice_whose_stale_rate_rises_beyond_the_budget_rejects_with_evidence():

@@ -73,7 +73,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
                "first_stage": means(first_stage, key="retriever"),
                "fusion": table_metadata(paths.first_stage).get("fusion", {})}
     access = table_metadata(paths.candidates).get("access")
-    if access is not None and (labels.restricts or "cannot_filter" in access):  # what the freeze's filter removed
+    if access is not None and (labels.restricts or {"cannot_filter", "validity_unknown"} & set(access)):
         metrics["access"] = access
     write_json(paths.metrics, metrics)
     headline = str(depth_measures[0] if depth_measures else measures[0])

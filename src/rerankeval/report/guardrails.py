@@ -59,15 +59,18 @@ def access_line(access: Mapping[str, Any] | None) -> str:
     access labels."""
     if not access:
         return ""
+    unknown = f" Validity: {access['validity_unknown']}." if "validity_unknown" in access else ""
     if "cannot_filter" in access:
-        return f"Access filter: the candidate source cannot be filtered: {access['cannot_filter']}."
+        return f"Access filter: the candidate source cannot be filtered: {access['cannot_filter']}.{unknown}"
+    if not access.get("labelled_documents"):  # no acl anywhere: nothing to filter, only the validity to say
+        return unknown.strip()
     if not access.get("filter", True):
         return ("Access filter: off (retrieval.access.filter is false): every system saw what its users may not; "
-                "ACLViolation shows what they were shown.")
+                "ACLViolation shows what they were shown." + unknown)
     sources = ", ".join(f"{name} {count}" for name, count in access.get("removed_from", {}).items())
     return (f"Access filter: {access['removed']} candidates the asking user may not see were removed from "
             f"{access['queries_with_removed']} queries before any system scored anything ({sources}); a system "
-            "configured with access_filter: false reranks them, to show what the guardrail catches.")
+            "configured with access_filter: false reranks them, to show what the guardrail catches." + unknown)
 
 
 def guardrail_rule_text(verdicts: Mapping[str, Any]) -> str:

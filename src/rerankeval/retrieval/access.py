@@ -53,6 +53,9 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     elif outside and labels.restricts:
         record["cannot_filter"] = (f"{outside} candidates name documents outside the corpus, whose acl is unknown: "
                                    "they were kept as public")
+    if outside and labels.dated:
+        record["validity_unknown"] = (f"{outside} candidates name documents outside the corpus, whose validity is "
+                                      "unknown: Stale@k and StaleFirst count them as current")
     if conflicts:
         record["acl_conflicts"] = len(conflicts)
     removed = ~visible
