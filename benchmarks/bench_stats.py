@@ -18,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from rerankeval.stats.config import DEFAULT_N_SAMPLES
+from rerankeval.stats.defaults import DEFAULT_N_SAMPLES
 from rerankeval.stats.resampling import bootstrap_ci, slice_ci
 from rerankeval.stats.significance import adjust_pvalues, randomisation_pvalues, ttest_pvalues
 

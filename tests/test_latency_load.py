@@ -15,7 +15,8 @@ import pandas as pd
 from rerankeval.core.io import write_json
 from rerankeval.serving.config import LatencyConfig
 from rerankeval.serving.measure import Clocks, MachineSample, measure_latency, verdict_latencies
-from rerankeval.stats.config import CriticalSlice, ReleaseRule
+from rerankeval.stats.config import ReleaseRule
+from rerankeval.stats.critical_slices import CriticalSlice
 from rerankeval.stats.verdict import Decision, DeltaEvidence, Evidence, LatencyEvidence, SliceEvidence, decide
 from rerankeval.systems.base import Query, QueryCandidates
 from rerankeval.systems.base import Scores, System

@@ -79,6 +79,14 @@ def test_the_serving_config_re_runs_latency_and_what_reads_its_outputs_only():
     assert rerun == {"latency", "shadow", "compare"}, rerun
 
 
+def test_the_release_rule_s_settings_re_run_the_stages_that_decide_and_none_that_ranks():
+    rerun = rerun_by_static_deps("src/rerankeval/stats/config.py") - {"code"}
+    # the stages that read `compare` settings (the sweep scores its policies by the rule's measure; the online stages
+    # decide with the verdict's code); a critical slice (stats/critical_slices.py) and the resampling defaults
+    # (stats/defaults.py) are modules of their own, so the dataset's settings and the RRF weight fit hold neither.
+    assert rerun == {"compare", "sweep", "online", "readout", "shadow", "report"}, rerun
+
+
 def test_no_static_closure_holds_a_kind_or_a_generator():
     # baselines.py (fusion, bm25, dense, the column systems composites read) is the composites' shared code, not here.
     kinds = ("src/rerankeval/systems/composite/blend.py",

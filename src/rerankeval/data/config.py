@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import field_validator
 
 from ..core.config import StrictConfig
-from ..stats.config import CriticalSlice
+from ..stats.critical_slices import CriticalSlice
 
 
 class SampleConfig(StrictConfig):

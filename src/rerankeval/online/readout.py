@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import CollectionError
-from ..stats.config import CriticalSlice, ReleaseRule
+from ..stats.config import ReleaseRule
+from ..stats.critical_slices import CriticalSlice
 from ..stats.resampling import bootstrap_ci
 from ..stats.verdict import DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SliceEvidence, decide
 from .config import ReadoutConfig

@@ -1,4 +1,5 @@
-"""The ``compare`` block of params.yaml (and the dataset's ``critical_slices``), typed, and the statistics' defaults.
+"""The ``compare`` block of params.yaml, typed (the statistics' defaults: ``defaults``; a critical slice:
+``critical_slices``).
 
 Only settings live here (pydantic, ``core.config``, ``eval.config``), so reading params.yaml does not load the
 statistics themselves.
@@ -13,38 +14,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ..core.config import StrictConfig
 from ..eval.config import MeasureName
-
-# Defaults of the resampling functions and of the ``compare`` block.
-DEFAULT_N_SAMPLES = 10_000
-DEFAULT_SEED = 17
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_MIN_SLICE_SIZE = 20
-DEFAULT_TIE_TOL = 1e-9
-DEFAULT_WORST_N = 10
-
-
-class CriticalSlice(StrictConfig):
-    """A slice that must not regress by more than ``budget`` (absolute, e.g. 0.02 = 2 points).
-
-    ``value`` None means every value of ``column``.
-    """
-
-    column: str
-    budget: float = Field(ge=0)
-    value: str | None = None
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _label_as_text(cls, value: object) -> object:
-        # Slice labels are strings: a YAML `value: 2` must match the label "2".
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    def label(self) -> str:
-        """``column=value``, or ``column=*`` for every value."""
-        return f"{self.column}={'*' if self.value is None else self.value}"
-
-    def matches(self, column: str, value: object) -> bool:
-        return column == self.column and self.value in (None, str(value))
+from .critical_slices import CriticalSlice
+from .defaults import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
 
 
 class ReleaseClaim(StrictConfig):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .config import DEFAULT_TIE_TOL, DEFAULT_WORST_N
+from .defaults import DEFAULT_TIE_TOL, DEFAULT_WORST_N
 from .resampling import DELTA_PERCENTILES, _as_deltas
 
 

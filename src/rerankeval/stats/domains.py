@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .config import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED
+from .defaults import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED
 from .deltas import Comparison, DeltaSummary, summarise_deltas
 from .resampling import (_BLOCK_CELLS, Intervals, SliceIntervals, _interval, _on_exact_grid, _slice_codes,
                          _weight_blocks, bootstrap_ci, slice_ci)

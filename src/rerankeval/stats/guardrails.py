@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import CriticalSlice, GuardrailRule
+from .config import GuardrailRule
+from .critical_slices import CriticalSlice
 from .domains import mean_intervals
 from .evidence import adjusted_confidence
 from .resampling import bootstrap_ci, slice_ci

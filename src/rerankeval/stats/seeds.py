@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from .config import DEFAULT_CONFIDENCE
+from .defaults import DEFAULT_CONFIDENCE
 
 
 @dataclass(frozen=True, eq=False)

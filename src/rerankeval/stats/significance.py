@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
-from .config import DEFAULT_N_SAMPLES, DEFAULT_SEED
+from .defaults import DEFAULT_N_SAMPLES, DEFAULT_SEED
 from .resampling import _BLOCK_CELLS, Correction, _as_deltas, _check_positive, _on_exact_grid
 
 

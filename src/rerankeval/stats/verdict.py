@@ -53,7 +53,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .config import SUPERIOR, CriticalSlice, ReleaseClaim, ReleaseRule
+from .config import SUPERIOR, ReleaseClaim, ReleaseRule
+from .critical_slices import CriticalSlice
 from .resampling import Intervals, SliceIntervals
 from .run_checks import (Check, CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence,
                          coverage_checks, fallback_checks, invalid_output_checks, parity_checks)

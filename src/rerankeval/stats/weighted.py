@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .config import DEFAULT_CONFIDENCE, DEFAULT_N_SAMPLES, DEFAULT_SEED
+from .defaults import DEFAULT_CONFIDENCE, DEFAULT_N_SAMPLES, DEFAULT_SEED
 from .resampling import _weight_blocks
 
 

@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from ...stats.config import DEFAULT_CONFIDENCE
+from ...stats.defaults import DEFAULT_CONFIDENCE
 
 Rule = Literal["one_se", "best"]
 SAMPLES = 2000
