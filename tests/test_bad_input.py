@@ -50,6 +50,17 @@ def test_deeply_nested_json_names_the_line(tmp_path):  # case 8
         load_beir(beir_folder(tmp_path / "c", corpus_lines=docs))
 
 
+@pytest.mark.parametrize("line, says", [
+    ('{"_id": "d2", "metadata": {"n": ' + "7" * 5000 + "}}", r"corpus\.jsonl:2: a number too long to read .*Fix: write "
+                                                          "it as a string"),
+    ('{"text": "no id"}', r"corpus\.jsonl:2: expected an object with an \"_id\" field\. Fix: give every record its id"),
+])
+def test_a_record_that_cannot_be_read_names_the_line_and_the_fix(tmp_path, line, says):  # probe_bad_input.py cases
+    docs = [json.dumps({"_id": "d1", "text": "a"}), line]
+    with pytest.raises(CollectionError, match=says):
+        load_beir(beir_folder(tmp_path / "c", corpus_lines=docs))
+
+
 def test_a_file_in_another_encoding_gets_an_encoding_neutral_hint(tmp_path, capsys):  # case 12
     folder = beir_folder(tmp_path / "c")
     (folder / "corpus.jsonl").write_bytes(b'{"_id": "d1", "text": "caf\xe9"}\n{"_id": "d2", "text": "b"}\n')
@@ -374,4 +385,10 @@ def test_compare_queries_nested_too_deep_is_refused_with_the_line(tmp_path, caps
     code = main(["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline", str(tmp_path / "base.trec"),
                  "--run", str(tmp_path / "new.trec"), "--queries", str(tmp_path / "queries.jsonl"),
                  "--critical-slice", "language", "--samples", "100", "--trials", "20"])
-    assert code == 2 and "queries.jsonl:2: not a BEIR query record" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert code == 2 and "queries.jsonl:2: JSON nested too deeply to read. Fix: one flat BEIR query record" in error
+    (tmp_path / "queries.jsonl").write_text("")
+    code = main(["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline", str(tmp_path / "base.trec"),
+                 "--run", str(tmp_path / "new.trec"), "--queries", str(tmp_path / "queries.jsonl"),
+                 "--critical-slice", "language", "--samples", "100", "--trials", "20"])
+    assert code == 2 and "queries.jsonl: no query record (the file is empty). Fix:" in capsys.readouterr().err

@@ -242,14 +242,23 @@ def _slices(queries_path: str | None, columns: list[str], query_ids: list[str]):
         try:
             record = json.loads(line)
             query_id, metadata = str(record["_id"]), record.get("metadata") or {}
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as error:
+        except RecursionError:
+            raise ValueError(f"{queries_path}:{line_no}: JSON nested too deeply to read. Fix: one flat BEIR query "
+                             "record per line, e.g. {\"_id\": \"q1\", \"text\": \"...\", \"metadata\": "
+                             "{\"language\": \"en\"}}.") from None
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as error:
             raise ValueError(f"{queries_path}:{line_no}: not a BEIR query record with an _id "
-                             f"({type(error).__name__}: {str(error)[:200]})") from None
+                             f"({type(error).__name__}: {str(error)[:200]}). Fix: one JSON object per line, e.g. "
+                             "{\"_id\": \"q1\", \"text\": \"...\", \"metadata\": {\"language\": \"en\"}}.") from None
         labels[query_id] = {column: str(metadata[column]) for column in columns
                             if isinstance(metadata, dict) and metadata.get(column) is not None}
+    if columns and not labels:
+        raise ValueError(f"{queries_path}: no query record (the file is empty). Fix: name the queries.jsonl whose "
+                         "metadata labels the slices.")
     for column in columns:
         if not any(column in found for found in labels.values()):
-            raise ValueError(f"--critical-slice {column!r}: no query in {queries_path} has it in its metadata")
+            raise ValueError(f"--critical-slice {column!r}: no query in {queries_path} has it in its metadata. Fix: "
+                             f"label the queries (metadata.{column}), or name a column they carry.")
     frame = pd.DataFrame.from_dict(labels, orient="index", columns=columns).reindex(query_ids)
     return frame.fillna(NO_LABEL)
 
