@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_OUTPUTS = (ROOT / "data" / "candidates.parquet", ROOT / "data" / "snapshot" / "manifest.json",
@@ -41,7 +42,8 @@ def test_every_script_is_covered():
                "bench_ray_executor.py", "bench_serving.py", "bench_stats.py", "demo_baselines.py",
                "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
                "bench_shadow_served.py", "bench_llm_overhead.py",
-               "bench_llm_install.py", "bench_interleaving_null.py", "bench_production_baseline.py"}
+               "bench_llm_install.py", "bench_interleaving_null.py", "bench_production_baseline.py",
+               "probe_bad_input.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -165,3 +167,14 @@ def test_bench_stats():
 
 def test_demo_baselines():
     assert "hybrid" in run_script("demo_baselines.py")
+
+
+def test_probe_bad_input_refuses_its_smoke_cases_naming_where_and_the_fix():
+    out = yaml.safe_load(run_script("probe_bad_input.py"))
+    counts, cases = out["tables"]
+    assert counts["columns"][:3] == ["class", "cases", "refused"] and counts["rows"][-1][:3] == ["all", 3, 3]
+    assert [row[:4] for row in cases["rows"]] == [
+        ["queries-fifo", "bounded readers", "refuse", "refused"],
+        ["corpus-bad-json-line", "records and fields", "refuse", "refused"],
+        ["params-system-name-escapes", "names", "refuse", "refused"]]  # no traceback, hang or silent-wrong
+    assert all("fix" in row[5] for row in cases["rows"]) and "corpus.jsonl:2: not valid JSON" in cases["rows"][1][6]
