@@ -53,7 +53,7 @@ def test_deeply_nested_json_names_the_line(tmp_path):  # case 8
 @pytest.mark.parametrize("line, says", [
     ('{"_id": "d2", "metadata": {"n": ' + "7" * 5000 + "}}", r"corpus\.jsonl:2: a number too long to read .*Fix: write "
                                                           "it as a string"),
-    ('{"text": "no id"}', r"corpus\.jsonl:2: expected an object with an \"_id\" field\. Fix: give every record its id"),
+    ('{"text": "no id"}', r"corpus\.jsonl:2: expected an object with an \"_id\" field\. Fix: give each record its id"),
 ])
 def test_a_record_that_cannot_be_read_names_the_line_and_the_fix(tmp_path, line, says):  # probe_bad_input.py cases
     docs = [json.dumps({"_id": "d1", "text": "a"}), line]

@@ -203,18 +203,17 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
         except RecursionError:
             raise CollectionError(f"{path}:{line_no}: JSON nested too deeply to read. Fix: flatten the record (BEIR "
                                   "records are flat objects with string fields).") from None
-        except ValueError as err:  # a number beyond Python's digit limit for int() (4300 digits)
-            raise CollectionError(f"{path}:{line_no}: a number too long to read ({str(err).split(':')[0]}). Fix: "
+        except ValueError as err:  # a number beyond Python's digit limit for int()
+            raise CollectionError(f"{path}:{line_no}: a number too long to read ({str(err).split(';')[0]}). Fix: "
                                   "write it as a string, or shorten it.") from None
-        lone = _lone_surrogate(record) if "\\ud" in line.lower() else None  # only an escape can make one
-        if lone is not None:
+        if "\\ud" in line.lower() and (lone := _lone_surrogate(record)) is not None:  # only an escape makes one
             where, code_point = lone
             raise CollectionError(f"{path}:{line_no}: field {where!r} holds the escape \\u{ord(code_point):04X}, half "
                                   "a surrogate pair (no character). Fix: write the character itself, or its full "
                                   "pair (e.g. \\ud83d\\ude00 for U+1F600).")
         if not isinstance(record, dict) or "_id" not in record:
-            raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field. Fix: give every "
-                                  "record its id, e.g. {\"_id\": \"d1\", \"text\": \"...\"}.")
+            raise CollectionError(f"{path}:{line_no}: expected an object with an \"_id\" field. Fix: give each "
+                                  "record its id.")
         yield line_no, record
 
 
