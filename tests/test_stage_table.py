@@ -87,6 +87,13 @@ def test_the_release_rule_s_settings_re_run_the_stages_that_decide_and_none_that
     assert rerun == {"compare", "sweep", "online", "readout", "shadow", "report"}, rerun
 
 
+def test_the_evaluation_settings_re_run_the_stages_that_read_them_only():
+    rerun = rerun_by_static_deps("src/rerankeval/eval/config.py") - {"code"}
+    # a measure name in another block's settings (rag.measures, policies, compare, a blend's fit) is typed by
+    # eval/measure_names.py, so context selection, generation and the online stages do not hold this block's code.
+    assert rerun == {"evaluate", "compare", "sweep", "report"}, rerun
+
+
 def test_no_static_closure_holds_a_kind_or_a_generator():
     # baselines.py (fusion, bm25, dense, the column systems composites read) is the composites' shared code, not here.
     kinds = ("src/rerankeval/systems/composite/blend.py",

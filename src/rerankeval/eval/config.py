@@ -1,21 +1,13 @@
-"""Measure names in configs: validated and canonical, so ``MRR@10`` in one setting and ``RR@10`` in another are
-the same column everywhere; and the ``evaluation`` block of params.yaml, typed."""
+"""The ``evaluation`` block of params.yaml, typed (a measure name in any setting: ``measure_names``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from ..core.config import StrictConfig
-from .measures import parse_measure
-
-
-def canonical_measure(name: str) -> str:
-    return str(parse_measure(name))
-
-
-MeasureName = Annotated[str, AfterValidator(canonical_measure)]
+from .measure_names import MeasureName
 
 
 class EvaluationConfig(StrictConfig):

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ..core.config import StrictConfig
-from ..eval.config import MeasureName
+from ..eval.measure_names import MeasureName
 
 class SweepConfig(StrictConfig):
     system: str

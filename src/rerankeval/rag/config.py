@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ..core.config import StrictConfig
-from ..eval.config import MeasureName
+from ..eval.measure_names import MeasureName
 
 
 class SelectConfig(StrictConfig):

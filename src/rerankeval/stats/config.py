@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..core.config import StrictConfig
-from ..eval.config import MeasureName
+from ..eval.measure_names import MeasureName
 from .critical_slices import CriticalSlice
 from .defaults import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
 

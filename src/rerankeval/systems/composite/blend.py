@@ -36,7 +36,7 @@ from pydantic import Field, model_validator
 
 from ...core.config import StrictConfig
 from ...core.errors import ConfigError
-from ...eval.config import MeasureName
+from ...eval.measure_names import MeasureName
 from ...stats.defaults import DEFAULT_CONFIDENCE
 from ...training.config import MODEL_CARD
 from ..base import Outcome, QueryCandidates, Scores
