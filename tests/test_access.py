@@ -15,9 +15,9 @@ from rerankeval.data.access import AccessDenied, AccessLabels, guardrail_flags
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import Snapshot, write_snapshot
 from rerankeval.eval.engine import evaluate
+from rerankeval.report.guardrails import access_line
 from rerankeval.retrieval.candidates import load_candidates, write_candidates
 from rerankeval.retrieval.config import AccessConfig, RunConfig
-from rerankeval.report.guardrails import access_line
 from rerankeval.retrieval.sources import freeze_candidates
 from rerankeval.stats.config import ReleaseRule
 from rerankeval.stats.verdict import Caveat, DeltaEvidence, Evidence, GuardrailEvidence, decide
@@ -400,17 +400,20 @@ def test_a_replay_file_is_filtered_too_and_says_what_it_could_not_check(tmp_path
     line = {"query_id": "q1", "candidate_source": "prod-v7", "candidates": [
         {"document_id": doc, "text": text, "retrieval_rank": rank, "retrieval_score": 10.0 - rank}
         for rank, (doc, text) in enumerate([("secret", f"router reset {MARKER}"), ("p1", "router reset steps"),
-                                            ("outside9", "a document the corpus does not hold")], start=1)]}
+                                            ("outside9", "a document the corpus does not hold")], start=1)]
+        + [{"document_id": "outside8", "text": "another one, labelled", "retrieval_rank": 4, "retrieval_score": 1.0,
+            "acl": ["customers"]}]}
     replay = tmp_path / "replay.jsonl"
     replay.write_text(json.dumps(line) + "\n")
     frozen = freeze_candidates(Snapshot(tmp_path / "snapshot"), ReplayConfig(source="replay", path=str(replay),
                                                                              top_n=10))
-    assert frozen.candidates.column("doc_id").to_pylist() == ["p1", "outside9"]
+    assert frozen.candidates.column("doc_id").to_pylist() == ["p1", "outside9", "outside8"]
     assert MARKER not in " ".join(frozen.passages.column("passage").to_pylist())
     assert "1 candidates name documents outside the corpus" in frozen.provenance["access"]["cannot_filter"]
     assert frozen.provenance["access"]["removed_from"] == {"prod-v7": 1}
-    # the corpus dates its documents, so a document outside it is counted as current, and the report says so
-    assert frozen.provenance["access"]["validity_unknown"].startswith("1 candidates name documents outside the corpus")
+    # the corpus dates its documents, so a document outside it is counted as current, its own acl or not, and the
+    # report says so
+    assert frozen.provenance["access"]["validity_unknown"].startswith("2 candidates name documents outside the corpus")
     line = access_line(frozen.provenance["access"])
     assert "cannot be filtered" in line and "Stale@k and StaleFirst count them as current" in line
     unknown = "2 candidates name documents outside the corpus, whose validity is unknown"

@@ -218,11 +218,30 @@ def test_a_slow_tail_that_the_p95_hides_is_rejected_by_the_p99_budget(tmp_path):
             for index, found in enumerate(impressions)]
     found = readout(slow, counts, config, "base", BOOT)
     assert found["per_arm"]["good"]["p95_ms"] < 500.0 < found["per_arm"]["good"]["p99_ms"]
-    assert found["verdict"]["decision"] == "REJECT" and found["verdict"]["decided_by"].startswith("latency p99: challenger")
+    verdict = found["verdict"]
+    assert verdict["decision"] == "REJECT" and verdict["decided_by"].startswith("latency p99: challenger")
     untimed = [replace(found, latency_ms=None) for found in impressions]  # a budget nothing can check blocks ACCEPT
     unchecked = readout(untimed, counts, config.model_copy(update={"latency_p95_max_ratio": None}), "base", BOOT)
     assert unchecked["verdict"]["decision"] != "ACCEPT"
     assert any("p99 not measured" in reason for reason in unchecked["verdict"]["reasons"])
+
+
+def test_a_p99_needs_a_hundred_timed_impressions_and_the_offline_rule_refuses_a_p99_budget(tmp_path):
+    from dataclasses import replace
+
+    from rerankeval.stats.config import ReleaseRule
+
+    (impressions, counts), path = logs(tmp_path, "ab")
+    config = ReadoutConfig(log=str(path), challenger="good", design="ab", max_abandonment_increase=None,
+                           latency_p95_max_ratio=None, latency_p99_max_ms=10_000.0)
+    good = [index for index, found in enumerate(impressions) if found.arm == "good"]
+    few = [replace(found, latency_ms=None) if found.arm == "good" and index not in good[:99] else found
+           for index, found in enumerate(impressions)]  # 99 timed: their p99 is about their maximum
+    found = readout(few, counts, config, "base", BOOT)
+    assert found["per_arm"]["good"]["timed"] == 99 and found["verdict"]["decision"] != "ACCEPT"
+    assert any("p99 not measured" in reason for reason in found["verdict"]["reasons"])
+    with pytest.raises(ValueError, match="online readouts"):
+        ReleaseRule(primary_metric="nDCG@10", min_delta=0.0, latency_p99_max_ms=500.0)
 
 
 def test_the_demo_s_pages_of_a_synthetic_log_say_so_before_anything_else():

@@ -65,20 +65,38 @@ def test_above_the_bound_a_seeded_sample_of_queries_keeps_every_arrival_of_each(
     assert not sample.queries.equals(read_query_log(path, max_queries=10, seed=4, now=NOW).queries)
 
 
-def test_arrivals_are_kept_up_to_max_arrivals_and_counted_after_it(tmp_path):
-    """A contiguous stretch from the log's start: the kept queries' arrivals until they number max_arrivals; after
-    that line, arrivals add to each query's traffic only (the judging queue's weight), and are counted."""
+def test_arrivals_are_kept_up_to_window_arrivals_and_counted_after_it(tmp_path):
+    """A contiguous stretch from the log's start: the sampled queries' arrivals (counts summed) until they number
+    window_arrivals; after that line, arrivals add to each query's traffic only (the judging queue's weight), and are
+    counted."""
     records = [{"query": f"q{i % 4}", "time": f"2026-11-02T09:{i // 60:02d}:{i % 60:02d}Z", "count": 1 + i % 2}
                for i in range(100)]
-    log = read_query_log(write_log(tmp_path / "q.jsonl", records), max_arrivals=30, now=NOW)
-    assert len(log.arrivals) == 30 and log.window_lines == 30 and log.arrivals["seconds"].max() == 29.0
-    assert log.after_window == sum(1 + i % 2 for i in range(30, 100))
+    log = read_query_log(write_log(tmp_path / "q.jsonl", records), window_arrivals=30, now=NOW)
+    # counts 1, 2, 1, 2, ...: the first 20 lines hold 30 arrivals
+    assert len(log.arrivals) == 20 and int(log.arrivals["count"].sum()) == 30 and log.window_lines == 20
+    assert log.arrivals["seconds"].max() == 19.0
+    assert log.after_window == sum(1 + i % 2 for i in range(20, 100)) == int(log.traffic.sum()) - 30
     assert log.traffic.to_dict() == {log_query_id(f"q{k}"): 25 * (1 + k % 2) for k in range(4)}
     whole = read_query_log(write_log(tmp_path / "q.jsonl", records), now=NOW)
     assert (whole.window_lines, whole.after_window, len(whole.arrivals)) == (None, 0, 100)
     assert whole.traffic.equals(log.traffic)
     queue = judging_priority(log.traffic, {"ce": pd.Series(0.5, index=log.traffic.index)})
     assert queue["traffic"].tolist() == [50, 50, 25, 25]  # the whole log's traffic, not the window's
+
+
+def test_the_window_holds_the_final_sample_s_arrivals_however_late_its_queries_come(tmp_path):
+    """The sample is drawn over the whole log before any arrival is kept: queries that a later line pushes out of the
+    bottom-k sample take no room in the window, and one first logged late still has its arrivals in it."""
+    records = [{"query": f"early{i % 3}", "time": f"2026-11-02T09:{i // 60:02d}:{i % 60:02d}Z"} for i in range(300)]
+    records += [{"query": f"late{i % 50}", "time": f"2026-11-02T10:{i // 60:02d}:{i % 60:02d}Z"} for i in range(300)]
+    for seed in range(5):
+        log = read_query_log(write_log(tmp_path / "q.jsonl", records), max_queries=3, seed=seed, window_arrivals=100,
+                             now=NOW)
+        sampled = set(log.queries["query_id"])
+        assert len(sampled) == 3 and set(log.traffic.index) == sampled
+        total = int(log.traffic.sum())
+        assert int(log.arrivals["count"].sum()) == min(100, total) and set(log.arrivals["query_id"]) <= sampled
+        assert log.after_window == total - min(100, total)
 
 
 def test_memory_stays_bounded_whatever_the_log_s_length(tmp_path):
@@ -90,7 +108,7 @@ def test_memory_stays_bounded_whatever_the_log_s_length(tmp_path):
             {"query": f"q{i % 7}", "time": f"2026-11-02T{9 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"}
             for i in range(lines)])
         tracemalloc.start()
-        log = read_query_log(path, max_queries=5, max_arrivals=200, now=NOW)
+        log = read_query_log(path, max_queries=5, window_arrivals=200, now=NOW)
         found = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert len(log.arrivals) == 200 and int(log.traffic.sum()) < lines  # 5 of the 7 queries

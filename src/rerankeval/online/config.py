@@ -118,10 +118,11 @@ class ShadowConfig(StrictConfig):
     max_queries: int = Field(5000, ge=1)
     """Distinct queries replayed at most: above it, a seeded sample (the seed is ``online.seed``); the arrivals of the
     others are left out of the latency and guardrail figures, and said so."""
-    max_arrivals: int = Field(1_000_000, ge=1)
+    window_arrivals: int = Field(1_000_000, ge=1)
     """Arrivals of the replayed queries kept for the latency and guardrail figures: the log's from its start up to the
-    line where they number this many (a contiguous stretch of its arrival pattern); after it, arrivals only add to
-    each query's traffic (the judging queue's weight), and are counted on the page. Bounds memory on any log."""
+    line where they number this many (counts summed; a contiguous stretch of its arrival pattern); after it, arrivals
+    only add to each query's traffic (the judging queue's weight), and are counted on the page. Bounds memory on any
+    log."""
     queue_rows: int = Field(50, ge=1)
     """Rows of the log's judging queue."""
     served: ServedReplayConfig | None = None

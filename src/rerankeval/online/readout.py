@@ -23,7 +23,8 @@ from ..core.errors import CollectionError
 from ..stats.config import ReleaseRule
 from ..stats.critical_slices import CriticalSlice
 from ..stats.resampling import bootstrap_ci
-from ..stats.verdict import DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SliceEvidence, decide
+from ..stats.verdict import (MIN_P99_TIMED, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence,
+                              SliceEvidence, decide)
 from .config import ReadoutConfig
 from .logs import Impression, LogCounts
 from .sensitivity import sign_test_pvalues
@@ -58,6 +59,11 @@ def _percentiles(values: pd.Series) -> dict:
         return {"p50_ms": None, "p95_ms": None, "p99_ms": None, "timed": 0}
     return {"p50_ms": round(float(np.percentile(values, 50)), 3), "p95_ms": round(float(np.percentile(values, 95)), 3),
             "p99_ms": round(float(np.percentile(values, 99)), 3), "timed": int(len(values))}
+
+
+def _p99(arm: dict) -> float | None:
+    """An arm's p99 for the verdict: None below ``MIN_P99_TIMED`` timed impressions (the page still shows it)."""
+    return arm["p99_ms"] if arm["timed"] >= MIN_P99_TIMED else None
 
 
 ARM_MEASURES = ("reciprocal_rank", "any_click", "clicks", "abandoned", "reformulated", "empty")
@@ -176,12 +182,11 @@ def readout(impressions: Sequence[Impression], counts: LogCounts, config: Readou
     if interleaved:
         primary, slices, credit = _interleaving(frame, boot)
         guardrails: tuple[GuardrailEvidence, ...] = ()
-        latency = LatencyEvidence(per_arm["interleaved"]["p95_ms"],
-                                  challenger_p99_ms=per_arm["interleaved"]["p99_ms"])
+        latency = LatencyEvidence(per_arm["interleaved"]["p95_ms"], challenger_p99_ms=_p99(per_arm["interleaved"]))
     else:
         primary, slices, guardrails = _ab(frame, config, baseline, boot)
         latency = LatencyEvidence(per_arm[config.challenger]["p95_ms"], per_arm[baseline]["p95_ms"],
-                                  challenger_p99_ms=per_arm[config.challenger]["p99_ms"])
+                                  challenger_p99_ms=_p99(per_arm[config.challenger]))
     rule = ReleaseRule.model_construct(  # the primary is a click measure, not an offline measure name
         primary_metric=primary.metric, min_delta=config.min_delta,
         critical_slices=[CriticalSlice(column="segment", budget=config.segment_budget)],

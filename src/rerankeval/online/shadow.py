@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,9 +37,10 @@ from .logs import log_records, log_time, refusal, text_field
 
 @dataclass(frozen=True)
 class QueryLog:
-    """The log's arrivals (``arrivals``: query_id, seconds since the first arrival, segment, count; in time order)
-    and its distinct queries (``queries``: query_id, text, user_groups), with what was doubtful (``out_of_order``)
-    and, above ``max_queries`` distinct queries, the seeded sample's record (``distinct``, ``sampled``, ``seed``)."""
+    """The log's window of arrivals (``arrivals``: query_id, seconds since the first arrival, segment, count; in time
+    order) and its distinct queries (``queries``: query_id, text, user_groups), with what was doubtful
+    (``out_of_order``) and, above ``max_queries`` distinct queries, the seeded sample's record (``distinct``,
+    ``sampled``, ``seed``)."""
 
     arrivals: pd.DataFrame
     queries: pd.DataFrame
@@ -47,14 +49,14 @@ class QueryLog:
     distinct: int | None
     """Distinct query texts in the log; None when there were more than ``max_queries`` (sampled)."""
     traffic: pd.Series
-    """Each kept query's arrivals over the whole log (summed counts), the window's and those after it."""
+    """Each sampled query's arrivals over the whole log (summed counts), the window's and those after it."""
     sampled: bool = False
     seed: int | None = None
     window_lines: int | None = None
-    """Where ``arrivals`` stop: the log line at which the kept arrivals reached ``max_arrivals`` (None: the whole log
-    is in them)."""
+    """Where ``arrivals`` stop: the log line at which the sampled queries' arrivals reached ``window_arrivals``
+    (None: the whole log is in them)."""
     after_window: int = 0
-    """Arrivals (summed counts) of the kept queries after that line: in ``traffic``, not in ``arrivals``."""
+    """Arrivals (summed counts) of the sampled queries after that line: in ``traffic``, not in ``arrivals``."""
 
 
 def log_query_id(text: str) -> str:
@@ -67,84 +69,85 @@ def _priority(seed: int, query_id: str) -> int:
 
 
 def read_query_log(path: str | Path, *, max_queries: int | None = None, seed: int = 0,
-                   max_arrivals: int | None = None, now: datetime | None = None) -> QueryLog:
-    """The query log at ``path`` (JSON lines or Parquet, streamed), every field checked. Above ``max_queries``
-    distinct query texts it keeps the ``max_queries`` whose seeded hash of the id is smallest (a bottom-k sample of
-    queries in one pass). Their arrivals are kept up to the line at which they number ``max_arrivals``: a contiguous
-    stretch of the log's arrival pattern from its start; after it, each kept query's arrivals are only counted
-    (``traffic``). Memory is bounded by ``max_queries`` and ``max_arrivals``, whatever the log's length."""
+                   window_arrivals: int | None = None, now: datetime | None = None) -> QueryLog:
+    """The query log at ``path`` (JSON lines or Parquet), streamed twice. The first pass checks every field, counts
+    each query's traffic and, above ``max_queries`` distinct query texts, keeps the ``max_queries`` whose seeded hash
+    of the id is smallest (a bottom-k sample). The second keeps the sampled queries' arrivals from the log's start up
+    to the line where they number ``window_arrivals`` (counts summed): a contiguous stretch of the arrival pattern;
+    the sampled arrivals after it are only counted (``traffic``, ``after_window``). Memory is bounded by
+    ``max_queries`` and ``window_arrivals``, whatever the log's length."""
     path = Path(path)
     if not path.exists():
         raise CollectionError(f"{path}: no such query log. Fix: point online.shadows.<name>.log at a JSON lines or "
                               "Parquet file of logged queries (docs/online.md, \"Shadow replay\")")
     now = now or datetime.now(timezone.utc)
-    rows: dict[str, list[dict]] = {}
     texts: dict[str, tuple[str, tuple[str, ...] | None]] = {}
     heap: list[tuple[int, str]] = []
     seen: set[str] = set()
     traffic: dict[str, int] = {}
-    lines, out_of_order, last, kept, window_lines, after_window = 0, 0, None, 0, None, 0
+    lines, out_of_order, last = 0, 0, None
     for number, record in log_records(path):
         lines += 1
-        where = f"{path}:{number}"
-        if not isinstance(record, Mapping):
-            raise CollectionError(f"{where}: expected a JSON object (one logged query), got {type(record).__name__}. "
-                                  "Fix: one object per line, e.g. "
-                                  "{\"query\": \"...\", \"time\": \"2026-11-02T09:00:03Z\"}")
-        text = text_field(record, "query", where)
-        moment = log_time(record.get("time"), where, now)
-        count = record.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise refusal(where, "count", f"expected a whole number >= 1, got {count!r}", "count the arrivals")
-        groups = record.get("user_groups")
-        if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups)):
-            raise refusal(where, "user_groups", f"expected a list of group names, got {groups!r}"[:200],
-                          "list the asking user's groups, or leave the field out (public documents only)")
-        segment = text_field(record, "segment", where, required=False) or "all"
+        text, moment, count, groups, _ = _logged(record, f"{path}:{number}", now)
         if last is not None and moment < last:
             out_of_order += 1
         last = moment if last is None else max(last, moment)
         query_id = log_query_id(text)
         if max_queries is None or len(seen) <= max_queries:  # distinct queries, counted up to one past the bound
             seen.add(query_id)
-        if query_id not in rows:
+        if query_id not in texts:
             priority = _priority(seed, query_id)
             if max_queries is None or len(heap) < max_queries:
                 heapq.heappush(heap, (-priority, query_id))
             elif priority < -heap[0][0]:
                 _, dropped = heapq.heapreplace(heap, (-priority, query_id))
-                kept -= len(rows[dropped])
-                del rows[dropped], texts[dropped], traffic[dropped]
+                del texts[dropped], traffic[dropped]
             else:
                 continue
-            rows[query_id] = []
-        wanted = None if groups is None else tuple(sorted(set(groups)))
-        if texts.setdefault(query_id, (text, wanted))[1] != wanted:
-            raise refusal(where, "user_groups", "the same query text was logged with other groups above",
+        if texts.setdefault(query_id, (text, groups))[1] != groups:
+            raise refusal(f"{path}:{number}", "user_groups", "the same query text was logged with other groups above",
                           "log one user group set per query text, or tell the texts apart")
         traffic[query_id] = traffic.get(query_id, 0) + count
-        if window_lines is None and max_arrivals is not None and kept >= max_arrivals:
-            window_lines = number - 1  # the window closes for good: what follows is counted, not kept
-        if window_lines is not None:
-            after_window += count
-            continue
-        rows[query_id].append({"query_id": query_id, "time": moment, "segment": segment, "count": count})
-        kept += 1
-    if not rows:
+    if not texts:
         raise CollectionError(f"{path}: no logged query. Fix: one JSON object per line with at least query and time")
-    if not any(rows.values()):
-        raise CollectionError(f"{path}: none of the {len(rows)} sampled queries arrived in the first {window_lines} "
-                              f"lines, the window max_arrivals {max_arrivals} leaves. Fix: raise max_arrivals")
-    arrivals = pd.DataFrame([row for found in rows.values() for row in found]).sort_values(
-        ["time", "query_id"], kind="stable").reset_index(drop=True)
-    start = arrivals["time"].iloc[0]
-    arrivals["seconds"] = (arrivals["time"] - start).dt.total_seconds()
+    rows, kept, closing = [], 0, None
+    for number, record in log_records(path):  # the sample is final: keep its arrivals from the start
+        text, moment, count, _, segment = _logged(record, f"{path}:{number}", now)
+        query_id = log_query_id(text)
+        if query_id in texts:
+            rows.append({"query_id": query_id, "time": moment, "segment": segment, "count": count})
+            kept += count
+            if window_arrivals is not None and kept >= window_arrivals:
+                closing = number
+                break
+    after_window = sum(traffic.values()) - kept
+    arrivals = pd.DataFrame(rows).sort_values(["time", "query_id"], kind="stable").reset_index(drop=True)
+    arrivals["seconds"] = (arrivals["time"] - arrivals["time"].iloc[0]).dt.total_seconds()
     queries = pd.DataFrame([{"query_id": qid, "text": text, "user_groups": None if groups is None else list(groups)}
                             for qid, (text, groups) in sorted(texts.items())])
     sampled = max_queries is not None and len(seen) > max_queries
     return QueryLog(arrivals[["query_id", "seconds", "segment", "count"]], queries, lines, out_of_order,
                     None if sampled else len(seen), pd.Series(traffic, name="traffic").sort_index(), sampled,
-                    seed if sampled else None, window_lines, after_window)
+                    seed if sampled else None, closing if after_window else None, after_window)
+
+
+def _logged(record: Any, where: str, now: datetime) -> tuple[str, datetime, int, tuple[str, ...] | None, str]:
+    """One logged query's text, time, count, user groups (sorted, None without) and segment, every field checked."""
+    if not isinstance(record, Mapping):
+        raise CollectionError(f"{where}: expected a JSON object (one logged query), got {type(record).__name__}. "
+                              "Fix: one object per line, e.g. "
+                              "{\"query\": \"...\", \"time\": \"2026-11-02T09:00:03Z\"}")
+    text = text_field(record, "query", where)
+    moment = log_time(record.get("time"), where, now)
+    count = record.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise refusal(where, "count", f"expected a whole number >= 1, got {count!r}", "count the arrivals")
+    groups = record.get("user_groups")
+    if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups)):
+        raise refusal(where, "user_groups", f"expected a list of group names, got {groups!r}"[:200],
+                      "list the asking user's groups, or leave the field out (public documents only)")
+    segment = text_field(record, "segment", where, required=False) or "all"
+    return text, moment, count, None if groups is None else tuple(sorted(set(groups))), segment
 
 
 def queue_latency(arrivals_s: np.ndarray, service_s: np.ndarray, speed: float = 1.0) -> dict[str, float]:

@@ -43,7 +43,7 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
                           f"{', '.join(shadows) or 'none'})")
     config, baseline = shadows[name], params.compare.baselines[0]
     log = read_query_log(config.log, max_queries=config.max_queries, seed=params.online.seed,
-                         max_arrivals=config.max_arrivals)
+                         window_arrivals=config.window_arrivals)
     queries = log.queries
     snapshot = Snapshot(paths.snapshot)
     candidates, access = _freeze(params, paths, snapshot, queries)
@@ -63,7 +63,7 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
               "lines": log.lines,
               "out_of_order": log.out_of_order, "queries": log.distinct, "replayed": int(len(queries)),
               "sampled": log.sampled, "seed": log.seed, "max_queries": config.max_queries,
-              "replayed_arrivals": int(arrivals["count"].sum()), "max_arrivals": config.max_arrivals,
+              "replayed_arrivals": int(arrivals["count"].sum()), "window_arrivals": config.window_arrivals,
               "window_lines": log.window_lines, "after_window": log.after_window,
               "span_s": float(arrivals["seconds"].max()), "speed": config.speed, "baseline": baseline,
               "k": config.k, "p": config.p, "candidates": access, **found,

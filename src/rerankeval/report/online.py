@@ -229,9 +229,9 @@ def shadow_page(found: Mapping[str, Any]) -> str:
              + (f"more than {found['max_queries']:,} distinct queries, of which a seeded sample (seed {found['seed']}) "
                 f"of {found['replayed']:,}" if found["sampled"] else f"{found['replayed']:,} distinct queries")
              + f" ({found['replayed_arrivals']:,} arrivals over {found['span_s']:,.0f} s"
-             + (f", those of the log's first {found['window_lines']:,} lines, where they reached max_arrivals "
-                f"{found['max_arrivals']:,}; the {found['after_window']:,} after them count in the traffic weights "
-                "only" if found.get("window_lines") is not None else "")
+             + (f", those of the log's first {found['window_lines']:,} lines, where they reached window_arrivals "
+                f"{found['window_arrivals']:,}; the {found['after_window']:,} after them count in the traffic "
+                "weights only" if found.get("window_lines") is not None else "")
              + f") replayed at {found['speed']:g}x the recorded pace; lines logged earlier than a line above them: "
                f"{found['out_of_order']:,}. No judgments: nothing here says which system is better, only how they "
                "differ on the traffic, what the traffic costs, and which queries to judge first.", "",

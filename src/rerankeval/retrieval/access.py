@@ -33,6 +33,7 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     query_ids = candidates.column("query_id").to_pylist()
     doc_ids = candidates.column("doc_id").to_pylist()
     known = set(snapshot.table("corpus").column("doc_id").to_pylist())
+    undated = [doc_id not in known for doc_id in doc_ids]  # outside the corpus: no validity label, acl or not
     # The source's own labels (a replay file's acl) for documents outside the corpus; the corpus's decide the others.
     conflicts = sorted(doc for doc, groups in frozen.acl.items()
                        if doc in known and labels.acl.get(doc) != frozenset(groups))
@@ -53,8 +54,8 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     elif outside and labels.restricts:
         record["cannot_filter"] = (f"{outside} candidates name documents outside the corpus, whose acl is unknown: "
                                    "they were kept as public")
-    if outside and labels.dated:
-        record["validity_unknown"] = (f"{outside} candidates name documents outside the corpus, whose validity is "
+    if labels.dated and (unknown := int(np.sum(np.asarray(undated, dtype=bool) & visible))):
+        record["validity_unknown"] = (f"{unknown} candidates name documents outside the corpus, whose validity is "
                                       "unknown: Stale@k and StaleFirst count them as current")
     if conflicts:
         record["acl_conflicts"] = len(conflicts)

@@ -317,8 +317,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                                            6),
                  "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
                  "max_invalid_rate": rule.max_invalid_rate, "min_run_coverage": rule.min_run_coverage,
-                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio,
-                 **({"latency_p99_max_ms": rule.latency_p99_max_ms} if rule.latency_p99_max_ms is not None else {})}
+                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
     if rule.claims:
         rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
     if settings.guardrails:

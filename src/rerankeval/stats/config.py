@@ -54,9 +54,9 @@ class ReleaseRule(StrictConfig):
     of either sign beyond it); None skips it. ``max_fallback_rate``: largest share of queries served by the
     fused-order fallback (deadline or scoring failure); None skips it. ``latency_p95_max_ms`` /
     ``latency_p95_max_ratio``: challenger p95 latency at most this many ms / at most baseline p95 x ratio; None = no
-    such budget. ``latency_p99_max_ms``: challenger p99 latency at most this many ms, for evidence that has a p99
-    (an online readout's logged latency; the offline latency measurement's few rounds give none, so set offline it
-    blocks ACCEPT as unmeasured).
+    such budget. ``latency_p99_max_ms``: challenger p99 latency at most this many ms, for an online readout's logged
+    latency only (``online.readouts.<name>.latency_p99_max_ms``, whose rule is built without this validation): the
+    offline latency measurement's few rounds give no p99, so ``compare.release`` refuses it.
     """
 
     primary_metric: MeasureName
@@ -75,6 +75,15 @@ class ReleaseRule(StrictConfig):
     rest keep the fused order, so the run's delta is mostly the baseline's and the system cannot be ACCEPTed (nor
     can any challenger of a baseline below it). ``rerankeval compare --min-coverage`` refuses such a run."""
     claims: dict[str, ReleaseClaim] = {}
+
+    @field_validator("latency_p99_max_ms")
+    @classmethod
+    def _online_only(cls, value: float | None) -> float | None:
+        if value is not None:
+            raise ValueError("a p99 budget is for online readouts (online.readouts.<name>.latency_p99_max_ms): the "
+                             "offline latency measurement's few rounds give no p99. Fix: remove it, or set "
+                             "latency_p95_max_ms")
+        return value
 
     def claim_for(self, system: str, reference: str, baseline: str) -> ReleaseClaim:
         """The claim that decides ``system`` against ``reference``: its declared claim against the system it names

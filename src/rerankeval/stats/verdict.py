@@ -117,6 +117,11 @@ class SliceEvidence:
             for k, value in enumerate(intervals.values))
 
 
+MIN_P99_TIMED = 100
+"""Timed queries (or impressions) a p99 needs: below it, the 99th percentile is about the slowest one, and one
+outlier would decide a p99 budget."""
+
+
 @dataclass(frozen=True)
 class LatencyEvidence:
     """p95 query latency in ms (None: not measured); ``baseline_p95_ms`` None when the baseline was not timed.
@@ -129,7 +134,8 @@ class LatencyEvidence:
     challenger_untrusted: str | None = None
     baseline_untrusted: str | None = None
     challenger_p99_ms: float | None = None
-    """p99 query latency in ms, where the evidence has one (an online readout's logged latency)."""
+    """p99 query latency in ms, where the evidence has one: an online readout's logged latency, of at least
+    ``MIN_P99_TIMED`` timed impressions."""
 
 
 @dataclass(frozen=True)
@@ -496,24 +502,17 @@ def _unjudged_checks(rule: ReleaseRule, unjudged: UnjudgedEvidence | None, notes
 
 
 def _latency_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: list[str]) -> list[Check]:
-    checks = []
-    if rule.latency_p99_max_ms is not None:
-        p99 = None if latency is None else latency.challenger_p99_ms
-        if p99 is None:  # a budget that cannot be checked must not pass silently: it blocks ACCEPT
-            checks.append(Check("latency_p99_measured", False, False,
-                                "latency p99 not measured, the p99 budget cannot be checked"))
-        else:
-            passed = p99 <= rule.latency_p99_max_ms
-            checks.append(_latency_check("latency_p99_ms", passed,
-                                         f"latency p99: challenger {p99:.1f} ms {'within' if passed else 'exceeds'} "
-                                         f"budget {rule.latency_p99_max_ms:.1f} ms",
-                                         None if passed else latency.challenger_untrusted))
+    return [*_p95_checks(rule, latency, notes), *_p99_checks(rule, latency)]
+
+
+def _p95_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: list[str]) -> list[Check]:
     if rule.latency_p95_max_ms is None and rule.latency_p95_max_ratio is None:
-        return checks
+        return []
     if latency is None or latency.challenger_p95_ms is None:
         # A budget that cannot be checked must not pass silently: it blocks ACCEPT.
-        return [*checks, Check("latency_measured", False, False,
-                               "latency p95 not measured (no timed query), the latency budget cannot be checked")]
+        return [Check("latency_measured", False, False,
+                      "latency p95 not measured (no timed query), the latency budget cannot be checked")]
+    checks = []
     p95 = latency.challenger_p95_ms
     if rule.latency_p95_max_ms is not None:
         passed = p95 <= rule.latency_p95_max_ms
@@ -535,6 +534,20 @@ def _latency_checks(rule: ReleaseRule, latency: LatencyEvidence | None, notes: l
                                          None if untrusted is None else
                                          f"{'baseline' if passed else 'challenger'} {untrusted}"))
     return checks
+
+
+def _p99_checks(rule: ReleaseRule, latency: LatencyEvidence | None) -> list[Check]:
+    """The p99 budget, after the p95 ones (an online readout's; ``compare.release`` refuses it)."""
+    if rule.latency_p99_max_ms is None:
+        return []
+    p99 = None if latency is None else latency.challenger_p99_ms
+    if p99 is None:  # a budget that cannot be checked must not pass silently: it blocks ACCEPT
+        return [Check("latency_p99_measured", False, False, f"latency p99 not measured (fewer than {MIN_P99_TIMED} "
+                      "timed queries: their p99 would be about their slowest), the p99 budget cannot be checked")]
+    passed = p99 <= rule.latency_p99_max_ms
+    return [_latency_check("latency_p99_ms", passed, f"latency p99: challenger {p99:.1f} ms "
+                           f"{'within' if passed else 'exceeds'} budget {rule.latency_p99_max_ms:.1f} ms",
+                           None if passed else latency.challenger_untrusted)]
 
 
 def _latency_check(name: str, passed: bool, message: str, untrusted: str | None) -> Check:

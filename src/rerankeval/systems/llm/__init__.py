@@ -56,7 +56,8 @@ class LLMRerankConfig(SystemConfig):
     max_passage_words: int = Field(120, ge=1)
     """Each passage is cut to its first this many words (said in ``describe``)."""
     context_tokens: int | None = Field(None, ge=64)
-    """The model's context window; a prompt that cannot fit is refused at build time with the numbers."""
+    """The model's context window (for Ollama, its ``num_ctx``): a prompt that cannot fit is refused at build time
+    with the numbers, and a reply whose reported prompt tokens fill it is counted as ``prompt_truncated``."""
 
     @model_validator(mode="after")
     def _one_model(self) -> "LLMRerankConfig":
