@@ -517,7 +517,7 @@ def named(case: Case, message: str) -> list[str]:
     found = []
     if case.names and any(name in message for name in case.names):
         found.append("file")
-    if re.search(r"(:\d+\b|\bline \d+)", message):
+    if re.search(r"(\.\w+:\d+\b|\bline \d+)", message):  # file.jsonl:12, not a clock's 09:00:03
         found.append("line")
     if case.field and re.search(rf"(?<![\w-]){re.escape(case.field)}(?![\w-])", message):
         found.append("field")
