@@ -138,9 +138,12 @@ def test_llm_rerankers_rank_count_pin_and_replay_against_a_real_server(server, t
         endpoint = {"base_url": base_url, "model": "qwen-0.5b", "api_key_env": None, "max_tokens": 24,
                     "cache_dir": str(tmp_path / "cache"), "max_retries": 0}
         return {"listwise": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2, "endpoint": endpoint},
-                "pointwise": {"kind": "llm_pointwise", "depth": 4, "endpoint": endpoint}}
+                "pointwise": {"kind": "llm_pointwise", "depth": 4, "endpoint": endpoint},
+                # two tokens cannot name four passages: every reply is cut, as the server says (finish_reason)
+                "cut": {"kind": "llm_listwise", "depth": 4, "window": 4, "stride": 2,
+                        "endpoint": {**endpoint, "max_tokens": 2}}}
 
-    found = {}
+    found, reasons = {}, {}
     for name, settings in systems(server.base_url).items():
         system = build_system(name, settings, BuildContext())
         frame, _ = rerank(candidates, queries, system, RerankSettings(depth=4))
@@ -153,7 +156,11 @@ def test_llm_rerankers_rank_count_pin_and_replay_against_a_real_server(server, t
         assert described["template_sha256"] == sha256_text(open(described["template"], encoding="utf-8").read())
         counted = described["invalid_outputs"]
         assert 0 <= counted["invalid_calls"] <= counted["calls"] and counted["prompt_tokens"] > 0
-        found[name] = frame
+        found[name], reasons[name] = frame, counted["by_reason"]
+    # The server's own token counts: no whole prompt is taken for a cut one; the forced cut is counted as such.
+    assert not any("prompt_truncated" in counts for counts in reasons.values()), reasons
+    assert reasons["cut"] == {"reply_cut_off": 2}  # one window per query, each reply cut
+    assert sorted(found["cut"]["doc_id"]) == sorted(found["listwise"]["doc_id"])  # repaired into a ranking
     for name, settings in systems("http://127.0.0.1:9/v1").items():  # nothing listens there: all from the cache
         frame, latency = rerank(candidates, queries, build_system(name, settings, BuildContext()),
                                 RerankSettings(depth=4))
