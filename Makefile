@@ -55,10 +55,13 @@ repro: demo
 # Everything `make test` needs, without running it.
 install: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(LLM_SERVER_INSTALLED) $(VENV_ON_PATH)
 
-# The fast suite (under 5 minutes on 2 cores); `make test-all` adds the end-to-end DVC pipeline test (marked slow).
+# The fast suite; `make test-all` adds the end-to-end DVC pipeline test (marked slow). One pytest worker per core
+# (pytest-xdist, at most TEST_WORKERS), each test file on one worker: a file's module fixtures (a llama.cpp server, a
+# model) start once, and the benchmark smoke tests that start Ray never run two at once.
 # RERANKEVAL_REQUIRE_LLM: the real-model tests fail, rather than skip, when what they need is missing here.
+TEST_WORKERS ?= 4
 test: $(SERVE_INSTALLED) $(LLM_INSTALLED) $(LLM_SERVER_INSTALLED) $(VENV_ON_PATH)
-	RERANKEVAL_REQUIRE_LLM=1 $(BIN)/python -m pytest -m "not slow"
+	RERANKEVAL_REQUIRE_LLM=1 $(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses $(TEST_WORKERS) --dist loadfile
 
 test-all: test
 	$(BIN)/python -m pytest -m slow

@@ -34,11 +34,28 @@ def compose_params(overrides):
     return OmegaConf.to_container(config)
 
 
+DVC_TIMEOUT_S = 1800
+"""A hang's bound, not a speed target: CI runs these tests at the lowest priority beside the demo (.ci/run), where a
+whole `dvc repro` can wait minutes for a core."""
+
+
+def copy_checkout(names, workdir):
+    """This checkout's ``names`` into ``workdir``, without the DVC cache and temp files: another pipeline (the demo,
+    in CI) may be writing them meanwhile, and a project starts with none."""
+    for name in names:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, workdir / name,
+                            ignore=shutil.ignore_patterns("cache", "tmp") if name == ".dvc" else None)
+        else:
+            shutil.copy(source, workdir / name)
+
+
 def dvc(workdir, *args):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                DVC_NO_ANALYTICS="1", HF_HUB_OFFLINE="1")
     result = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=workdir, env=env, capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=DVC_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -50,11 +67,7 @@ def project(tmp_path, tiny_beir):
     external = save_tiny_bert(tmp_path / "external-model", "BertForSequenceClassification")
     workdir = tmp_path / "project"
     workdir.mkdir()
-    for name in ("dvc.yaml", "stages", "conf", ".dvc", "src", "pyproject.toml"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
-    shutil.rmtree(workdir / ".dvc" / "cache", ignore_errors=True)
-    shutil.rmtree(workdir / ".dvc" / "tmp", ignore_errors=True)
+    copy_checkout(("dvc.yaml", "stages", "conf", ".dvc", "src", "pyproject.toml"), workdir)
     # the demo's whole system set (dataset=beir alone selects the general one) on the tiny collection
     params = compose_params([f"dataset=beir", "system_set@_global_=demo", f"dataset.path={tiny_beir}",
                              "compare.samples=500", "compare.permutations=500", "retrieval.top_n=10",

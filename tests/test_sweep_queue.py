@@ -23,6 +23,7 @@ from rerankeval.systems.pair_scoring import PairBatch
 from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
 from tests.test_http_client import ECHO_FORMS, KEY_ENV, SECRET, api, leaked  # noqa: F401  (the fixture)
+from tests.test_pipeline import DVC_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parents[1]
@@ -97,7 +98,7 @@ def temp_copy(tmp_path: Path, edit_kernel: bool = False) -> Path:
 def import_kernels(copy: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DVC_ROOT": str(REPO)}
     return subprocess.run(["sh", "stages/python", "-c", "import rerankeval.eval._strings as k; print(k.__file__)"],
-                          cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=copy, env=env, capture_output=True, text=True, timeout=DVC_TIMEOUT_S)
 
 
 def test_a_temp_copy_reuses_the_main_checkouts_kernels(tmp_path):
@@ -126,7 +127,7 @@ def fresh_shell() -> dict:
     return {**env, "PATH": os.pathsep.join(path), "DVC_NO_ANALYTICS": "1", KEY_ENV: SECRET}
 
 
-def dvc(workdir: Path, *args: str, timeout: float = 600) -> str:
+def dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S) -> str:
     result = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), *args], cwd=workdir, env=fresh_shell(),
                             capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -144,16 +145,12 @@ def sweep_project(tmp_path, tiny_beir, api):  # noqa: F811  (the fixture)
     ``probe``, a rerank API (``api``) that echoes its key back in every form (``ECHOED``, over and over); the venv
     linked in as `make` would leave it, the compiled kernels git-ignored as in a clone."""
     from tests.test_models import save_tiny_bert
-    from tests.test_pipeline import compose_params
+    from tests.test_pipeline import compose_params, copy_checkout
 
     model = save_tiny_bert(tmp_path / "model", "BertForSequenceClassification")
     workdir = tmp_path / "project"
     workdir.mkdir()
-    for name in ("dvc.yaml", "stages", "conf", ".dvc", "src", "setup.py", "pyproject.toml", ".gitignore"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
-    for transient in ("cache", "tmp"):
-        shutil.rmtree(workdir / ".dvc" / transient, ignore_errors=True)
+    copy_checkout(("dvc.yaml", "stages", "conf", ".dvc", "src", "setup.py", "pyproject.toml", ".gitignore"), workdir)
     (workdir / ".venv").symlink_to(VENV)
     # -S edits params.yaml as written here (DVC's Hydra composition would bring back the demo's conf/).
     (workdir / ".dvc" / "config").write_text("[core]\n    analytics = false\n    autostage = true\n")
@@ -219,7 +216,7 @@ def test_a_queued_sweep_shares_the_workspace_caches_and_records_no_form_of_a_key
 
     dvc(sweep_project, "exp", "run", "--queue", "-S", "systems.tiny.depth=4,3", "latency")
     # Without the venv's dvc on PATH the queue worker never starts and this waits forever: the timeout fails it.
-    dvc(sweep_project, "exp", "run", "--run-all", "-j", "1", timeout=1800)
+    dvc(sweep_project, "exp", "run", "--run-all", "-j", "1")
 
     latencies = experiment_latencies(sweep_project)
     assert sorted(latencies) == [3, 4]
