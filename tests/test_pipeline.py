@@ -82,7 +82,11 @@ def project(tmp_path, tiny_beir):
                              "systems.blend_ce_fusion.depth=5", "systems.blend_ce_fusion.weight=0.5",
                              "systems.routed_blend.depth=5",
                              "systems.cascade_bm25_ce.depth=5", "systems.cascade_bm25_ce.second_depth=3",
-                             "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]"])
+                             "policies.sweeps.1.values=[1,3]", "policies.sweeps.3.values=[2,5]",
+                             # the online sizing's simulations at their smallest: this test is of the pipeline
+                             "online.sessions_per_query=100", "online.check_trials=20",
+                             "online.check_max_impressions=2000", "online.null_pairs=100",
+                             "online.null_impressions=100"])
     params["systems"] = {name: params["systems"][name] for name in [*SYSTEMS, *CONFIGURATIONS]}
     params["system_names"] = [*SYSTEMS, *CONFIGURATIONS]
     params["online"]["readouts"] = {}  # the demo's logged experiments are of the demo's queries, not these
