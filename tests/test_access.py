@@ -433,7 +433,65 @@ def test_a_critical_slice_whose_stale_rate_rises_beyond_the_budget_rejects_with_
     assert "adjusted for 5 slice tests" in verdict.decided_by
     small = next(c for c in verdict.checks if c.name == "guardrail Stale@5 intent=temporal")
     assert not small.passed and not small.hard  # too small to REJECT: it blocks ACCEPT
-    assert verdict.checks[0].passed and "within it in 0 of 2 critical slices" in verdict.checks[0].message
+    assert verdict.checks[0].passed and "within budget in 0 of 2 critical slices" in verdict.checks[0].message
+
+
+def test_a_slice_budget_of_its_own_holds_that_slice_to_it_and_the_others_to_the_guardrails():
+    from rerankeval.stats.verdict import SliceEvidence
+
+    rise = dict(measure="Stale@5", zero=False, max_increase=0.02, challenger_mean=0.05, reference_mean=0.045,
+                increase=DeltaEvidence("Stale@5", 0.005, -0.005, 0.015))
+    korean = SliceEvidence("language", "ko", 40, 0.015, 0.004, 0.026, confidence=0.99, adjusted_for=2)
+    english = SliceEvidence("language", "en", 40, 0.015, 0.004, 0.026, confidence=0.99, adjusted_for=2)
+    # within the guardrail's +0.02 in both slices, but Korean queries are held to +0.0 of their own
+    verdict = decide(RULE, evidence(**rise, slices=(korean, english), slice_budgets=(0.0, 0.02)))
+    assert verdict.decision == "REJECT"
+    assert verdict.decided_by == ("guardrail Stale@5 in critical slice language=ko (n=40): increase +0.0150, 99% CI "
+                                  "[+0.0040, +0.0260] (adjusted for 2 slice tests) lies above max_increase +0.0000 "
+                                  "(its own)")
+    assert not any("language=en" in check.name for check in verdict.checks)
+    assert "within budget in 1 of 2 critical slices (some with budgets of their own)" in verdict.checks[0].message
+    assert decide(RULE, evidence(**rise, slices=(korean, english))).decision != "REJECT"  # +0.02 everywhere
+
+
+def test_a_guardrails_own_slice_budget_is_checked_even_off_the_critical_slices_and_must_name_a_real_slice():
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.stats.config import GuardrailRule
+    from rerankeval.stats.critical_slices import CriticalSlice
+    from rerankeval.stats.guardrails import check_slice_budgets, guardrail_evidence
+
+    rule = GuardrailRule(measure="Stale@5", max_increase=0.2, slice_budgets=[
+        {"column": "intent", "value": "billing", "budget": 0.0}, {"column": "intent", "budget": 0.01}])
+    assert (rule.slice_budget("intent", "billing"), rule.slice_budget("intent", "setup"),
+            rule.slice_budget("language", "ko")) == (0.0, 0.01, 0.2)  # the value's own, its column's, the rule's
+    n = 60
+    labels = {"intent": np.array(["billing", "setup"] * (n // 2)), "language": np.array(["ko"] * n)}
+    base = np.zeros(n)
+    worse = np.where(labels["intent"] == "billing", 0.2, 0.0)
+    boot = {"n_samples": 500, "confidence": 0.95, "seed": 0}
+    found, = guardrail_evidence({"a": {"Stale@5": worse}, "b": {"Stale@5": base}}, "a", "b", [rule], boot, labels,
+                                [CriticalSlice(column="language", budget=0.05)], min_slice_size=20)
+    assert [(item.column, item.value, budget) for item, budget in found.budgeted_slices()] == [
+        ("language", "ko", 0.2), ("intent", "billing", 0.0), ("intent", "setup", 0.01)]
+    verdict = decide(RULE, Evidence(primary=DeltaEvidence("nDCG@10", 0.08, 0.05, 0.11), slices=(), guardrails=(found,)))
+    # the +0.1 overall is within +0.2, and so is every query in Korean; billing's +0.2 is not within its +0.0
+    assert verdict.checks[0].passed
+    assert verdict.decision == "REJECT" and verdict.decided_by.startswith(
+        "guardrail Stale@5 in critical slice intent=billing (n=30): increase +0.2000")
+
+    check_slice_budgets([rule], labels)  # both name real slices
+    for bad, problem in ((labels | {"intent": np.array(["setup"] * n)}, "no evaluated query has intent=billing"),
+                         ({"language": labels["language"]}, "no query has a slice column 'intent'")):
+        with pytest.raises(ConfigError, match=problem) as refused:
+            check_slice_budgets([rule], bad)
+        assert "compare.guardrails[0] (Stale@5) slice_budgets intent=billing" in str(refused.value)
+        assert "Fix:" in str(refused.value)
+    for wrong, message in (({"measure": "ACLViolation@10", "zero": True,
+                             "slice_budgets": [{"column": "intent", "budget": 0.0}]}, "need a max_increase guardrail"),
+                           ({"measure": "Stale@5", "max_increase": 0.02,
+                             "slice_budgets": [{"column": "intent", "budget": 0.0}] * 2}, "name a slice twice")):
+        with pytest.raises(ValueError, match=message):
+            GuardrailRule(**wrong)
 
 
 def test_a_replay_file_may_label_documents_the_corpus_lacks_and_bad_labels_are_refused(tmp_path):
@@ -486,3 +544,14 @@ def test_the_guardrail_table_puts_timeouts_beside_empty_results_and_fallbacks():
     header, rows = guardrail_table(compare, verdicts)
     assert header == ["system", "Stale@5", "empty results", "timeouts", "fallbacks", "guardrails"]
     assert rows[1][2:] == ["1/50", "5/50", "7/50", "**violated**: Stale@5"]
+
+
+def test_the_guardrail_rule_text_names_the_slices_held_to_budgets_of_their_own():
+    from rerankeval.report.guardrails import guardrail_rule_text
+    from rerankeval.stats.config import GuardrailRule
+
+    rule = GuardrailRule(measure="Stale@5", max_increase=0.02, slice_budgets=[
+        {"column": "intent", "value": "billing", "budget": 0.0}, {"column": "language", "budget": 0.01}])
+    text = guardrail_rule_text({"rule": {"guardrails": [rule.to_dict()]}})
+    assert ("Stale@5: at most +0.0200 over the compared system (REJECT when the increase's CI lies above it) and within "
+            "slices intent=billing at most +0.0000, language=* at most +0.0100.") in text

@@ -80,9 +80,16 @@ def guardrail_rule_text(verdicts: Mapping[str, Any]) -> str:
         return ""
     budgets = [f"{rule['measure']}: none allowed" if rule.get("zero") else
                f"{rule['measure']}: at most {rule['max_increase']:+.4f} over the compared system (REJECT when the "
-               "increase's CI lies above it)" for rule in rules]
+               "increase's CI lies above it)" + _own_slice_budgets(rule) for rule in rules]
     return ("Guardrails are checked before any quality check and no quality gain buys them back: "
             + "; ".join(budgets) + ".")
+
+
+def _own_slice_budgets(rule: Mapping[str, Any]) -> str:
+    """`` (in intent=billing at most +0.0000)``: the slices a guardrail holds to budgets of their own."""
+    own = [f"{budget['column']}={budget['value'] if budget.get('value') is not None else '*'} at most "
+           f"{budget['budget']:+.4f}" for budget in rule.get("slice_budgets") or []]
+    return f" and within slices {', '.join(own)}" if own else ""
 
 
 def guardrail_section(compare: Mapping[str, Any], verdicts: Mapping[str, Any], access: Mapping[str, Any] | None,

@@ -28,7 +28,7 @@ from .power import power_statement
 from .saving import SavingInterval, cost_saving, p95_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS, family_characteristics
-from .guardrails import guardrail_evidence, guardrail_table
+from .guardrails import check_slice_budgets, guardrail_evidence, guardrail_table
 from .run_checks import CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence
 from .verdict import (Caveat, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SavingEvidence, SliceEvidence,
                       UnjudgedEvidence, decide)
@@ -204,6 +204,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     aligned = slices.reindex(query_ids)
     labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
     every_query_labels = labels  # the guardrails are defined on every query (the primary metric's domain may not be)
+    check_slice_budgets([rule for rule in settings.guardrails if str(rule.measure) in guarded], every_query_labels)
     # compare.json's slices are against the first baseline (the verdicts weigh every pair's own, see below).
     first = [j for j, item in enumerate(family) if item.baseline == settings.baseline]
     against_first = domains.PairedFamily(tuple(family[j] for j in first), paired.base[:, first],
@@ -430,8 +431,8 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
                                 "queries": found.queries, **({"zero": True} if found.zero else {
                                     "max_increase": found.max_increase, "increase": found.increase.mean,
                                     "ci": [found.increase.ci_low, found.increase.ci_high],
-                                    "slices_above_budget": [f"{item.column}={item.value}" for item in found.slices
-                                                            if item.mean > found.max_increase]})}
+                                    "slices_above_budget": [f"{item.column}={item.value}" for item, allowed
+                                                            in found.budgeted_slices() if item.mean > allowed]})}
                                for found in guardrails]
     if claim.claim == "noninferior":
         entry["claim"] = {**claim.to_dict(), "against": reference}

@@ -131,17 +131,36 @@ class GuardrailRule(StrictConfig):
     ``zero``: any query with a non-zero value REJECTs (``ACLViolation@k``: a document the asking user may not see).
     ``max_increase``: the challenger's mean may exceed the compared system's by at most this much (absolute, e.g. 0.02
     for ``Stale@5``); REJECT when the paired CI of the increase lies entirely above it, INCONCLUSIVE when the mean
-    increase does without that evidence. A collection without the labels a guardrail reads skips it with a note."""
+    increase does without that evidence. A collection without the labels a guardrail reads skips it with a note.
+
+    ``slice_budgets`` (``max_increase`` only): a slice's own budget for this guardrail (``column``, ``value`` or every
+    value of the column, ``budget``: its max_increase), checked within the slice as the dataset's critical slices are,
+    whether or not it is one of them; the critical slices without one of their own are held to ``max_increase``. A
+    value's budget comes before its column's."""
 
     measure: MeasureName
     zero: bool = False
     max_increase: float | None = Field(None, ge=0)
+    slice_budgets: list[CriticalSlice] = []
 
     @model_validator(mode="after")
     def _one_budget(self) -> "GuardrailRule":
         if self.zero == (self.max_increase is not None):
             raise ValueError("a guardrail has one budget: zero: true (none allowed) or max_increase: <share>")
+        if self.zero and self.slice_budgets:
+            raise ValueError("slice_budgets need a max_increase guardrail: zero: true allows no violation in any slice")
+        labels = [budget.label() for budget in self.slice_budgets]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"slice_budgets name a slice twice: {', '.join(twice)}; keep one budget per slice")
         return self
+
+    def slice_budget(self, column: str, value: object) -> float | None:
+        """The budget within slice ``column`` = ``value``: its own (a value's before its column's), else
+        ``max_increase``."""
+        own = [budget for budget in self.slice_budgets if budget.matches(column, value)]
+        own.sort(key=lambda budget: budget.value is None)  # the value's own first
+        return own[0].budget if own else self.max_increase
 
 
 class ServedParity(StrictConfig):

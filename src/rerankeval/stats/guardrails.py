@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import ConfigError
 from .config import GuardrailRule
 from .critical_slices import CriticalSlice
 from .domains import mean_intervals
@@ -56,18 +57,40 @@ def guardrail_evidence(scores: Mapping[str, Mapping[str, np.ndarray]], challenge
             delta = DeltaEvidence.from_intervals(name, intervals, 0)
             delta = DeltaEvidence(name, round(delta.mean, 6), round(delta.ci_low, 6), round(delta.ci_high, 6),
                                   delta.confidence)
-            slices = _slice_increases(mine - theirs, labels or {}, critical, boot, min_slice_size)
+            slices = _slice_increases(mine - theirs, labels or {}, [*critical, *rule.slice_budgets], boot,
+                                      min_slice_size)
+        else:
+            slices = ()
         found.append(GuardrailEvidence(measure=name, zero=rule.zero, max_increase=rule.max_increase,
                                        challenger_mean=round(float(mine.mean()), 6),
                                        reference_mean=round(float(theirs.mean()), 6),
                                        queries_with_any=int(np.count_nonzero(mine > 0)), queries=int(len(mine)),
-                                       increase=delta, slices=slices if rule.max_increase is not None else ()))
+                                       increase=delta, slices=slices,
+                                       slice_budgets=tuple(rule.slice_budget(item.column, item.value)
+                                                           for item in slices)))
     return tuple(found)
+
+
+def check_slice_budgets(rules: Sequence[GuardrailRule], labels: Mapping[str, np.ndarray]) -> None:
+    """A ContractError for a guardrail's own slice budget that names a slice no evaluated query is in: it would
+    check nothing, silently."""
+    for index, rule in enumerate(rules):
+        for budget in rule.slice_budgets:
+            where = f"compare.guardrails[{index}] ({rule.measure}) slice_budgets {budget.label()}"
+            if budget.column not in labels:
+                columns = ", ".join(sorted(labels)) or "none"
+                raise ConfigError(f"{where}: no query has a slice column {budget.column!r} (the queries' slice "
+                                  f"columns: {columns}). Fix: name one of them, or drop the budget.")
+            values = {str(value) for value in labels[budget.column]}
+            if budget.value is not None and budget.value not in values:
+                raise ConfigError(f"{where}: no evaluated query has {budget.column}={budget.value} (its values: "
+                                  f"{', '.join(sorted(values))}). Fix: name one of them, or drop the budget.")
 
 
 def _slice_increases(increase: np.ndarray, labels: Mapping[str, np.ndarray], critical: Sequence[CriticalSlice],
                      boot: Mapping[str, Any], min_slice_size: int) -> tuple[SliceEvidence, ...]:
-    """The increase within every critical slice, each CI adjusted for the slices that are large enough to REJECT."""
+    """The increase within every critical slice (the dataset's and those with a budget of their own for this
+    guardrail), each CI adjusted for the slices that are large enough to REJECT."""
     columns = [column for column in dict.fromkeys(spec.column for spec in critical) if column in labels]
 
     def wanted(column: str, value) -> bool:

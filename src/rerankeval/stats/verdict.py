@@ -179,6 +179,14 @@ class GuardrailEvidence:
     increase: DeltaEvidence | None = None
     slices: tuple["SliceEvidence", ...] = ()
     """The increase within each critical slice (``max_increase`` budgets only), its CI adjusted for the slices."""
+    slice_budgets: tuple[float, ...] = ()
+    """The budget each of ``slices`` is held to (``GuardrailRule.slice_budget``); none given: ``max_increase``."""
+
+    def budgeted_slices(self) -> list[tuple["SliceEvidence", float]]:
+        """Each slice with the max_increase it is held to."""
+        assert self.max_increase is not None  # GuardrailRule: slices are checked for a max_increase budget only
+        budgets = self.slice_budgets or (self.max_increase,) * len(self.slices)
+        return list(zip(self.slices, budgets, strict=True))
 
 
 @dataclass(frozen=True)
@@ -291,8 +299,10 @@ def _guardrail_checks(guardrails: tuple[GuardrailEvidence, ...]) -> list[Check]:
         head = (f"guardrail {found.measure}: {found.challenger_mean:.4f} vs {found.reference_mean:.4f}, increase "
                 f"{rise.mean:+.4f}, {_ci_text(rise.ci_low, rise.ci_high, rise.confidence)}")
         budget = f"max_increase {found.max_increase:+.4f}"
-        within = [s for s in found.slices if s.mean <= found.max_increase]
-        in_slices = f"; within it in {len(within)} of {len(found.slices)} critical slices" if found.slices else ""
+        slices = found.budgeted_slices()
+        within = [item for item, allowed in slices if item.mean <= allowed]
+        own = " (some with budgets of their own)" if any(allowed != found.max_increase for _, allowed in slices) else ""
+        in_slices = f"; within budget in {len(within)} of {len(slices)} critical slices{own}" if slices else ""
         if rise.ci_low > found.max_increase:
             checks.append(Check(name, False, True, f"{head} lies above {budget}"))
         elif rise.mean > found.max_increase:
@@ -300,22 +310,21 @@ def _guardrail_checks(guardrails: tuple[GuardrailEvidence, ...]) -> list[Check]:
                                                     "ACCEPT"))
         else:
             checks.append(Check(name, True, True, f"{head}, within {budget}{in_slices}"))
-        checks += [_guardrail_slice_check(found, item) for item in found.slices if item.mean > found.max_increase]
+        checks += [_guardrail_slice_check(found, item, allowed) for item, allowed in slices if item.mean > allowed]
     return checks
 
 
-def _guardrail_slice_check(found: GuardrailEvidence, item: SliceEvidence) -> Check:
-    """A critical slice whose guardrail rate rose beyond the budget: REJECT with evidence (its adjusted CI above the
-    budget, a slice large enough), else it blocks ACCEPT."""
+def _guardrail_slice_check(found: GuardrailEvidence, item: SliceEvidence, allowed: float) -> Check:
+    """A critical slice's guardrail rate above its budget: REJECT with evidence, else it blocks ACCEPT."""
     name = f"guardrail {found.measure} {item.column}={item.value}"
     head = f"guardrail {found.measure} in critical slice {item.column}={item.value} (n={item.n_queries}"
-    budget = f"max_increase {found.max_increase:+.4f}"
+    budget = f"max_increase {allowed:+.4f}" + (" (its own)" if allowed != found.max_increase else "")
     if item.too_small:
         return Check(name, False, False, f"{head}, too small to REJECT): increase {item.mean:+.4f} above {budget}; "
                                          "blocks ACCEPT")
     ci = _ci_text(item.ci_low, item.ci_high, item.confidence) + (
         f" (adjusted for {item.adjusted_for} slice tests)" if item.adjusted_for > 1 else "")
-    if item.ci_low > found.max_increase:
+    if item.ci_low > allowed:
         return Check(name, False, True, f"{head}): increase {item.mean:+.4f}, {ci} lies above {budget}")
     return Check(name, False, False, f"{head}): increase {item.mean:+.4f} above {budget} but not established ({ci}); "
                                      "blocks ACCEPT")
