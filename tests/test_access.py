@@ -433,7 +433,7 @@ def test_a_critical_slice_whose_stale_rate_rises_beyond_the_budget_rejects_with_
     assert "adjusted for 5 slice tests" in verdict.decided_by
     small = next(c for c in verdict.checks if c.name == "guardrail Stale@5 intent=temporal")
     assert not small.passed and not small.hard  # too small to REJECT: it blocks ACCEPT
-    assert verdict.checks[0].passed and "within budget in 0 of 2 critical slices" in verdict.checks[0].message
+    assert verdict.checks[0].passed and "within budget in 0 of 2 checked slices" in verdict.checks[0].message
 
 
 def test_a_slice_budget_of_its_own_holds_that_slice_to_it_and_the_others_to_the_guardrails():
@@ -450,7 +450,7 @@ def test_a_slice_budget_of_its_own_holds_that_slice_to_it_and_the_others_to_the_
                                   "[+0.0040, +0.0260] (adjusted for 2 slice tests) lies above max_increase +0.0000 "
                                   "(its own)")
     assert not any("language=en" in check.name for check in verdict.checks)
-    assert "within budget in 1 of 2 critical slices (some with budgets of their own)" in verdict.checks[0].message
+    assert "within budget in 1 of 2 checked slices (some with budgets of their own)" in verdict.checks[0].message
     assert decide(RULE, evidence(**rise, slices=(korean, english))).decision != "REJECT"  # +0.02 everywhere
 
 
@@ -479,12 +479,14 @@ def test_a_guardrails_own_slice_budget_is_checked_even_off_the_critical_slices_a
     assert verdict.decision == "REJECT" and verdict.decided_by.startswith(
         "guardrail Stale@5 in critical slice intent=billing (n=30): increase +0.2000")
 
-    check_slice_budgets([rule], labels)  # both name real slices
+    acl = GuardrailRule(measure="ACLViolation@10", zero=True)
+    check_slice_budgets([acl, rule], labels, {"Stale@5"})  # both name real slices
+    check_slice_budgets([acl, rule], {}, {"ACLViolation@10"})  # Stale@5 not evaluated: skipped with a note elsewhere
     for bad, problem in ((labels | {"intent": np.array(["setup"] * n)}, "no evaluated query has intent=billing"),
                          ({"language": labels["language"]}, "no query has a slice column 'intent'")):
         with pytest.raises(ConfigError, match=problem) as refused:
-            check_slice_budgets([rule], bad)
-        assert "compare.guardrails[0] (Stale@5) slice_budgets intent=billing" in str(refused.value)
+            check_slice_budgets([acl, rule], bad, {"Stale@5"})
+        assert "compare.guardrails[1] (Stale@5) slice_budgets intent=billing" in str(refused.value)
         assert "Fix:" in str(refused.value)
     for wrong, message in (({"measure": "ACLViolation@10", "zero": True,
                              "slice_budgets": [{"column": "intent", "budget": 0.0}]}, "need a max_increase guardrail"),

@@ -204,7 +204,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     aligned = slices.reindex(query_ids)
     labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
     every_query_labels = labels  # the guardrails are defined on every query (the primary metric's domain may not be)
-    check_slice_budgets([rule for rule in settings.guardrails if str(rule.measure) in guarded], every_query_labels)
+    check_slice_budgets(settings.guardrails, every_query_labels, guarded)
     # compare.json's slices are against the first baseline (the verdicts weigh every pair's own, see below).
     first = [j for j, item in enumerate(family) if item.baseline == settings.baseline]
     against_first = domains.PairedFamily(tuple(family[j] for j in first), paired.base[:, first],

@@ -10,7 +10,7 @@ Bonferroni-adjusted for the slices large enough to REJECT (``resampling.slice_ci
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,11 +71,13 @@ def guardrail_evidence(scores: Mapping[str, Mapping[str, np.ndarray]], challenge
     return tuple(found)
 
 
-def check_slice_budgets(rules: Sequence[GuardrailRule], labels: Mapping[str, np.ndarray]) -> None:
-    """A ContractError for a guardrail's own slice budget that names a slice no evaluated query is in: it would
-    check nothing, silently."""
+def check_slice_budgets(rules: Sequence[GuardrailRule], labels: Mapping[str, np.ndarray],
+                        evaluated: Collection[str]) -> None:
+    """A ConfigError for a guardrail's own slice budget that names a slice no evaluated query is in: it would check
+    nothing, silently. ``rules``: compare.guardrails, all of them (the error names an entry by its index there);
+    ``evaluated``: the guardrail measures the evaluate stage computed (the others are skipped with a note)."""
     for index, rule in enumerate(rules):
-        for budget in rule.slice_budgets:
+        for budget in rule.slice_budgets if str(rule.measure) in evaluated else ():
             where = f"compare.guardrails[{index}] ({rule.measure}) slice_budgets {budget.label()}"
             if budget.column not in labels:
                 columns = ", ".join(sorted(labels)) or "none"

@@ -302,7 +302,7 @@ def _guardrail_checks(guardrails: tuple[GuardrailEvidence, ...]) -> list[Check]:
         slices = found.budgeted_slices()
         within = [item for item, allowed in slices if item.mean <= allowed]
         own = " (some with budgets of their own)" if any(allowed != found.max_increase for _, allowed in slices) else ""
-        in_slices = f"; within budget in {len(within)} of {len(slices)} critical slices{own}" if slices else ""
+        in_slices = f"; within budget in {len(within)} of {len(slices)} checked slices{own}" if slices else ""
         if rise.ci_low > found.max_increase:
             checks.append(Check(name, False, True, f"{head} lies above {budget}"))
         elif rise.mean > found.max_increase:
