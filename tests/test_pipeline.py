@@ -41,7 +41,8 @@ whole `dvc repro` can wait minutes for a core."""
 
 def copy_checkout(names, workdir):
     """This checkout's ``names`` into ``workdir``, without the DVC cache and temp files: another pipeline (the demo,
-    in CI) may be writing them meanwhile, and a project starts with none."""
+    in CI) may be writing them meanwhile, and a project starts with none. Name .dvcignore: without it the bytecode a
+    stage writes under src/ changes the code stage's dep, and a no-op `dvc repro` re-runs it."""
     for name in names:
         source = REPO / name
         if source.is_dir():
@@ -67,7 +68,7 @@ def project(tmp_path, tiny_beir):
     external = save_tiny_bert(tmp_path / "external-model", "BertForSequenceClassification")
     workdir = tmp_path / "project"
     workdir.mkdir()
-    copy_checkout(("dvc.yaml", "stages", "conf", ".dvc", "src", "pyproject.toml"), workdir)
+    copy_checkout(("dvc.yaml", ".dvcignore", "stages", "conf", ".dvc", "src", "pyproject.toml"), workdir)
     # the demo's whole system set (dataset=beir alone selects the general one) on the tiny collection
     params = compose_params([f"dataset=beir", "system_set@_global_=demo", f"dataset.path={tiny_beir}",
                              "compare.samples=500", "compare.permutations=500", "retrieval.top_n=10",

@@ -150,7 +150,8 @@ def sweep_project(tmp_path, tiny_beir, api):  # noqa: F811  (the fixture)
     model = save_tiny_bert(tmp_path / "model", "BertForSequenceClassification")
     workdir = tmp_path / "project"
     workdir.mkdir()
-    copy_checkout(("dvc.yaml", "stages", "conf", ".dvc", "src", "setup.py", "pyproject.toml", ".gitignore"), workdir)
+    copy_checkout(("dvc.yaml", ".dvcignore", "stages", "conf", ".dvc", "src", "setup.py", "pyproject.toml",
+                   ".gitignore"), workdir)
     (workdir / ".venv").symlink_to(VENV)
     # -S edits params.yaml as written here (DVC's Hydra composition would bring back the demo's conf/).
     (workdir / ".dvc" / "config").write_text("[core]\n    analytics = false\n    autostage = true\n")
