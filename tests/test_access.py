@@ -4,6 +4,7 @@ verdict's hard guardrail; and a recording test that no unauthorized text or id l
 kind and the generator."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -512,10 +513,72 @@ def test_a_replay_file_may_label_documents_the_corpus_lacks_and_bad_labels_are_r
 
     frozen = replay([("ext-staff", {"acl": ["staff"]}), ("ext-public", {}), ("p1", {"acl": ["staff"]})])
     assert frozen.candidates.column("doc_id").to_pylist() == ["ext-public", "p1"]  # the corpus says p1 is public
-    assert frozen.provenance["access"]["acl_conflicts"] == 1
-    assert any("another acl in the source than in the corpus (first: 'p1')" in line for line in frozen.log)
+    assert frozen.provenance["access"]["label_conflicts"] == 1
+    assert any("other labels in the source than in the corpus (first: 'p1')" in line for line in frozen.log)
     with pytest.raises(CollectionError, match=r"replay.jsonl, line 1: candidate 1 \('ext'\): acl must be a list"):
         replay([("ext", {"acl": "staff"})])
+
+
+def test_a_replay_file_dates_documents_the_corpus_lacks_and_the_later_stages_read_it(tmp_path):
+    from rerankeval.retrieval.config import ReplayConfig
+
+    write_snapshot(load_beir(labelled(tmp_path)), tmp_path / "snapshot", source={})
+    snapshot = Snapshot(tmp_path / "snapshot")
+    path = tmp_path / "replay.jsonl"
+
+    def replay(*lines):
+        path.write_text("".join(json.dumps({"query_id": query, "candidate_source": "prod-v7", "candidates": [
+            {"document_id": doc, "text": f"text of {doc}", "retrieval_rank": rank, "retrieval_score": 10.0 - rank,
+             **extra} for rank, (doc, extra) in enumerate(candidates, start=1)]}) + "\n"
+                                    for query, candidates in lines))
+        return freeze_candidates(snapshot, ReplayConfig(source="replay", path=str(path), top_n=10))
+
+    # an old edition the corpus never held, superseded by a new one, also outside it, from 2024-04-01 on
+    editions = [("ext-old", {"valid_to": "2024-04-01", "superseded_by": "ext-new"}),
+                ("ext-new", {"valid_from": "2024-04-01T00:00:00Z"}), ("ext-unknown", {}), ("p2", {})]
+    frozen = replay(("q2", editions), ("q1", [("ext-old", editions[0][1]), ("p1", {})]))
+    assert frozen.provenance["source_labels"] == {
+        "ext-new": {"valid_from": "2024-04-01T00:00:00Z"},
+        "ext-old": {"superseded_by": "ext-new", "valid_to": "2024-04-01T00:00:00Z"}}
+    assert frozen.provenance["access"]["validity_unknown"].startswith("1 candidates name documents outside the corpus")
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", frozen.candidates,
+                     frozen.passages, frozen.provenance, (tmp_path / "withheld.parquet", frozen.withheld))
+    labels = AccessLabels.of_candidates(snapshot, tmp_path / "candidates.parquet")
+    # q2 is asked on 2024-06-01: the old edition is outdated and read before the new one
+    assert labels.stale("q2", ["ext-old", "ext-new", "ext-unknown", "p2"]).tolist() == [True, False, False, False]
+    assert labels.stale_first("q2", ["ext-old", "ext-new"]).tolist() == [True, False]
+    assert labels.stale_first("q2", ["ext-new", "ext-old"]).tolist() == [False, False]
+    run = pd.DataFrame({"query_id": "q2", "doc_id": ["ext-old", "ext-new", "p2"], "rank": [1, 2, 3]})
+    flags = guardrail_flags(run, labels)
+    assert flags.loc["q2", "stale"].tolist() == [True, False, False]
+    assert not AccessLabels.of(snapshot).stale("q2", ["ext-old"]).any()  # the corpus alone cannot tell
+
+    # With the filter off, a restricted replayed document stays, and ACLViolation reads the file's acl
+    path.write_text(json.dumps({"query_id": "q1", "candidate_source": "prod-v7", "candidates": [
+        {"document_id": "ext-staff", "text": "staff only", "retrieval_rank": 1, "retrieval_score": 1.0,
+         "acl": ["staff"]}]}) + "\n")
+    unfiltered = freeze_candidates(snapshot, ReplayConfig(source="replay", path=str(path), top_n=10,
+                                                          access=AccessConfig(filter=False)))
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", unfiltered.candidates,
+                     unfiltered.passages, unfiltered.provenance, (tmp_path / "withheld.parquet", unfiltered.withheld))
+    seen = pd.DataFrame({"query_id": "q1", "doc_id": ["ext-staff"], "rank": [1]})
+    assert guardrail_flags(seen, AccessLabels.of_candidates(snapshot, tmp_path / "candidates.parquet")).loc[
+        "q1", "forbidden"].tolist() == [True]
+
+    refused = {
+        "names 'gone', which neither the corpus nor this file holds": [
+            ("q2", [("ext-old", {"superseded_by": "gone"})])],
+        "'ext-a': superseded_by leads back to 'ext-a' (a cycle)": [
+            ("q2", [("ext-a", {"superseded_by": "ext-b"}), ("ext-b", {"superseded_by": "ext-a"})])],
+        "candidate 'ext-old': valid_to": [("q2", [("ext-old", {"valid_to": "next spring"})])],
+        "candidate 'ext-old': status must be one of current, outdated": [("q2", [("ext-old", {"status": "old"})])],
+        "document 'ext-old' has labels valid_to '2024-04-01T00:00:00Z' here but status 'outdated' on line 1": [
+            ("q2", [("ext-old", {"status": "outdated"})]), ("q1", [("ext-old", {"valid_to": "2024-04-01"})])],
+    }
+    for message, lines in refused.items():
+        with pytest.raises(CollectionError, match=re.escape(message)) as error:
+            replay(*lines)
+        assert "replay.jsonl" in str(error.value) and "Fix:" in str(error.value), str(error.value)
 
 
 def test_the_latency_stage_times_an_unfiltered_system_on_the_candidates_before_the_filter(tmp_path):
@@ -555,5 +618,5 @@ def test_the_guardrail_rule_text_names_the_slices_held_to_budgets_of_their_own()
     rule = GuardrailRule(measure="Stale@5", max_increase=0.02, slice_budgets=[
         {"column": "intent", "value": "billing", "budget": 0.0}, {"column": "language", "budget": 0.01}])
     text = guardrail_rule_text({"rule": {"guardrails": [rule.to_dict()]}})
-    assert ("Stale@5: at most +0.0200 over the compared system (REJECT when the increase's CI lies above it) and within "
-            "slices intent=billing at most +0.0000, language=* at most +0.0100.") in text
+    assert ("Stale@5: at most +0.0200 over the compared system (REJECT when the increase's CI lies above it) and "
+            "within slices intent=billing at most +0.0000, language=* at most +0.0100.") in text

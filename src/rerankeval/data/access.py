@@ -46,6 +46,10 @@ from ..core.errors import CollectionError
 
 DOC_COLUMNS = {"acl": pa.list_(pa.string()), "valid_from": pa.string(), "valid_to": pa.string(),
                "superseded_by": pa.string(), "status": pa.string()}
+VALIDITY = ("valid_from", "valid_to", "superseded_by", "status")
+"""The validity labels among ``DOC_COLUMNS`` (what Stale@k and StaleFirst read)."""
+SOURCE_LABELS = "source_labels"
+"""The frozen candidates' metadata key holding the labels their source gave documents outside the corpus."""
 QUERY_COLUMNS = {"user_groups": pa.list_(pa.string()), "as_of": pa.string()}
 RESERVED = frozenset(DOC_COLUMNS) | frozenset(QUERY_COLUMNS)
 """Metadata keys that are labels, never slice columns."""
@@ -113,13 +117,15 @@ class LabelReader:
         successor = metadata.get("superseded_by")
         if successor is not None:
             if not isinstance(successor, (str, int)) or isinstance(successor, bool) or str(successor) == "":
-                raise CollectionError(f"{where}: metadata.superseded_by must be a document id, got {successor!r}.")
+                raise CollectionError(f"{where}: metadata.superseded_by must be a document id, got {successor!r}. "
+                                      "Fix: the id of the document that replaces this one.")
             labels["superseded_by"] = str(successor)
         status = metadata.get("status")
         if status is not None:
             if status not in STATUSES:
                 raise CollectionError(f"{where}: metadata.status must be one of {', '.join(STATUSES)}, got "
-                                      f"{status!r}.")
+                                      f"{status!r}. Fix: outdated marks a document no longer in force; current, or "
+                                      "no status, one that is.")
             labels["status"] = status
         return labels
 
@@ -261,6 +267,39 @@ class AccessLabels:
     def of(cls, snapshot: Any, queries_without_groups: str = "public") -> AccessLabels:
         """The labels of a ``data.snapshot.Snapshot``'s corpus and queries."""
         return cls(snapshot.table("corpus"), snapshot.table("queries"), queries_without_groups)
+
+    @classmethod
+    def of_candidates(cls, snapshot: Any, candidates: str | Path, queries_without_groups: str = "public"
+                      ) -> AccessLabels:
+        """The snapshot's labels and those the frozen candidates' source gave documents outside the corpus (a replay
+        file's, recorded at freeze as the candidates' metadata ``source_labels``)."""
+        from ..core.io import table_metadata
+
+        labels = cls.of(snapshot, queries_without_groups)
+        labels.add_source_labels(table_metadata(candidates).get(SOURCE_LABELS, {}))
+        return labels
+
+    def add_source_labels(self, labels: Mapping[str, Mapping[str, Any]]) -> None:
+        """A candidate source's labels (``DOC_COLUMNS`` per document) for documents the corpus does not hold, read
+        as the corpus's own."""
+        for doc_id, label in labels.items():
+            if label.get("acl") is not None:
+                self.acl[doc_id] = frozenset(label["acl"])
+            for key, found in (("valid_from", self.valid_from), ("valid_to", self.valid_to),
+                               ("superseded_by", self.successor)):
+                if label.get(key) is not None:
+                    found[doc_id] = label[key]
+            if label.get("status") == "outdated":
+                self.outdated.add(doc_id)
+
+    def differ(self, doc_id: str, given: Mapping[str, Any]) -> bool:
+        """Whether a source's labels ``given`` for a document of the corpus differ from the corpus's (each label the
+        source gives, compared with the corpus's of that kind)."""
+        mine = {"acl": sorted(self.acl[doc_id]) if doc_id in self.acl else None,
+                "valid_from": self.valid_from.get(doc_id), "valid_to": self.valid_to.get(doc_id),
+                "superseded_by": self.successor.get(doc_id),
+                "status": "outdated" if doc_id in self.outdated else None}
+        return any(value is not None and value != mine.get(key) for key, value in given.items())
 
     @property
     def restricts(self) -> bool:

@@ -34,7 +34,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                  with_text=False)
     fused = candidates[candidates["query_id"].isin(set(gold["query_id"]))].rename(columns={"fused_rank": "rank"})
     passages = load_passages(snapshot, paths.candidates)
-    labels = AccessLabels.of(snapshot, params.retrieval.access.queries_without_groups)
+    labels = AccessLabels.of_candidates(snapshot, paths.candidates, params.retrieval.access.queries_without_groups)
     may_see = labels.may_see_one if labels.restricts and params.retrieval.access.filter else None
     chosen = context_lists(context_table(fused, passages, rag.select, may_see=may_see))
     examples = [Example(row.text, [passages.text[d] for d in chosen.get(row.query_id, [])],

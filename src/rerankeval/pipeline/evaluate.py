@@ -45,7 +45,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     per_query = with_seed_means(per_query, per_seed)
     if params.rag.measures:
         per_query = with_answer_measures(per_query, params, paths, snapshot)
-    labels = AccessLabels.of(snapshot, params.retrieval.access.queries_without_groups)
+    labels = AccessLabels.of_candidates(snapshot, paths.candidates, params.retrieval.access.queries_without_groups)
     guardrails = labelled_guardrails([parse_measure(name) for name in evaluation.guardrails], labels)
     if guardrails:
         per_query = with_guardrails(per_query, runs, labels, query_ids, guardrails)

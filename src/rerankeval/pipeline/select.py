@@ -27,7 +27,7 @@ def run(params: Params, paths: PipelinePaths, system: str) -> None:
     if config.mmr_lambda is not None and config.similarity == "dense":
         pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
         similarity = dense_similarity(passages, pool, params.retrieval, paths.candidates)
-    labels = AccessLabels.of(snapshot, params.retrieval.access.queries_without_groups)
+    labels = AccessLabels.of_candidates(snapshot, paths.candidates, params.retrieval.access.queries_without_groups)
     # A system configured with access_filter: false ignores access here too (systems.registry.SystemConfig).
     filtered = (labels.restricts and params.retrieval.access.filter
                 and params.systems[system].get("access_filter", True) is not False)

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.access import AccessLabels
+from ..data.access import SOURCE_LABELS, VALIDITY, AccessLabels
 from ..data.snapshot import Snapshot
 from .candidates import candidate_source
 from .config import AccessConfig
@@ -32,13 +32,14 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
     candidates = frozen.candidates
     query_ids = candidates.column("query_id").to_pylist()
     doc_ids = candidates.column("doc_id").to_pylist()
-    known = set(snapshot.table("corpus").column("doc_id").to_pylist())
-    undated = [doc_id not in known for doc_id in doc_ids]  # outside the corpus: no validity label, acl or not
-    # The source's own labels (a replay file's acl) for documents outside the corpus; the corpus's decide the others.
-    conflicts = sorted(doc for doc, groups in frozen.acl.items()
-                       if doc in known and labels.acl.get(doc) != frozenset(groups))
-    labels.acl.update({doc: frozenset(groups) for doc, groups in frozen.acl.items() if doc not in known})
-    known |= set(frozen.acl)
+    corpus = set(snapshot.table("corpus").column("doc_id").to_pylist())
+    # The source's own labels (a replay file's) for documents outside the corpus; the corpus's decide the others.
+    conflicts = sorted(doc for doc, given in frozen.labels.items() if doc in corpus and labels.differ(doc, given))
+    source = {doc: given for doc, given in sorted(frozen.labels.items()) if doc not in corpus}
+    labels.add_source_labels(source)
+    known = corpus | {doc for doc, given in source.items() if given.get("acl") is not None}
+    dated = corpus | {doc for doc, given in source.items() if any(given.get(key) is not None for key in VALIDITY)}
+    undated = [doc_id not in dated for doc_id in doc_ids]  # outside the corpus without a validity label of its own
     visible = np.ones(len(doc_ids), dtype=bool)
     if config.filter and labels.restricts:
         starts = _group_starts(query_ids)
@@ -58,7 +59,7 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
         record["validity_unknown"] = (f"{unknown} candidates name documents outside the corpus, whose validity is "
                                       "unknown: Stale@k and StaleFirst count them as current")
     if conflicts:
-        record["acl_conflicts"] = len(conflicts)
+        record["label_conflicts"] = len(conflicts)
     removed = ~visible
     record["removed"] = int(removed.sum())
     record["queries_with_removed"] = len({query_ids[i] for i in np.flatnonzero(removed)})
@@ -81,15 +82,19 @@ def filter_frozen(frozen: FrozenSet, snapshot: Snapshot, config: AccessConfig) -
             if config.filter else "access: retrieval.access.filter is false: nothing removed")
     log = [line] + ([f"access: cannot filter: {record['cannot_filter']}"] if "cannot_filter" in record else [])
     if conflicts:
-        log.append(f"access: {len(conflicts)} documents carry another acl in the source than in the corpus (first: "
-                   f"{conflicts[0]!r}); the corpus's decides")
+        log.append(f"access: {len(conflicts)} documents carry other labels in the source than in the corpus (first: "
+                   f"{conflicts[0]!r}); the corpus's decide")
     without = sum(groups is None for groups in labels.groups.values())
     if labels.restricts and without:  # the policy, printed (under refuse, may_see stopped the freeze above)
         record["queries_without_groups_count"] = without
         log.append(f"access: {without} queries have no user_groups: they see the public documents only "
                    "(retrieval.access.queries_without_groups: public)")
     provenance = {**frozen.provenance, "access": record}
-    return replace(frozen, candidates=kept, passages=passages, first_stage=first_stage, provenance=provenance, log=[*frozen.log, *log], withheld=withheld)
+    if source:  # read back by AccessLabels.of_candidates: the later stages see the source's labels as the corpus's
+        provenance[SOURCE_LABELS] = {doc: {key: value for key, value in given.items() if value is not None}
+                                     for doc, given in source.items()}
+    return replace(frozen, candidates=kept, passages=passages, first_stage=first_stage, provenance=provenance,
+                   log=[*frozen.log, *log], withheld=withheld)
 
 
 def _group_starts(keys: list[str]) -> np.ndarray:

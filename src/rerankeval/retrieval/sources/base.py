@@ -37,8 +37,9 @@ class FrozenSet:
     """Recorded in the three files' metadata: the snapshot's hashes, the settings, the source."""
     log: list[str] = field(default_factory=list)
     """What the freeze stage prints (the dense model chosen, the fusion weights, what a source's file lacked)."""
-    acl: dict[str, list[str]] = field(default_factory=dict)
-    """Access labels the source gives its documents (a replay file's ``acl``), for those the corpus does not hold."""
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Access and validity labels the source gives its documents (a replay file's, ``data.access.DOC_COLUMNS``), for
+    those the corpus does not hold."""
     withheld: pa.Table | None = None
     """The candidates the access filter removed, with their text (``retrieval.access.WITHHELD_SCHEMA``); None before
     the filter ran."""

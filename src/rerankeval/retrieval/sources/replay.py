@@ -12,8 +12,11 @@ A replay file is JSON Lines, one line per query (UTF-8, any order)::
   the snapshot's qrels, so ``document_id`` must be the qrels' id.
 - Candidates are frozen in ``retrieval_rank`` order (distinct integers from 1; scores must not rise down the ranks,
   so a system ordering by score keeps that order), the first ``top_n`` of each query.
-- Optional: a candidate's ``acl``, the groups that may see it (``data.access``), for a document the corpus does not
-  hold (the corpus's own label decides for one it holds; a different label is counted and said).
+- Optional: a candidate's access and validity labels (``data.access``), for a document the corpus does not hold:
+  ``acl`` (the groups that may see it), ``valid_from`` / ``valid_to``, ``superseded_by`` (a document of the corpus or
+  of the file) and ``status``, with the corpus's rules. The corpus's own labels decide for a document it holds (a
+  different label is counted and said). The freeze records the file's labels (the candidates' metadata
+  ``source_labels``), so the access filter, Stale@k and StaleFirst read them as the corpus's.
 - Optional, written by ``export_replay`` so that a set round-trips: a candidate's ``parent_id`` (default: its
   ``document_id``) and ``bm25_score``, ``bm25_rank``, ``dense_score``, ``dense_rank`` (all four on every candidate, or
   none); a line's ``first_stage`` (each retriever's own top list, ``{"bm25": [{"document_id", "score"}, ...], ...}``)
@@ -37,7 +40,7 @@ import pyarrow as pa
 from ...core.errors import CollectionError, ConfigError, ContractError
 from ...core.hashing import sha256_text
 from ...core.io import atomic_write_text, read_table, table_metadata
-from ...data.access import MAX_GROUPS
+from ...data.access import DOC_COLUMNS, MAX_GROUPS, LabelReader
 from ...data.beir import utf8_lines
 from ...data.snapshot import Snapshot
 from ..candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, candidate_source, load_candidates, passages_table
@@ -48,12 +51,14 @@ from .base import (FIRST_STAGE_COLUMNS, FrozenSet, candidate_table, file_provena
 LINE_KEYS = {"query_id", "candidate_source", "corpus_version", "candidates", "first_stage", "provenance"}
 REQUIRED_LINE_KEYS = ("query_id", "candidate_source", "candidates")
 CANDIDATE_KEYS = frozenset({"document_id", "document_version", "text", "retrieval_rank", "retrieval_score",
-                            "parent_id", "acl", *FIRST_STAGE_COLUMNS})
+                            "parent_id", *DOC_COLUMNS, *FIRST_STAGE_COLUMNS})
 REQUIRED_CANDIDATE_KEYS = ("document_id", "text", "retrieval_rank", "retrieval_score")
 REQUIRED, FIRST_STAGE_KEYS = frozenset(REQUIRED_CANDIDATE_KEYS), frozenset(FIRST_STAGE_COLUMNS)
 RETRIEVERS = ("bm25", "dense")
 CARRIED = ("dense", "fusion")
 """The provenance keys a replay file carries from the set it was exported from (what ranked its candidates)."""
+LABEL_KEYS = frozenset(DOC_COLUMNS)
+"""A candidate's optional access and validity labels, for a document the corpus does not hold."""
 VERSION_PREFIX = "sha256:"
 SHA256_LABEL = re.compile(r"\s*sha[-_ ]?256\s*:\s*(?P<digest>.*)", re.IGNORECASE | re.DOTALL)
 """A ``document_version`` that names a sha256 however its label is spelt: ``sha256:``, ``SHA-256:``, ``sha_256 :``,
@@ -96,7 +101,12 @@ def freeze_replay(snapshot: Snapshot, config: ReplayConfig) -> FrozenSet:
     if missing:
         log.append(without_candidates_line(missing, snapshot, str(path)))
     provenance = {**file_provenance(snapshot, config, path, record), **reader.first.get("provenance", {})}
-    return FrozenSet(candidates, passages, first_stage, provenance, log, acl=reader.acl)
+    reader.check_successors(snapshot)
+    return FrozenSet(candidates, passages, first_stage, provenance, log, labels=reader.labels)
+
+
+def _given(labels: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {value!r}" for key, value in labels.items() if value is not None) or "none"
 
 
 def _acl_valid(acl: Any) -> bool:
@@ -116,8 +126,12 @@ class _Reader:
         self.scored_first_stage: bool | None = None
         self.beyond = 0
         self.texts: dict[str, str] = {}
-        self.acl: dict[str, list[str]] = {}
-        """The access labels the file gives its documents (``acl``), by document id."""
+        self.labels: dict[str, dict[str, Any]] = {}
+        """The labels the file gives its documents (``data.access.DOC_COLUMNS``), by document id."""
+        self.label_lines: dict[str, int] = {}
+        self.label_reader = LabelReader()
+        self.documents: set[str] = set()
+        """Every document id frozen from the file."""
         self.columns: dict[str, list] = {name: [] for name in CANDIDATES_SCHEMA.names}
         self.chunks: list[pa.Table] = []
         self.first_stage: dict[str, list] = {name: [] for name in FIRST_STAGE_SCHEMA.names}
@@ -311,18 +325,55 @@ class _Reader:
                 expected = "an integer >= 1" if rank else "a finite number"
                 self.refuse(number, f"{what}: {key} must be {expected}, got {value!r}")
 
+    def _gather_labels(self, number: int, candidate: dict) -> None:
+        """The candidate's labels, read with the corpus's rules, the same wherever its document appears."""
+        document_id = candidate["document_id"]
+        try:
+            found = self.label_reader.document({key: candidate[key] for key in LABEL_KEYS if key in candidate},
+                                               self.path, number)
+        except CollectionError as err:  # the corpus's message, about a replay candidate's key
+            raise CollectionError(str(err).replace("metadata.", f"candidate {document_id!r}: ", 1)) from None
+        earlier = self.labels.setdefault(document_id, found)
+        if earlier != found:
+            self.refuse(number, f"document {document_id!r} has labels {_given(found)} here but {_given(earlier)} on "
+                                f"line {self.label_lines[document_id]}", "give a document one label of each kind "
+                                                                          "throughout the file")
+        self.label_lines.setdefault(document_id, number)
+
+    def check_successors(self, snapshot: Snapshot) -> None:
+        """Refuse a ``superseded_by`` that names a document neither the corpus nor the file holds, or that leads back
+        to the document (the corpus's chains are checked at its snapshot)."""
+        corpus = snapshot.table("corpus")
+        known = set(corpus.column("doc_id").to_pylist())
+        chain = dict(zip(known, corpus.column("superseded_by").to_pylist())) if "superseded_by" in corpus.schema.names \
+            else {}
+        chain.update({doc: label.get("superseded_by") for doc, label in self.labels.items() if doc not in known})
+        replayed = known | self.documents
+        for doc_id, label in self.labels.items():
+            successor = label.get("superseded_by")
+            if successor is None or doc_id in known:
+                continue
+            where = f"document {doc_id!r}: superseded_by"
+            if successor not in replayed:
+                self.refuse(self.label_lines[doc_id], f"{where} names {successor!r}, which neither the corpus nor this "
+                            "file holds", "name the id of the document that replaces it, or drop the field")
+            seen, current = {doc_id}, successor
+            while current is not None:
+                if current in seen:
+                    self.refuse(self.label_lines[doc_id], f"{where} leads back to {current!r} (a cycle)",
+                                "a chain of versions ends at the current one")
+                seen.add(current)
+                current = chain.get(current)
+
     def _gather(self, query_id: str, kept: list[dict], digests: list[str]) -> None:
         columns, count = self.columns, len(kept)
         for candidate, digest in zip(kept, digests):
             self.texts.setdefault(digest, candidate["text"])
-            if candidate.get("acl") is not None:
-                groups = sorted(set(candidate["acl"]))
-                if self.acl.setdefault(candidate["document_id"], groups) != groups:
-                    self.refuse(self.lines_of.get(query_id, 0), f"document {candidate['document_id']!r} has acl "
-                                f"{groups} here but {self.acl[candidate['document_id']]} on an earlier line",
-                                "give a document one acl throughout the file")
+            if candidate.keys() & LABEL_KEYS:
+                self._gather_labels(self.lines_of.get(query_id, 0), candidate)
         columns["query_id"].extend([query_id] * count)
         columns["doc_id"].extend(candidate["document_id"] for candidate in kept)
+        self.documents.update(candidate["document_id"] for candidate in kept)
         columns["parent_id"].extend(candidate.get("parent_id", candidate["document_id"]) for candidate in kept)
         columns["passage_sha256"].extend(digests)
         for key in FIRST_STAGE_COLUMNS:
