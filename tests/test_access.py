@@ -520,7 +520,9 @@ def test_a_replay_file_may_label_documents_the_corpus_lacks_and_bad_labels_are_r
 
 
 def test_a_replay_file_dates_documents_the_corpus_lacks_and_the_later_stages_read_it(tmp_path):
+    from rerankeval.core.io import write_table
     from rerankeval.retrieval.config import ReplayConfig
+    from rerankeval.retrieval.sources.replay import export_replay
 
     write_snapshot(load_beir(labelled(tmp_path)), tmp_path / "snapshot", source={})
     snapshot = Snapshot(tmp_path / "snapshot")
@@ -565,15 +567,36 @@ def test_a_replay_file_dates_documents_the_corpus_lacks_and_the_later_stages_rea
     assert guardrail_flags(seen, AccessLabels.of_candidates(snapshot, tmp_path / "candidates.parquet")).loc[
         "q1", "forbidden"].tolist() == [True]
 
+    # a replay file is a view: a successor it never shows counts as in force (said), a label below top_n holds, an
+    # explicit null is no label, and the corpus's own "current" is no conflict
+    noted = replay(("q2", [("ext-old", {"superseded_by": "gone", "acl": None}), ("new", {"status": "current"})]),
+                   ("q1", [("p1", {}), *((f"filler-{k}", {}) for k in range(10)), ("ext-old", {"acl": ["staff"]})]))
+    assert any("1 documents name a successor (superseded_by) that neither the corpus nor the file holds (first: "
+               "'ext-old')" in line for line in noted.log), noted.log
+    assert noted.provenance["source_labels"]["ext-old"] == {"acl": ["staff"], "superseded_by": "gone"}
+    assert "ext-old" in noted.candidates.column("doc_id").to_pylist()  # q2's user is staff: the acl from q1's line
+    assert "label_conflicts" not in noted.provenance["access"]
+    # an export of the frozen set carries the labels, and freezes back into the same
+    write_candidates(tmp_path / "candidates.parquet", tmp_path / "passages.parquet", noted.candidates,
+                     noted.passages, noted.provenance, (tmp_path / "withheld.parquet", noted.withheld))
+    first_stage = tmp_path / "first_stage.parquet"
+    write_table(first_stage, noted.first_stage, noted.provenance)
+    export_replay(tmp_path / "candidates.parquet", first_stage, path)
+    again = freeze_candidates(snapshot, ReplayConfig(source="replay", path=str(path), top_n=10))
+    assert again.provenance["source_labels"] == noted.provenance["source_labels"]
+
     refused = {
-        "names 'gone', which neither the corpus nor this file holds": [
-            ("q2", [("ext-old", {"superseded_by": "gone"})])],
         "'ext-a': superseded_by leads back to 'ext-a' (a cycle)": [
             ("q2", [("ext-a", {"superseded_by": "ext-b"}), ("ext-b", {"superseded_by": "ext-a"})])],
         "candidate 'ext-old': valid_to": [("q2", [("ext-old", {"valid_to": "next spring"})])],
         "candidate 'ext-old': status must be one of current, outdated": [("q2", [("ext-old", {"status": "old"})])],
-        "document 'ext-old' has labels valid_to '2024-04-01T00:00:00Z' here but status 'outdated' on line 1": [
-            ("q2", [("ext-old", {"status": "outdated"})]), ("q1", [("ext-old", {"valid_to": "2024-04-01"})])],
+        "document 'ext-old' has valid_to '2024-05-01T00:00:00Z' here but valid_to '2024-04-01T00:00:00Z' on line 1": [
+            ("q2", [("ext-old", {"valid_to": "2024-04-01", "status": "outdated"})]),
+            ("q1", [("ext-old", {"valid_to": "2024-05-01"})])],
+        # the chain passes through the corpus's own versions and must still end: old -> new in the corpus
+        "'ext-b': superseded_by leads back to 'ext-b' (a cycle)": [
+            ("q2", [("ext-b", {"superseded_by": "ext-c"}), ("ext-c", {"superseded_by": "ext-b"}),
+                    ("ext-d", {"superseded_by": "old"})])],
     }
     for message, lines in refused.items():
         with pytest.raises(CollectionError, match=re.escape(message)) as error:

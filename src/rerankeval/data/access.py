@@ -298,7 +298,7 @@ class AccessLabels:
         mine = {"acl": sorted(self.acl[doc_id]) if doc_id in self.acl else None,
                 "valid_from": self.valid_from.get(doc_id), "valid_to": self.valid_to.get(doc_id),
                 "superseded_by": self.successor.get(doc_id),
-                "status": "outdated" if doc_id in self.outdated else None}
+                "status": "outdated" if doc_id in self.outdated else "current"}  # no status: current
         return any(value is not None and value != mine.get(key) for key, value in given.items())
 
     @property

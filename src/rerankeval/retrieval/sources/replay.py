@@ -40,7 +40,7 @@ import pyarrow as pa
 from ...core.errors import CollectionError, ConfigError, ContractError
 from ...core.hashing import sha256_text
 from ...core.io import atomic_write_text, read_table, table_metadata
-from ...data.access import DOC_COLUMNS, MAX_GROUPS, LabelReader
+from ...data.access import DOC_COLUMNS, MAX_GROUPS, SOURCE_LABELS, LabelReader
 from ...data.beir import utf8_lines
 from ...data.snapshot import Snapshot
 from ..candidates import CANDIDATES_SCHEMA, FIRST_STAGE_SCHEMA, candidate_source, load_candidates, passages_table
@@ -101,7 +101,12 @@ def freeze_replay(snapshot: Snapshot, config: ReplayConfig) -> FrozenSet:
     if missing:
         log.append(without_candidates_line(missing, snapshot, str(path)))
     provenance = {**file_provenance(snapshot, config, path, record), **reader.first.get("provenance", {})}
-    reader.check_successors(snapshot)
+    unknown = reader.check_successors(snapshot)
+    if unknown:
+        log.append(f"{len(unknown)} documents name a successor (superseded_by) that neither the corpus nor the file "
+                   f"holds (first: {unknown[0]!r}): each counts as outdated, its successor as in force")
+    if reader.label_reader.zoneless:
+        log.append(f"{reader.label_reader.zoneless} label date-times without a time zone read as UTC")
     return FrozenSet(candidates, passages, first_stage, provenance, log, labels=reader.labels)
 
 
@@ -128,10 +133,11 @@ class _Reader:
         self.texts: dict[str, str] = {}
         self.labels: dict[str, dict[str, Any]] = {}
         """The labels the file gives its documents (``data.access.DOC_COLUMNS``), by document id."""
-        self.label_lines: dict[str, int] = {}
+        self.label_lines: dict[str, dict[str, int]] = {}
+        """The line that first gave each document each of its labels."""
         self.label_reader = LabelReader()
-        self.documents: set[str] = set()
-        """Every document id frozen from the file."""
+        self.named: set[str] = set()
+        """Every document id a line read names (below top_n too)."""
         self.columns: dict[str, list] = {name: [] for name in CANDIDATES_SCHEMA.names}
         self.chunks: list[pa.Table] = []
         self.first_stage: dict[str, list] = {name: [] for name in FIRST_STAGE_SCHEMA.names}
@@ -166,6 +172,10 @@ class _Reader:
         if not isinstance(candidates, list):
             self.refuse(number, f"candidates must be a list, got {type(candidates).__name__}")
         kept, digests = self._ranked(number, candidates)
+        for candidate in candidates:  # every candidate's labels, those below top_n too: a document has one label
+            self.named.add(candidate["document_id"])
+            if candidate.keys() & LABEL_KEYS:
+                self._gather_labels(number, candidate)
         if kept:
             self.seen_queries.add(query_id)
         self._gather(query_id, kept, digests)
@@ -326,54 +336,62 @@ class _Reader:
                 self.refuse(number, f"{what}: {key} must be {expected}, got {value!r}")
 
     def _gather_labels(self, number: int, candidate: dict) -> None:
-        """The candidate's labels, read with the corpus's rules, the same wherever its document appears."""
+        """The candidate's labels, read with the corpus's rules: a document's labels are those the file gives it, each
+        kind on any of its lines (where one line gives none, another's holds); two lines may not give it two values."""
         document_id = candidate["document_id"]
         try:
-            found = self.label_reader.document({key: candidate[key] for key in LABEL_KEYS if key in candidate},
-                                               self.path, number)
+            found = self.label_reader.document({key: candidate[key] for key in LABEL_KEYS
+                                                if candidate.get(key) is not None}, self.path, number)
         except CollectionError as err:  # the corpus's message, about a replay candidate's key
             raise CollectionError(str(err).replace("metadata.", f"candidate {document_id!r}: ", 1)) from None
-        earlier = self.labels.setdefault(document_id, found)
-        if earlier != found:
-            self.refuse(number, f"document {document_id!r} has labels {_given(found)} here but {_given(earlier)} on "
-                                f"line {self.label_lines[document_id]}", "give a document one label of each kind "
-                                                                          "throughout the file")
-        self.label_lines.setdefault(document_id, number)
+        found = {key: value for key, value in found.items() if value is not None}
+        if not found:
+            return
+        earlier = self.labels.setdefault(document_id, {})
+        differing = {key: value for key, value in found.items() if earlier.get(key, value) != value}
+        if differing:
+            self.refuse(number, f"document {document_id!r} has {_given(differing)} here but "
+                                f"{_given({key: earlier[key] for key in differing})} on line "
+                                f"{self.label_lines[document_id][next(iter(differing))]}",
+                        "give a document one label of each kind throughout the file")
+        earlier.update(found)
+        lines = self.label_lines.setdefault(document_id, {})
+        for key in found:
+            lines.setdefault(key, number)
 
-    def check_successors(self, snapshot: Snapshot) -> None:
-        """Refuse a ``superseded_by`` that names a document neither the corpus nor the file holds, or that leads back
-        to the document (the corpus's chains are checked at its snapshot)."""
+    def check_successors(self, snapshot: Snapshot) -> list[str]:
+        """Refuse a ``superseded_by`` that leads back to its document (the corpus's chains are checked at its
+        snapshot); the documents whose successor neither the corpus nor a line read names, for the log (a replay
+        file is a view of the collection: the successor counts as in force, the document as outdated)."""
         corpus = snapshot.table("corpus")
-        known = set(corpus.column("doc_id").to_pylist())
-        chain = dict(zip(known, corpus.column("superseded_by").to_pylist())) if "superseded_by" in corpus.schema.names \
-            else {}
+        doc_ids = corpus.column("doc_id").to_pylist()
+        known = set(doc_ids)
+        chain = dict(zip(doc_ids, corpus.column("superseded_by").to_pylist())) \
+            if "superseded_by" in corpus.schema.names else {}
         chain.update({doc: label.get("superseded_by") for doc, label in self.labels.items() if doc not in known})
-        replayed = known | self.documents
-        for doc_id, label in self.labels.items():
+        unknown = []
+        for doc_id, label in sorted(self.labels.items()):
             successor = label.get("superseded_by")
             if successor is None or doc_id in known:
                 continue
+            if successor not in known | self.named:
+                unknown.append(doc_id)
             where = f"document {doc_id!r}: superseded_by"
-            if successor not in replayed:
-                self.refuse(self.label_lines[doc_id], f"{where} names {successor!r}, which neither the corpus nor this "
-                            "file holds", "name the id of the document that replaces it, or drop the field")
             seen, current = {doc_id}, successor
             while current is not None:
                 if current in seen:
-                    self.refuse(self.label_lines[doc_id], f"{where} leads back to {current!r} (a cycle)",
-                                "a chain of versions ends at the current one")
+                    self.refuse(self.label_lines[doc_id]["superseded_by"],
+                                f"{where} leads back to {current!r} (a cycle)", "a chain of versions ends at the current one")
                 seen.add(current)
                 current = chain.get(current)
+        return unknown
 
     def _gather(self, query_id: str, kept: list[dict], digests: list[str]) -> None:
         columns, count = self.columns, len(kept)
         for candidate, digest in zip(kept, digests):
             self.texts.setdefault(digest, candidate["text"])
-            if candidate.keys() & LABEL_KEYS:
-                self._gather_labels(self.lines_of.get(query_id, 0), candidate)
         columns["query_id"].extend([query_id] * count)
         columns["doc_id"].extend(candidate["document_id"] for candidate in kept)
-        self.documents.update(candidate["document_id"] for candidate in kept)
         columns["parent_id"].extend(candidate.get("parent_id", candidate["document_id"]) for candidate in kept)
         columns["passage_sha256"].extend(digests)
         for key in FIRST_STAGE_COLUMNS:
@@ -456,12 +474,13 @@ def export_replay(candidates_path: str | Path, first_stage_path: str | Path, out
         f"{VERSION_PREFIX}{metadata['snapshot']['corpus']}"
     provenance = {key: metadata[key] for key in CARRIED if key in metadata}
     scored = bool(len(frame)) and bool(frame["bm25_rank"].notna().all())
+    labels = metadata.get(SOURCE_LABELS, {})  # what a replayed source said of documents the corpus lacks, kept
     counts = {"lines": 0, "candidates": 0}
 
     def lines() -> Iterator[str]:
         for query_id, group in frame.groupby("query_id", sort=True):
             line: dict[str, Any] = {"query_id": query_id, "candidate_source": source["name"],
-                                    "corpus_version": version, "candidates": list(_candidates(group, scored))}
+                                    "corpus_version": version, "candidates": list(_candidates(group, scored, labels))}
             if query_id in lists:
                 line["first_stage"] = {retriever: [{"document_id": doc_id, "score": score} for doc_id, score in
                                                    zip(rows["doc_id"].tolist(), rows["score"].tolist())]
@@ -477,7 +496,7 @@ def export_replay(candidates_path: str | Path, first_stage_path: str | Path, out
     return counts
 
 
-def _candidates(group, scored: bool) -> Iterator[dict[str, Any]]:
+def _candidates(group, scored: bool, labels: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
     columns = ["doc_id", "passage_sha256", "passage", "fused_rank", "fused_score", "parent_id"]
     if scored:
         columns += list(FIRST_STAGE_COLUMNS)
@@ -491,4 +510,5 @@ def _candidates(group, scored: bool) -> Iterator[dict[str, Any]]:
         if scored:
             candidate.update({key: int(values[key]) if key.endswith("_rank") else float(values[key])
                               for key in FIRST_STAGE_COLUMNS})
+        candidate.update(labels.get(values["doc_id"], {}))
         yield candidate
