@@ -369,19 +369,19 @@ class _Reader:
         chain = dict(zip(doc_ids, corpus.column("superseded_by").to_pylist())) \
             if "superseded_by" in corpus.schema.names else {}
         chain.update({doc: label.get("superseded_by") for doc, label in self.labels.items() if doc not in known})
-        unknown = []
+        shown, unknown = known | self.named, []
         for doc_id, label in sorted(self.labels.items()):
             successor = label.get("superseded_by")
             if successor is None or doc_id in known:
                 continue
-            if successor not in known | self.named:
+            if successor not in shown:
                 unknown.append(doc_id)
             where = f"document {doc_id!r}: superseded_by"
             seen, current = {doc_id}, successor
             while current is not None:
                 if current in seen:
-                    self.refuse(self.label_lines[doc_id]["superseded_by"],
-                                f"{where} leads back to {current!r} (a cycle)", "a chain of versions ends at the current one")
+                    self.refuse(self.label_lines[doc_id]["superseded_by"], f"{where} leads back to {current!r} "
+                                "(a cycle)", "a chain of versions ends at the current one")
                 seen.add(current)
                 current = chain.get(current)
         return unknown
