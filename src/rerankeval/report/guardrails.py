@@ -86,7 +86,7 @@ def guardrail_rule_text(verdicts: Mapping[str, Any]) -> str:
 
 
 def _own_slice_budgets(rule: Mapping[str, Any]) -> str:
-    """`` (in intent=billing at most +0.0000)``: the slices a guardrail holds to budgets of their own."""
+    """`` and within slices intent=billing at most +0.0000``: the slices a guardrail holds to budgets of their own."""
     own = [f"{budget['column']}={budget['value'] if budget.get('value') is not None else '*'} at most "
            f"{budget['budget']:+.4f}" for budget in rule.get("slice_budgets") or []]
     return f" and within slices {', '.join(own)}" if own else ""
