@@ -88,14 +88,15 @@ def lock_rewrite_table(repeats: int) -> dict:
 
 
 def deps_table() -> dict:
-    """Each stage's deps in dvc.yaml and the files its code fingerprint lists (the first system's, for rerank)."""
+    """Each stage's deps in dvc.yaml and the files its code fingerprint lists (a per-system stage's: its first
+    instance's, by name)."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-    systems = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["system_names"]
+    code = ROOT / "data" / "code"
     rows = []
     for name, stage in stages.items():
         deps = stage.get("do", stage)["deps"]
-        fingerprint = next((ROOT / "data" / "code" / f"{stem}.json" for stem in (name, f"{name}_{systems[0]}")
-                            if (ROOT / "data" / "code" / f"{stem}.json").is_file()), None)
+        fingerprint = next(iter([code / f"{name}.json"] if (code / f"{name}.json").is_file()
+                                else sorted(code.glob(f"{name}_*.json"))), None)
         files = len(json.loads(fingerprint.read_text(encoding="utf-8"))["code"]) if fingerprint else ""
         rows.append([name, len(deps), files])
     return {"title": "Deps each stage of dvc.yaml names, and the files its code fingerprint (data/code/) lists",

@@ -115,9 +115,19 @@ def _run_stage_opening_a_cache(monkeypatch, tmp_path, stage: str, system: list[s
 
     params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
     params["privacy"]["tenant"] = tenant
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    if system:  # a per-system stage reads the settings the code stage wrote for it
+        from rerankeval.pipeline import code
+        from rerankeval.pipeline.params import load_params
+        from rerankeval.pipeline.system_configs import system_configs
+        from rerankeval.pipeline.table import BY_NAME, code_file
+
+        loaded = load_params(stage="code")
+        settings = code.instance_settings(loaded, BY_NAME[stage], system[0], system_configs(loaded))
+        Path("data/code").mkdir(parents=True, exist_ok=True)
+        Path("data/code", code_file(BY_NAME[stage], system[0])).write_text(json.dumps({"settings": settings}))
     opened = []
     monkeypatch.setattr(entry, "import_module", lambda name: type("Stage", (), {
         "run": staticmethod(lambda *args: opened.append(cache_dir("data/score_cache")))}))

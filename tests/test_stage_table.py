@@ -2,13 +2,16 @@
 read, and a stage's code deps (its static import closure, plus the ``code`` stage's fingerprint of the kinds it
 builds) hold the code it runs and not the code it does not: an edit re-runs what it touches."""
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+from rerankeval.core.errors import ConfigError
 from rerankeval.pipeline import code as code_stage
+from rerankeval.pipeline.__main__ import instance_params
 from rerankeval.pipeline.params import UndeclaredSetting, load_params
 from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
@@ -57,11 +60,49 @@ def test_a_stage_reading_a_setting_it_does_not_declare_fails_loudly():
         params.compare
 
 
-def test_each_stage_s_dvc_params_are_its_declared_reads():
+def test_each_stage_s_dvc_params_are_its_declared_reads_and_the_code_stage_s_cover_every_instance_s():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage in STAGES:
-        rendered = stages[stage.name].get("do", stages[stage.name])["params"]
-        assert rendered == [key.replace(SYSTEM, "${key}") for key in stage.reads]
+        rendered = stages[stage.name].get("do", stages[stage.name]).get("params")
+        assert rendered == (None if stage.per_system else list(stage.reads)), stage.name
+    code_reads = BY_NAME["code"].reads
+    for stage in STAGES:
+        for key in stage.reads if stage.per_system else ():
+            general = key.removesuffix(f".{SYSTEM}")
+            assert any(general == read or general.startswith(read + ".") for read in code_reads), (stage.name, key)
+
+
+def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_other(fingerprints, tmp_path):
+    written = fingerprints()
+    systems = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["systems"]
+    blend = next(name for name, config in systems.items() if config["kind"] == "blend")
+    settings = written[f"rerank_{blend}.json"]["settings"]
+    # a system it builds reads its components' settings too, and no other system's
+    assert set(settings["systems"]) == {blend, *systems[blend]["components"]}
+    assert set(written["select_bm25.json"]["settings"]["systems"]) == {"bm25"}
+    assert "systems" not in written["generate_bm25.json"]["settings"]
+    paths = PipelinePaths.load(REPO / "dvc.yaml")
+    (tmp_path / paths.code).mkdir(parents=True)
+    (tmp_path / paths.code / f"rerank_{blend}.json").write_text(json.dumps(written[f"rerank_{blend}.json"]))
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    params = instance_params("rerank", blend, paths)
+    assert params.systems == settings["systems"] and params.dataset.eval_split == settings["dataset"]["eval_split"]
+    with pytest.raises(UndeclaredSetting, match="stage rerank reads dataset.critical_slices"):
+        params.dataset.critical_slices
+    with pytest.raises(ConfigError, match=f"rerank_bm25.json: missing.*dvc repro code"):
+        instance_params("rerank", "bm25", paths)
+    # an edit of a setting it reads that the code stage has not seen yet: refused, not run on unrecorded settings
+    edited = yaml.safe_load((tmp_path / "params.yaml").read_text(encoding="utf-8"))
+    component = systems[blend]["components"][0]
+    edited["systems"][component]["depth"] = 7
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"systems.{component} of rerank@{blend} differ from what the code stage"):
+        instance_params("rerank", blend, paths)
+    # one it does not read is not its business
+    edited["systems"][component]["depth"] = systems[component]["depth"]
+    edited["dataset"]["critical_slices"] = []
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited, sort_keys=False), encoding="utf-8")
+    assert instance_params("rerank", blend, paths).systems == settings["systems"]
 
 
 def test_a_measure_kernel_edit_re_runs_what_computes_measures_and_no_reranker():
@@ -134,14 +175,15 @@ def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(
     systems = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["systems"]
     built_on_blend = {f"rerank_{name}.json" for name, fingerprint in before.items() for name in [name[7:-5]]
                       if name in systems and "blend" in fingerprint.get("kinds", {}).values()}
-    # latency, sweep and the shadow replay build every system
-    assert built_on_blend and changed == built_on_blend | {"latency.json", "sweep.json", "shadow.json"}, changed
+    # latency, sweep and the shadow replays build every system
+    shadows = {name for name in before if name.startswith("shadow_")}
+    assert built_on_blend and shadows and changed == built_on_blend | {"latency.json", "sweep.json"} | shadows, changed
     assert "rerank_oracle.json" not in changed and "rerank_random.json" not in changed
 
 
 def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
     before = fingerprints()
-    assert before["generate.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
+    assert before["generate_bm25.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
     assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
 
 
@@ -167,8 +209,8 @@ def test_a_measure_kernel_edit_changes_the_fingerprints_of_the_stages_that_compu
     # A blend fits its weight on a measure, so the systems built on it (and latency, which builds every system) run
     # the kernels too; no other reranker does.
     fitted = {name for name, fingerprint in before.items() if "blend" in fingerprint.get("kinds", {}).values()}
-    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "readout",
-                                               "shadow", "report")}
+    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "report")}
+    computing |= {name for name in before if name.startswith(("readout_", "shadow_"))}
     assert fitted and changed == computing | fitted, changed
 
 

@@ -1,7 +1,8 @@
 """Every DVC stage's one entry point: ``sh stages/python -m rerankeval.pipeline <stage> [<system>]``.
 
 The stages are the stage table's (``pipeline.table``); the artefact paths come from dvc.yaml's ``vars: paths``
-(``PipelinePaths``), the settings from params.yaml, only those the stage declares (``pipeline.params``); the stage is
+(``PipelinePaths``), the settings from params.yaml, only those the stage declares (``pipeline.params``; a per-system
+stage's instance reads them from the file the code stage wrote for it, ``pipeline.code``); the stage is
 ``run(params, paths[, system])`` of its module, imported by name when its stage runs: a stage's import closure, which
 ``pipeline.render`` lists as its DVC code deps, is this module's and its own module's, never another stage's. Bad input
 is a message and exit code 2, never a traceback. Each run appends its stage's wall time to ``STAGE_TIMES`` (a log
@@ -24,8 +25,9 @@ from ..core.caches import refuse_caches, use_tenant
 from ..core.errors import ConfigError, RerankevalError
 from ..core.privacy import redact_logs
 from ..workspace.paths import PipelinePaths
-from .params import load_params, log_privacy
+from .params import Params, configured_items, load_instance_params, load_params, log_privacy
 from .table import STAGES as TABLE
+from .table import code_file
 
 STAGES = {stage.name: stage for stage in TABLE}
 PER_SYSTEM = tuple(stage.name for stage in TABLE if stage.per_system)
@@ -104,19 +106,34 @@ def run(stage: str, system: list[str]) -> None:
                           "let the other run finish, then run this one again.")
 
 
+def instance_params(stage: str, item: str, paths: PipelinePaths) -> Params:
+    """The settings of per-system ``stage``'s instance for ``item``, typed from params.yaml and checked against what
+    the code stage wrote for it (``pipeline.code``, ``pipeline.params.load_instance_params``)."""
+    spec = STAGES[stage]
+    path = paths.code / code_file(spec, item)
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))["settings"]
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: missing: the code stage has not run since {item!r} was added under `{spec.each}` in "
+                          f"{PARAMS_FILE}. Fix: `dvc repro` (the code stage runs first), or `dvc repro code`.") from None
+    return load_instance_params(recorded, stage, item, str(path))
+
+
 def _run(stage: str, system: list[str]) -> None:
-    params = load_params(stage=stage)
-    redact_logs(log_privacy(params.source))  # the configured patterns too, now that they can be read
-    if system and STAGES[stage].each == "systems" and system[0] not in params.configured_systems:
-        raise ConfigError(f"{params.source}: no system {system[0]!r} under `systems` (configured: "
-                          f"{', '.join(params.configured_systems)}). Usage: {USAGE}.")
+    redact_logs(log_privacy(PARAMS_FILE))  # the configured patterns too, now that they can be read
+    if system and system[0] not in (configured := configured_items(STAGES[stage].each, PARAMS_FILE)):
+        kind = "system " if STAGES[stage].each == "systems" else ""
+        raise ConfigError(f"{PARAMS_FILE}: no {kind}{system[0]!r} under `{STAGES[stage].each}` (configured: "
+                          f"{', '.join(configured)}). Usage: {USAGE}.")
+    paths = PipelinePaths.load()
+    params = instance_params(stage, system[0], paths) if system else load_params(stage=stage)
     if {"privacy", "privacy.tenant"} & set(STAGES[stage].reads):
         use_tenant(params.privacy.tenant)
     else:
         refuse_caches(f"stage {stage} opened a cache but does not declare privacy.tenant in "
                       "rerankeval/pipeline/table.py (add it to `reads`): its entries could mix tenants")
     try:
-        import_module(STAGES[stage].module).run(params, PipelinePaths.load(), *system)
+        import_module(STAGES[stage].module).run(params, paths, *system)
     finally:  # the tenant and the refusal are this stage's, not the process's (a test runs several stages)
         use_tenant(None)
 

@@ -1,13 +1,17 @@
-"""Stage `code`: the fingerprint of the code each stage runs, one file per stage (per system for rerank) in
-``paths.code``, that stage's one code dep.
+"""Stage `code`: the fingerprint of the code each stage runs, one file per stage (per system for a per-system stage,
+with the settings that instance reads) in ``paths.code``, that stage's one code dep.
 
 A stage runs its static import closure (``pipeline.render.code_deps``) and the kinds its settings name (system kinds,
 executors, the generator), imported by name through their entry points, which no static closure holds. DVC cannot give
 each system of a ``foreach`` its own list of files, so this stage writes, per stage, the sha256 of every file of both
-(for a system: its kind, its executor and every component's, at any depth, and the settings of the components it reads).
-One small file per stage also keeps dvc.lock small, which is most of what a no-op ``dvc status`` costs. This stage
-re-runs on any code edit (about a second); a file's bytes change, and so its stage re-runs, only when code it runs
-changed. A ``dvc status`` after an edit shows this stage alone: ``dvc repro`` then re-runs the stages whose code moved.
+(for a system: its kind, its executor and every component's, at any depth).
+
+A per-system stage's instance also finds here the settings it declares (``settings``: for a system it builds, its
+components' too), read by the entry point instead of params.yaml: this stage declares them all as its DVC params, so
+DVC parses params.yaml for one stage, not once per instance, and dvc.lock holds each value once. That parsing was
+most of what a no-op ``dvc status`` cost. This stage re-runs on any code or settings edit (about a second); a file's
+bytes change, and so its stage re-runs, only when code it runs or a setting it reads changed. A ``dvc status`` after an
+edit shows this stage alone: ``dvc repro`` then re-runs the stages whose code or settings moved.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from ..workspace.paths import PipelinePaths
 from .render import PACKAGE, code_deps, import_closure
 from ..systems.registry import composed_of
 from .system_configs import system_configs
-from .table import STAGES, code_file
+from .table import STAGES, SYSTEM, Stage, code_file
 
 GROUPS = {"system": "rerankeval.systems", "executor": "rerankeval.executors", "generator": "rerankeval.generators"}
 
@@ -55,20 +59,38 @@ def code_files(modules: Iterable[str]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-def system_fingerprint(name: str, configs: Mapping[str, Any], systems: Mapping[str, Any]) -> dict:
-    """What building system ``name`` runs and reads besides its own settings: its kinds' code, its components'
-    settings."""
+def system_fingerprint(name: str, configs: Mapping[str, Any]) -> dict:
+    """What building system ``name`` runs: the kinds and executors of it and of its components, at any depth."""
     members = sorted(composed_of(name, configs))
     modules = [kind_module("system", configs[member].kind) for member in members]
     executors = {getattr(configs[member], "executor", None) for member in members} - {None}
     modules += [kind_module("executor", executor) for executor in sorted(executors)]
     return {"kinds": {member: configs[member].kind for member in members},
-            "components": {member: systems[member] for member in members if member != name},
             "code": code_files(module for module in modules if module)}
 
 
+def instances(params: Params, stage: Stage) -> list[str]:
+    """The systems (or items of ``stage.each``) DVC runs a per-system stage for."""
+    block, _, field = stage.each.partition(".")
+    value = getattr(params, block)
+    return list(getattr(value, field) if field else value)
+
+
+def instance_settings(params: Params, stage: Stage, item: str, configs: Mapping[str, Any]) -> dict:
+    """params.yaml's values of the settings a per-system stage's instance for ``item`` declares; a stage that builds
+    its system also reads the settings of the systems it is composed of, at any depth."""
+    keys: list[str] = []
+    for key in stage.reads:
+        if key == f"systems.{SYSTEM}" and stage.kinds == "system":
+            keys += [f"systems.{member}" for member in sorted(composed_of(item, configs))]
+        else:
+            keys.append(key.replace(SYSTEM, item))
+    return params.declared_values(keys)
+
+
 def fingerprints(params: Params) -> dict[str, dict]:
-    """Each stage's fingerprint, by its file name in ``paths.code``."""
+    """Each stage's fingerprint, by its file name in ``paths.code``: the code it runs; a per-system stage's, one per
+    system (or item) it runs for, with ``settings``, the values that instance reads instead of params.yaml."""
     configs = system_configs(params)
     generator = params.rag.generator["kind"]  # a mapping: typed by its kind only where it is built
     generator_module = kind_module("generator", generator)
@@ -77,20 +99,24 @@ def fingerprints(params: Params) -> dict[str, dict]:
         if stage.name == "code":
             continue
         static = {path: sha256_file(path) for path in code_deps(stage) if Path(path).is_file()}
-        if stage.kinds == "system":
-            for name in configs:
-                built = system_fingerprint(name, configs, params.systems)
-                found[code_file(stage, name)] = {**built, "code": dict(sorted({**static, **built["code"]}.items()))}
-            continue
         kinds: dict = {}
         if stage.kinds == "systems":
             for name in configs:
-                kinds.update(system_fingerprint(name, configs, params.systems)["code"])
+                kinds.update(system_fingerprint(name, configs)["code"])
         elif stage.kinds == "generator":
             kinds = code_files([generator_module] if generator_module else [])
-        found[code_file(stage)] = {"code": dict(sorted({**static, **kinds}.items()))}
+        shared: dict[str, Any] = {"code": dict(sorted({**static, **kinds}.items()))}
         if stage.kinds == "generator":
-            found[code_file(stage)]["kinds"] = {"generator": generator}
+            shared["kinds"] = {"generator": generator}
+        if not stage.per_system:
+            found[code_file(stage)] = shared
+            continue
+        for item in instances(params, stage):
+            fingerprint = dict(shared)
+            if stage.kinds == "system":
+                built = system_fingerprint(item, configs)
+                fingerprint = {"kinds": built["kinds"], "code": dict(sorted({**static, **built["code"]}.items()))}
+            found[code_file(stage, item)] = {**fingerprint, "settings": instance_settings(params, stage, item, configs)}
     return found
 
 
@@ -100,5 +126,5 @@ def run(params: Params, paths: PipelinePaths) -> None:
     for stale in set(path.name for path in paths.code.iterdir()) - set(wanted):
         (paths.code / stale).unlink()
     for name, fingerprint in wanted.items():
-        write_text(paths.code / name, json.dumps(fingerprint, indent=1, sort_keys=True) + "\n")
+        write_text(paths.code / name, json.dumps(fingerprint, indent=1, sort_keys=True, default=str) + "\n")
     print(f"code: {len(wanted)} fingerprints in {paths.code}")

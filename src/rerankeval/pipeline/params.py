@@ -9,6 +9,8 @@ its declared reads.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from pydantic import create_model
 
 from ..core.config import StrictConfig, check_name
 from ..core.errors import ConfigError
-from .table import BY_NAME
+from .table import BY_NAME, SYSTEM
 
 PARAMS = Path("params.yaml")
 BLOCKS = {
@@ -76,7 +78,7 @@ class Params:
     or a restricted view of one when only some of its keys are declared)."""
 
     def __init__(self, data: dict[str, Any], reads: tuple[str, ...], stage: str, source: Path = PARAMS):
-        self._source, self._stage = source, stage
+        self._source, self._stage, self._reads, self._data = source, stage, reads, data
         self._configured = list(data.get("systems") or {}) if isinstance(data.get("systems"), dict) else []
         for name in self._configured:  # every system name becomes files and stage names, whatever the stage reads
             check_name(name, f"{source}: systems")
@@ -139,6 +141,26 @@ class Params:
         copy.__dict__.update(self.__dict__, _values={**self._values, **update})
         return copy
 
+    def declared_values(self, keys: Iterable[str]) -> dict[str, Any]:
+        """params.yaml's values at ``keys`` as it holds them, nested as there (a key it lacks is left out: its
+        block's default then applies), for a per-system stage's settings (``pipeline.code``); each key must be
+        declared or under a declared one."""
+        found: dict[str, Any] = {}
+        for key in keys:
+            if not any(key == read or key.startswith(read + ".") for read in self._reads):
+                raise UndeclaredSetting(self._stage, key)
+            value, parts = self._data, key.split(".")
+            for part in parts:
+                if not isinstance(value, dict) or part not in value:
+                    break
+                value = value[part]
+            else:
+                holder = found
+                for part in parts[:-1]:
+                    holder = holder.setdefault(part, {})
+                holder[parts[-1]] = value
+        return found
+
     @property
     def configured_systems(self) -> list[str]:
         """The names under ``systems``: which ``<stage>@<system>`` instances exist, for any stage (not a setting)."""
@@ -162,6 +184,43 @@ def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Param
                               f"{', '.join([*BLOCKS, *UNTYPED])}.")
     return _params(data, (*BLOCKS, *UNTYPED) if stage is None else BY_NAME[stage].reads, stage or "(all settings)",
                    path)
+
+
+def load_instance_params(recorded: dict[str, Any], stage: str, item: str, where: str, path: Path = PARAMS) -> Params:
+    """The settings per-system ``stage``'s instance for ``item`` declares, typed from params.yaml as ``load_params``
+    types them (its ``systems``: the ones the code stage recorded for it, its system and that system's components).
+    Refused when they differ from ``recorded``, the values the code stage wrote for it (``where``: its DVC dep,
+    ``pipeline.code``): the instance runs on what DVC records, never on an edit the code stage has not seen."""
+    reads = tuple(key.replace(SYSTEM, item) for key in BY_NAME[stage].reads)
+    data = _read(path)
+    own = f"systems.{item}"
+    recorded_systems = recorded.get("systems", {}) if own in reads else {}
+    if recorded_systems and isinstance(data.get("systems"), dict):
+        data = {**data, "systems": {name: value for name, value in data["systems"].items() if name in recorded_systems}}
+    keys = [key for read in reads for key in ([f"systems.{name}" for name in recorded_systems or [item]]
+                                               if read == own else [read])]
+    differ = [key for key in keys if _at(data, key) != _at(recorded, key)]
+    if differ:
+        raise ConfigError(f"{path}: {', '.join(differ)} of {stage}@{item} differ from what the code stage last wrote "
+                          f"for it ({where}). Fix: `dvc repro` (the code stage runs first), or `dvc repro code` "
+                          "before running one stage.")
+    return _params(data, reads, stage, path)
+
+
+def configured_items(each: str, path: Path = PARAMS) -> list[str]:
+    """The names under ``each`` (``systems``, ``online.readouts``) in params.yaml: the instances of a per-system
+    stage. Not a setting: which stage instances exist."""
+    found = _at(_read(path), each)
+    return list(found) if isinstance(found, dict) else []
+
+
+def _at(values: dict[str, Any], key: str) -> Any:
+    """The value at dotted ``key``, as JSON holds it (None when absent)."""
+    for part in key.split("."):
+        if not isinstance(values, dict) or part not in values:
+            return None
+        values = values[part]
+    return json.loads(json.dumps(values, default=str))
 
 
 def log_privacy(path: str | Path = PARAMS) -> Any:

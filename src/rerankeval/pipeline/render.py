@@ -1,6 +1,6 @@
 """dvc.yaml, rendered whole from the stage table (``pipeline.table``): the paths, and per stage its command, its deps,
-its params (its declared reads) and its outputs. Nothing in dvc.yaml is written by hand; a test fails when the committed
-file differs from the rendering.
+its params (its declared reads; a per-system stage's are in its code dep) and its outputs. Nothing in dvc.yaml is
+written by hand; a test fails when the committed file differs from the rendering.
 
 A stage's code is the import closure, within ``rerankeval``, of the entry module (``pipeline.__main__``), its own module
 and the config modules of the settings it reads (``pipeline.params.BLOCKS``), plus the kinds its settings name. The
@@ -177,7 +177,8 @@ def render_stage(stage: Stage, root: Path = Path(".")) -> list[str]:
         lines += [f"    foreach: ${{{stage.each}}}", "    do:"]
     lines.append(f"{body}cmd: sh {LAUNCHER} -m rerankeval.pipeline {stage.name}{argument}")
     lines += [f"{body}deps:", *_yaml_list(deps, body + "  ")]
-    lines += [f"{body}params:", *_yaml_list((_dvc(key) for key in stage.reads), body + "  ")]
+    if not stage.per_system:  # an instance's settings are in its code dep (pipeline.code)
+        lines += [f"{body}params:", *_yaml_list((_dvc(key) for key in stage.reads), body + "  ")]
     outs = [_output(output) for output in stage.outputs if not output.metric]
     metrics = [_output(output) for output in stage.outputs if output.metric]
     for name, entries in (("outs", outs), ("metrics", metrics)):

@@ -2,10 +2,12 @@
 
 ``python -m rerankeval.pipeline.render`` writes the whole of dvc.yaml from this table (a test fails when the committed
 file differs); the entry point (``python -m rerankeval.pipeline <stage> [<system>]``) runs a stage's module with the
-settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A stage's
-code deps are the import closure of its own module and of the config modules of the settings it reads
+settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A per-system
+stage (``foreach``) has no ``params`` of its own: the ``code`` stage declares what they all read and writes each
+instance the values it declares, the instance's one settings dep, which it reads instead of params.yaml (DVC parsed
+params.yaml once per stage instance, most of what a no-op ``dvc status`` cost). A stage's code deps are the import closure of its own module and of the config modules of the settings it reads
 (``pipeline.render``) and of the kinds its settings name (system kinds, the generator). The ``code`` stage writes the
-sha256 of every such file into one file per stage (per system for a stage that builds the system's kinds), the one code
+sha256 of every such file into one file per stage (per system for a per-system stage, with its settings), the one code
 dep of that stage (``pipeline.code``): DVC cannot list a different set of files for each system of a ``foreach``, and
 one small file per stage keeps dvc.lock, and so every ``dvc status``, small.
 """
@@ -57,7 +59,8 @@ class Stage:
     about: str
     """Rendered as the comment above the stage in dvc.yaml."""
     reads: tuple[str, ...]
-    """The settings it reads, as dotted params.yaml keys: its DVC ``params`` and its settings view."""
+    """The settings it reads, as dotted params.yaml keys: its settings view, and its DVC ``params`` (a per-system
+    stage's are the code stage's, which writes each instance its values)."""
     inputs: tuple[str, ...]
     """Data it reads, spelt as dvc.yaml spells deps (``${paths.snapshot}``, ``${dataset.path}``)."""
     outputs: tuple[Output, ...]
@@ -89,12 +92,7 @@ FIT_SPLIT = ("dataset.name", "dataset.path", "train.fallback_path")
 """What reading a fitting split reads (``systems.splits``) besides the frozen candidates and the fallback stage's
 output: the source it names, the fallback it names in a refusal."""
 
-STAGES: tuple[Stage, ...] = (
-    Stage("code", "The code each stage runs, fingerprinted per stage (per system for rerank): its import closure and the "
-          "kinds it builds (its systems' and their components', the generator). An edit re-runs the stages whose code "
-          "it is and no other; `data/code/<stage>.json` lists the files.",
-          reads=("systems", "rag.generator"), inputs=("stages/python", "src/rerankeval", "pyproject.toml"),
-          outputs=(Output("${paths.code}"),)),
+_STAGES: tuple[Stage, ...] = (
     Stage("snapshot", "The collection as content-hashed tables (rerankeval.data.snapshot).",
           reads=("dataset.name", "dataset.path", "dataset.splits", "dataset.eval_split", "dataset.sample"),
           inputs=("${dataset.path}",), outputs=(Output("${paths.snapshot}"),)),
@@ -208,10 +206,26 @@ STAGES: tuple[Stage, ...] = (
                         for name in ("report.md", "details.md", "evaluation.yaml", "plots", "site"))),
 )
 
+
+
+def _code_reads(own: tuple[str, ...], stages: tuple[Stage, ...]) -> tuple[str, ...]:
+    """The code stage's ``own`` settings and what the per-system stages read, for every system or item at once
+    (``systems.{system}`` -> ``systems``), each key once and none under another: it writes each instance its own."""
+    keys = [*own, *(key.removesuffix(f".{SYSTEM}") for stage in stages if stage.per_system for key in stage.reads)]
+    return tuple(dict.fromkeys(key for key in keys if not any(key.startswith(other + ".") for other in keys)))
+
+
+CODE = Stage("code", "The code each stage runs and the settings of each per-system stage: its import closure and the "
+             "kinds it builds (its systems' and their components', the generator), and for each system a per-system "
+             "stage runs for, the settings it declares. An edit re-runs the stages whose code or settings it is and no "
+             "other; `data/code/<stage>.json` (`<stage>_<system>.json`) lists the files and the settings.",
+             reads=_code_reads(("systems", "rag.generator"), _STAGES),
+             inputs=("stages/python", "src/rerankeval", "pyproject.toml"), outputs=(Output("${paths.code}"),))
+STAGES: tuple[Stage, ...] = (CODE, *_STAGES)
 BY_NAME = {stage.name: stage for stage in STAGES}
 
 
 def code_file(stage: Stage, system: str = SYSTEM) -> str:
-    """The name (in ``paths.code``) of the fingerprint of the code ``stage`` runs (for ``system``, when the stage
-    builds the system's kinds)."""
-    return f"{stage.name}_{system}.json" if stage.kinds == "system" else f"{stage.name}.json"
+    """The name (in ``paths.code``) of the fingerprint of the code ``stage`` runs, and for a per-system stage of the
+    settings its instance for ``system`` reads (``pipeline.code``)."""
+    return f"{stage.name}_{system}.json" if stage.per_system else f"{stage.name}.json"
