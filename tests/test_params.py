@@ -67,13 +67,15 @@ def test_a_misspelt_nested_setting_lists_the_settings_of_its_own_block(tmp_path)
 
 def test_a_collection_of_ones_own_gets_the_general_system_set():
     """`dataset=beir` selects conf/system_set/general.yaml: no routing rule on the demo's error codes, no unfiltered
-    system that only the demo's access labels make meaningful; its claim on the routed system decides nothing."""
+    system and no freshness rule, which only the demo's access and validity labels make meaningful; its claim on the
+    routed system decides nothing."""
     from rerankeval.pipeline.params import Params
     from tests.test_candidate_sources import composed_with
 
     demo = Params.parse(composed_with(), "")
     own = Params.parse(composed_with("dataset=beir", "dataset.path=somewhere"), "")
-    assert set(demo.system_names) - set(own.system_names) == {"routed_blend", "ce_minilm_ft_unfiltered"}
+    assert set(demo.system_names) - set(own.system_names) == {"routed_blend", "ce_minilm_ft_unfiltered",
+                                                              "ce_minilm_ft_current_first"}
     assert set(own.system_names) < set(demo.system_names) and own.system_names[0] == "fusion"
     assert own.compare.inactive_claims(own.system_names) == ["routed_blend"]
     own.compare.refuse_unknown(own.system_names)

@@ -31,7 +31,7 @@ from ..core.errors import ConfigError, ContractError
 from ..core.hashing import sha256_text
 from ..core.io import table_metadata
 from ..data.snapshot import Snapshot
-from ..rerank.driver import RerankSettings, rerank
+from ..rerank.driver import RerankSettings, rerank, settings_of
 from ..retrieval.candidates import load_candidates
 from ..systems.base import Query
 from ..systems.registry import BuildContext, build_system
@@ -51,6 +51,7 @@ class Reranker(pt.Transformer):
             raise ConfigError(f"no system {name!r} under systems (configured: {', '.join(context.systems)})")
         self.name, self.config = name, context.systems[name]
         self.depth = depth or self.config.depth
+        settings_of(self.config, None, f"systems.{name}")  # a frame has no validity labels: outdated: demote refused
         self.system = build_system(name, self.config, context)
         self.latency: pd.DataFrame | None = None
 

@@ -11,9 +11,10 @@ import time
 
 from ..core.hashing import sha256_file
 from ..core.io import table_metadata, write_table
+from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
 from ..rerank.assemble import TIE_BREAK, run_table
-from ..rerank.driver import RerankSettings, rerank
+from ..rerank.driver import rerank, settings_of
 from ..rerank.latency import latency_table
 from ..systems.base import FUSION_FALLBACK
 from ..systems.run_coverage import coverage_text
@@ -40,19 +41,24 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     candidates, query_views, _, _ = candidates_of(split)
     per_seed = seeded_configs(params, configs, system_name)
     seeds = list(per_seed)
-    settings = RerankSettings(config.depth, config.deadline_s)
+    labels = AccessLabels.of_candidates(snapshot, paths.candidates) if config.outdated == "demote" else None
+    if labels is not None and not labels.dated:
+        print(f"rerank[{system_name}]: warning: outdated: demote, but no document carries a validity label "
+              "(valid_to, superseded_by, status): nothing is demoted")
+    stale = labels.stale if labels is not None else None
+    settings = settings_of(config, stale, f"systems.{system_name}")
 
     started = time.perf_counter()
     qrels = snapshot.table("qrels").to_pandas()
     context = BuildContext(qrels=qrels, systems=per_seed[seeds[0]] if seeds else configs,
-                           candidates_of=candidates_of, evaluated_split=split)
+                           candidates_of=candidates_of, evaluated_split=split, stale=stale)
     system = build_system(system_name, context.systems[system_name], context)
     load_s = time.perf_counter() - started
     run_frame, latency = rerank(candidates, query_views, system, settings)
     seed_runs = {seeds[0]: run_frame} if seeds else {}
     for seed in seeds[1:]:  # a fresh context: each seed builds its own components, reading that seed's model
         seed_context = BuildContext(qrels=qrels, systems=per_seed[seed], candidates_of=candidates_of,
-                                    evaluated_split=split)
+                                    evaluated_split=split, stale=stale)
         seed_runs[seed], _ = rerank(candidates, query_views,
                                     build_system(system_name, per_seed[seed][system_name], seed_context), settings)
     described = system.describe()
@@ -67,6 +73,11 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
                 "candidates_sha256": sha256_file(paths.candidates), "snapshot": snapshot.hashes,
                 "tie_break": TIE_BREAK, "describe": described,
                 "traits": SYSTEM_KINDS.get(config.kind).traits.to_metadata()}
+    if labels is not None:  # how many of its rows the rule put below the current ones
+        flagged = [labels.stale(query_id, frame["doc_id"].tolist())
+                   for query_id, frame in run_frame.groupby("query_id", sort=True)]
+        metadata["outdated"] = {"rule": "demote", "rows": int(sum(flags.sum() for flags in flagged)),
+                                "queries": int(sum(bool(flags.any()) for flags in flagged))}
     if seeds:  # the run file is one ranking: downstream stages (select, generate) read the first seed's
         metadata.update(seeds=seeds, answers_from_seed=seeds[0])
     write_table(paths.run(system_name), run_table(run_frame), metadata)

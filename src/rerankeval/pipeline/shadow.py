@@ -18,7 +18,7 @@ from ..data.snapshot import Snapshot
 from ..online.shadow import (expand_arrivals, judging_priority, queue_latency, read_query_log,
                              segment_guardrails)
 from ..report.online import shadow_page
-from ..rerank.driver import RerankSettings, rerank
+from ..rerank.driver import rerank, settings_of
 from ..rerank.latency import cold_seconds
 from ..retrieval.candidates import candidate_source
 from ..retrieval.config import HybridConfig
@@ -136,13 +136,15 @@ def _replay(params: Params, paths: PipelinePaths, snapshot: Snapshot, systems: l
     views = {qid: Query(qid, text) for qid, text in zip(queries["query_id"], queries["text"])}
     candidates_of = split_candidates(params, snapshot, paths.candidates, paths.fallback)
     qrels = snapshot.table("qrels").to_pandas()
+    # A logged query has no as-of date: what has a later version is outdated (``outdated: demote``).
+    labels = AccessLabels(snapshot.table("corpus"), pa.table({"query_id": queries["query_id"].tolist()}))
     runs, latencies = {}, {}
     for system in systems:
         per_seed = seeded_configs(params, configs, system)
         typed = per_seed[next(iter(per_seed))] if per_seed else configs
         context = BuildContext(qrels=qrels, systems=typed, candidates_of=candidates_of,
-                               evaluated_split=params.dataset.eval_split)
-        settings = RerankSettings(typed[system].depth, typed[system].deadline_s)
+                               evaluated_split=params.dataset.eval_split, stale=labels.stale)
+        settings = settings_of(typed[system], labels.stale, f"systems.{system}")
         runs[system], latencies[system] = rerank(candidates[typed[system].access_filter], views,
                                                  build_system(system, typed[system], context), settings)
     return runs, latencies

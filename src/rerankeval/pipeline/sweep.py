@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.io import write_table
+from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot
 from ..policies.config import PoliciesConfig, frontier_measure
 from ..policies.points import POINT_COLUMNS, per_query_quality, policy_points
@@ -42,7 +43,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
     baseline_run = load_runs(paths.run(SYSTEM_PLACEHOLDER), [baseline_name], paths.candidates)[baseline_name]
     baseline = per_query_quality(baseline_run, qrels, sorted(queries), measure, evaluation.no_relevant)
     context = BuildContext(qrels=qrels, systems=first_seed_configs(params), candidates_of=candidates_of,
-                           evaluated_split=split)
+                           evaluated_split=split, stale=AccessLabels.of_candidates(snapshot, paths.candidates).stale)
     frames, pairs = [], {}
     inactive = inactive_sweeps(policies, context.systems)
     for number in inactive:

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import ConfigError
-from ..rerank.driver import RerankSettings, rerank
+from ..rerank.driver import rerank, settings_of
 from ..systems.base import Query
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system, parse_system_config
 from ..systems.composite.components import PairCounts, component, pair_counts
@@ -92,6 +92,7 @@ def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[st
         system = build_system(sweep.system, varied, context) if composite else \
             component(context, sweep.system, where)
         started = pair_counts(context)
-        run, latency = rerank(candidates, queries, system, RerankSettings(setting.depth, setting.deadline_s))
+        run, latency = rerank(candidates, queries, system,
+                              settings_of(setting, context.stale, f"{where}.values[{number}]"))
         settings.append(SettingRun(value, run, latency, pair_counts(context) - started))
     return PolicyRuns(sweep, settings, pair_counts(context) - before)

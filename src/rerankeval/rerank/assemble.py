@@ -89,6 +89,16 @@ def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> tuple[pd.Data
     return out, mode, reason
 
 
+def demoted(rows: pd.DataFrame, flags: np.ndarray) -> pd.DataFrame:
+    """A query's run rows with the flagged ones below the others, each part in its order, ranked 1..n again; the rows
+    keep their scores and modes (``data.trec.trec_eval_scores`` writes an exported run's order whatever the scores)."""
+    if not flags.any():
+        return rows
+    out = rows.iloc[np.concatenate([np.flatnonzero(~flags), np.flatnonzero(flags)])].reset_index(drop=True)
+    out["rank"] = np.arange(1, len(out) + 1, dtype=np.int32)
+    return out
+
+
 def check_permutation(candidates: pd.DataFrame, run: pd.DataFrame) -> None:
     """Fail unless, per query, the run holds exactly the candidate doc ids, ranked 1..n without gaps."""
     expected = candidates[["query_id", "doc_id"]].sort_values(["query_id", "doc_id"]).reset_index(drop=True)

@@ -8,25 +8,42 @@ failing, a bug in the driver, a run that is not a permutation) fails the stage.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from ..core.errors import ScoringFailure
+from ..core.errors import ConfigError, ScoringFailure
 from ..systems.base import Query, QueryCandidates, System
-from .assemble import RUN_SCHEMA, assemble, check_permutation
+from ..systems.registry import SystemConfig
+from .assemble import RUN_SCHEMA, assemble, check_permutation, demoted
 from .latency import LATENCY_SCHEMA
+
+
+Demotion = Callable[[str, Sequence[str]], np.ndarray]
+"""Per query id and its doc ids in rank order: which go below the others (``data.access.AccessLabels.stale``)."""
 
 
 @dataclass(frozen=True)
 class RerankSettings:
     depth: int
     deadline_s: float | None = None
+    demote: Demotion | None = None
+    """After the system ranks a query, the documents this flags go below the others, each part in its order."""
 
     def __post_init__(self):
         if self.depth < 1:
             raise ValueError(f"depth must be >= 1, got {self.depth}")
+
+
+def settings_of(config: SystemConfig, stale: Demotion | None, where: str) -> RerankSettings:
+    """A system's rerank settings: its depth and deadline, and with ``outdated: demote`` the labels' ``stale`` flags
+    (``BuildContext.stale``), which ``where`` must have read."""
+    if config.outdated == "demote" and stale is None:
+        raise ConfigError(f"{where}: outdated: demote needs the collection's validity labels, which this command does "
+                          "not read. Fix: run it as a pipeline stage (rerank, sweep, shadow), or set outdated: keep.")
+    return RerankSettings(config.depth, config.deadline_s, stale if config.outdated == "demote" else None)
 
 
 def rerank(candidates: pd.DataFrame, queries: Mapping[str, Query], system: System,
@@ -44,6 +61,8 @@ def rerank(candidates: pd.DataFrame, queries: Mapping[str, Query], system: Syste
         outcome = outcomes[query_id]
         started = time.perf_counter()
         rows, mode, reason = assemble(frame, settings.depth, outcome)
+        if settings.demote is not None:
+            rows = demoted(rows, settings.demote(query_id, rows["doc_id"].tolist()))
         sort_s = time.perf_counter() - started
         run_parts.append(rows)
         scored = not isinstance(outcome, ScoringFailure)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import Field
@@ -40,6 +40,10 @@ class SystemConfig(StrictConfig):
     """false: this system reranks the candidates as they were before the access filter (the withheld ones back in
     their places, ``retrieval.access``) and its context ignores access too: what a pipeline without the filter would
     show its users, to see the ACLViolation guardrail REJECT it. Never for a release."""
+    outdated: Literal["keep", "demote"] = "keep"
+    """demote: after this system ranks a query, the candidates outdated at the query's as-of date (the collection's
+    validity labels: ``valid_to``, ``superseded_by``, ``status``; ``data.access``) go below the current ones, each
+    part in the system's order: freshness as a rule after the score, which knows none (``rerank.driver``)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,9 @@ class BuildContext:
     """Every corpus text, for generators that need term statistics."""
     calibration: Mapping[str, Any] = field(default_factory=dict)
     """The calibrate stage's fitted settings, for generators."""
+    stale: Callable[[str, Sequence[str]], Any] | None = None
+    """Per query id and doc ids: which are outdated at the query's as-of date (``data.access.AccessLabels.stale``),
+    for a system with ``outdated: demote``; None: this caller read no labels."""
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Systems built for composites in this process, by name, so that every composite shares one instance (one model
     load, one scoring of each pair)."""
