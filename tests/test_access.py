@@ -686,3 +686,29 @@ def test_on_the_demo_the_freshness_rule_separates_its_stale_rates_from_the_basel
     assert checked["Stale@5"]["ci"][1] < 0 and checked["StaleFirst@10"]["ci"][1] < 0, checked
     plain = {rule["measure"]: rule for rule in verdicts["ce_minilm_ft"]["guardrails"]}
     assert plain["Stale@5"]["ci"][0] <= 0 <= plain["Stale@5"]["ci"][1]
+
+
+def test_the_freshness_rule_reaches_the_depth_curve_and_is_refused_where_it_would_be_ignored(systems):
+    from rerankeval.eval.funnel import depth_curve
+    from rerankeval.eval.measures import parse_measure
+    from rerankeval.rerank.assemble import demote_run
+    from rerankeval.serving.server import serving_recipe
+    from rerankeval.systems.composite.components import component
+    from tests.composite_fixtures import QRELS, context
+
+    run = pd.DataFrame({"query_id": "q1", "doc_id": ["d1", "d0", "d2"], "fused_rank": [2, 1, 3],
+                        "score": [3.0, 2.0, 1.0], "rank": [1, 2, 3]})
+    stale = lambda query_id, doc_ids: np.array([doc_id == "d1" for doc_id in doc_ids])  # noqa: E731
+    rule = lambda ranked: demote_run(ranked, stale)  # noqa: E731
+    curve = depth_curve({"s": run}, QRELS, ["q1"], [3], [parse_measure("RR@10")], no_relevant="zero",
+                        after={"s": rule})
+    plain = depth_curve({"s": run}, QRELS, ["q1"], [3], [parse_measure("RR@10")], no_relevant="zero")
+    at = lambda frame: frame[frame["measure"] == "RR@10"]["value"].item()  # noqa: E731
+    assert at(plain) == 1.0 and at(curve) == pytest.approx(1 / 3)  # the judged d1 is outdated: last, as in its run
+
+    demoting = {**systems, "length": {**systems["length"], "outdated": "demote"},
+                "blend": {"kind": "blend", "depth": 4, "components": ["length", "fusion"], "weight": 0.5}}
+    with pytest.raises(ConfigError, match="'length' has outdated: demote.*composite"):
+        component(context(demoting), "length", "systems.blend")
+    with pytest.raises(ConfigError, match="serve: systems.length has outdated: demote"):
+        serving_recipe("length", demoting)

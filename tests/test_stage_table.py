@@ -221,3 +221,29 @@ def test_each_stage_s_one_code_dep_is_its_fingerprint():
         code = [dep for dep in deps if dep.startswith(("src/", "stages/", "${paths.code}"))]
         assert code == (["stages/python", "src/rerankeval"] if stage.name == "code"
                         else [f"${{paths.code}}/{code_file(stage).replace(SYSTEM, '${key}')}"]), stage.name
+
+
+def test_a_name_with_a_dot_is_one_key_of_an_instance_s_settings(tmp_path, monkeypatch):
+    """System and item names may hold a dot (core.config's safe names): ``systems.bm25.v2`` is the system
+    ``bm25.v2``, recorded, compared and re-run as one."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["systems"] = {"bm25.v2": params["systems"]["bm25"], **params["systems"]}
+    params["system_names"] = list(params["systems"])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    loaded = load_params(stage="code")
+    from rerankeval.pipeline.system_configs import system_configs
+
+    settings = code_stage.instance_settings(loaded, BY_NAME["rerank"], "bm25.v2", system_configs(loaded))
+    assert settings["systems"] == {"bm25.v2": params["systems"]["bm25"]}
+    (tmp_path / "data" / "code").mkdir(parents=True)
+    (tmp_path / "data" / "code" / "rerank_bm25.v2.json").write_text(json.dumps({"settings": settings}))
+    paths = PipelinePaths.load(REPO / "dvc.yaml")
+    assert list(instance_params("rerank", "bm25.v2", paths).systems) == ["bm25.v2"]
+    params["systems"]["bm25.v2"] = {**params["systems"]["bm25.v2"], "depth": 7}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"systems\.bm25\.v2 of rerank@bm25\.v2 differ"):
+        instance_params("rerank", "bm25.v2", paths)
+    (tmp_path / "data" / "code" / "rerank_bm25.v2.json").write_text(json.dumps({"code": {}}))  # an older code stage
+    with pytest.raises(ConfigError, match="holds no settings.*dvc repro"):
+        instance_params("rerank", "bm25.v2", paths)

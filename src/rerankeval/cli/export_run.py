@@ -35,8 +35,9 @@ def _export_run(args: argparse.Namespace) -> int:
     summary = export_run(replace(paths, runs=Path(args.runs)) if args.runs else paths, args.system, args.out,
                          ir_metadata=args.ir_metadata)
     print(f"export-run: {args.out}: {summary['rows']} rows of {summary['queries']} queries from {summary['run']}; "
-          f"the run's own scores, {summary['nudged']} nudged where trec_eval would break a tie otherwise, "
-          f"{summary['unscored']} rows the system did not score (fused order) as whole numbers below the scored ones")
+          f"the run's own scores, {summary['nudged']} nudged where trec_eval would order them otherwise, "
+          f"{summary['unscored']} rows the system did not score (fused order) as whole numbers below the scored row "
+          "above them")
     return 0
 
 

@@ -7,7 +7,7 @@ candidates) and ``headroom:nDCG@10`` (oracle minus achieved); ``oracle_column`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,17 +80,21 @@ def per_query_metrics(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, que
 
 
 def depth_curve(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries: Sequence[str],
-                depths: Sequence[int], measures: Sequence[Measure], *, no_relevant: str) -> pd.DataFrame:
+                depths: Sequence[int], measures: Sequence[Measure], *, no_relevant: str,
+                after: Mapping[str, Callable[[pd.DataFrame], pd.DataFrame]] | None = None) -> pd.DataFrame:
     """Long table (system, depth, measure, query_id, value) for each depth the system's scores support, with the
-    reranking pool's measures (``pool_measures``) at that depth."""
+    reranking pool's measures (``pool_measures``) at that depth. ``after``: per system, a rule its rerank stage applied
+    to its order after its scores (``outdated: demote``), applied to each depth's order too."""
     frames = []
     for system, run in runs.items():
         supported = system_depth(run)
+        rule = (after or {}).get(system)
         for depth in depths:
             if depth > supported:
                 continue
-            values = evaluate(depth_run(run, depth), qrels, [*measures, *pool_measures(depth)], queries=queries,
-                              no_relevant=no_relevant)
+            ranked = depth_run(run, depth)
+            values = evaluate(rule(ranked) if rule else ranked, qrels, [*measures, *pool_measures(depth)],
+                              queries=queries, no_relevant=no_relevant)
             long = values.rename_axis("query_id").reset_index().melt(id_vars="query_id", var_name="measure")
             long.insert(0, "depth", depth)
             long.insert(0, "system", system)

@@ -26,12 +26,12 @@ from typing import Any
 
 from ..core.hashing import sha256_file
 from ..core.io import write_text
-from .params import Params
+from .params import Params, instance_keys
 from ..workspace.paths import PipelinePaths
 from .render import PACKAGE, code_deps, import_closure
 from ..systems.registry import composed_of
 from .system_configs import system_configs
-from .table import STAGES, SYSTEM, Stage, code_file
+from .table import STAGES, Stage, code_file
 
 GROUPS = {"system": "rerankeval.systems", "executor": "rerankeval.executors", "generator": "rerankeval.generators"}
 
@@ -79,12 +79,12 @@ def instances(params: Params, stage: Stage) -> list[str]:
 def instance_settings(params: Params, stage: Stage, item: str, configs: Mapping[str, Any]) -> dict:
     """params.yaml's values of the settings a per-system stage's instance for ``item`` declares; a stage that builds
     its system also reads the settings of the systems it is composed of, at any depth."""
-    keys: list[str] = []
-    for key in stage.reads:
-        if key == f"systems.{SYSTEM}" and stage.kinds == "system":
-            keys += [f"systems.{member}" for member in sorted(composed_of(item, configs))]
+    keys: list[tuple[str, ...]] = []
+    for key in instance_keys(stage.name, item):
+        if key == ("systems", item) and stage.kinds == "system":
+            keys += [("systems", member) for member in sorted(composed_of(item, configs))]
         else:
-            keys.append(key.replace(SYSTEM, item))
+            keys.append(key)
     return params.declared_values(keys)
 
 

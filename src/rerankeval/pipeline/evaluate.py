@@ -6,6 +6,8 @@ curve are its run file's, the first seed's (the one select and generate read).""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import pyarrow as pa
 
@@ -19,6 +21,7 @@ from ..eval.seeds import per_seed_metrics, with_seed_means
 from ..rag.answer_measures import answer_metrics, join_measures
 from ..rag.answers import ANSWERS_SCHEMA
 from ..rag.select import CONTEXT_SCHEMA
+from ..rerank.assemble import demote_run
 from ..retrieval.candidates import FIRST_STAGE_SCHEMA, candidate_source, load_candidates
 from ..retrieval.freeze import RETRIEVERS
 from ..workspace.paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE,
@@ -49,7 +52,10 @@ def run(params: Params, paths: PipelinePaths) -> None:
     guardrails = labelled_guardrails([parse_measure(name) for name in evaluation.guardrails], labels)
     if guardrails:
         per_query = with_guardrails(per_query, runs, labels, query_ids, guardrails)
-    curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant)
+    # A system whose rerank stage demoted the outdated (its run's metadata says so) gets the rule at every depth too.
+    demoting = [name for name in runs if table_metadata(paths.run(name)).get("outdated", {}).get("rule") == "demote"]
+    curve = depth_curve(runs, qrels, query_ids, evaluation.depths, depth_measures, no_relevant=no_relevant,
+                        after={name: partial(demote_run, stale=labels.stale) for name in demoting})
 
     # Each retriever that ranked the corpus (none for a run or replay source), then the candidates' own order under
     # the source's name (hybrid: the fusion).

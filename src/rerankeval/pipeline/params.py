@@ -141,15 +141,16 @@ class Params:
         copy.__dict__.update(self.__dict__, _values={**self._values, **update})
         return copy
 
-    def declared_values(self, keys: Iterable[str]) -> dict[str, Any]:
-        """params.yaml's values at ``keys`` as it holds them, nested as there (a key it lacks is left out: its
-        block's default then applies), for a per-system stage's settings (``pipeline.code``); each key must be
-        declared or under a declared one."""
+    def declared_values(self, keys: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+        """params.yaml's values at ``keys`` (each a path of keys: a name may hold a dot) as it holds them, nested as
+        there (a key it lacks is left out: its block's default then applies), for a per-system stage's settings
+        (``pipeline.code``); each key must be declared or under a declared one."""
+        declared = [tuple(read.split(".")) for read in self._reads]
         found: dict[str, Any] = {}
-        for key in keys:
-            if not any(key == read or key.startswith(read + ".") for read in self._reads):
-                raise UndeclaredSetting(self._stage, key)
-            value, parts = self._data, key.split(".")
+        for parts in keys:
+            if not any(parts[:len(read)] == read for read in declared):
+                raise UndeclaredSetting(self._stage, ".".join(parts))
+            value = self._data
             for part in parts:
                 if not isinstance(value, dict) or part not in value:
                     break
@@ -186,41 +187,53 @@ def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Param
                    path)
 
 
+def instance_keys(stage: str, item: str) -> list[tuple[str, ...]]:
+    """The settings the instance of per-system ``stage`` for ``item`` declares, each as a path of keys (``item`` is
+    one key, whatever it holds)."""
+    return [tuple(item if part == SYSTEM else part for part in key.split(".")) for key in BY_NAME[stage].reads]
+
+
 def load_instance_params(recorded: dict[str, Any], stage: str, item: str, where: str, path: Path = PARAMS) -> Params:
     """The settings per-system ``stage``'s instance for ``item`` declares, typed from params.yaml as ``load_params``
     types them (its ``systems``: the ones the code stage recorded for it, its system and that system's components).
     Refused when they differ from ``recorded``, the values the code stage wrote for it (``where``: its DVC dep,
     ``pipeline.code``): the instance runs on what DVC records, never on an edit the code stage has not seen."""
-    reads = tuple(key.replace(SYSTEM, item) for key in BY_NAME[stage].reads)
+    keys = instance_keys(stage, item)
     data = _read(path)
-    own = f"systems.{item}"
-    recorded_systems = recorded.get("systems", {}) if own in reads else {}
+    own = ("systems", item)
+    recorded_systems = list(recorded.get("systems", {})) if own in keys else []
     if recorded_systems and isinstance(data.get("systems"), dict):
         data = {**data, "systems": {name: value for name, value in data["systems"].items() if name in recorded_systems}}
-    keys = [key for read in reads for key in ([f"systems.{name}" for name in recorded_systems or [item]]
-                                               if read == own else [read])]
-    differ = [key for key in keys if _at(data, key) != _at(recorded, key)]
+    compared = [key for read in keys for key in ([("systems", name) for name in recorded_systems or [item]]
+                                                 if read == own else [read])]
+    differ = [".".join(key) for key in compared if _json_at(data, key) != _json_at(recorded, key)]
     if differ:
         raise ConfigError(f"{path}: {', '.join(differ)} of {stage}@{item} differ from what the code stage last wrote "
                           f"for it ({where}). Fix: `dvc repro` (the code stage runs first), or `dvc repro code` "
                           "before running one stage.")
+    reads = tuple(".".join(key) for key in keys)  # typed by block and first field: a dot in ``item`` is harmless
     return _params(data, reads, stage, path)
 
 
 def configured_items(each: str, path: Path = PARAMS) -> list[str]:
     """The names under ``each`` (``systems``, ``online.readouts``) in params.yaml: the instances of a per-system
     stage. Not a setting: which stage instances exist."""
-    found = _at(_read(path), each)
+    found = _at(_read(path), tuple(each.split(".")))
     return list(found) if isinstance(found, dict) else []
 
 
-def _at(values: dict[str, Any], key: str) -> Any:
-    """The value at dotted ``key``, as JSON holds it (None when absent)."""
-    for part in key.split("."):
+def _at(values: Any, parts: tuple[str, ...]) -> Any:
+    """The value at the path of keys ``parts`` (None when absent)."""
+    for part in parts:
         if not isinstance(values, dict) or part not in values:
             return None
         values = values[part]
-    return json.loads(json.dumps(values, default=str))
+    return values
+
+
+def _json_at(values: Any, parts: tuple[str, ...]) -> str:
+    """The value at ``parts`` as canonical JSON: compared as the code stage wrote it (a NaN equals a NaN)."""
+    return json.dumps(_at(values, parts), sort_keys=True, default=str)
 
 
 def log_privacy(path: str | Path = PARAMS) -> Any:

@@ -2,7 +2,9 @@
 
 A reranker only permutes its candidates. The scored head is ordered by ``TIE_BREAK``; candidates beyond ``depth``
 keep their fused order after it. A query whose scoring failed (``FUSION_FALLBACK``, with the reason) or that the
-system chose not to rerank (``SKIPPED``) keeps the fused order.
+system chose not to rerank (``SKIPPED``) keeps the fused order. A system with ``outdated: demote`` then has its
+candidates outdated at the query's as-of date moved below the others (``demoted``), whatever produced the order: the
+rule is what its users would see, a fallback's order included.
 """
 
 from __future__ import annotations
@@ -97,6 +99,14 @@ def demoted(rows: pd.DataFrame, flags: np.ndarray) -> pd.DataFrame:
     out = rows.iloc[np.concatenate([np.flatnonzero(~flags), np.flatnonzero(flags)])].reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1, dtype=np.int32)
     return out
+
+
+def demote_run(run: pd.DataFrame, stale) -> pd.DataFrame:
+    """``demoted`` for every query of ``run`` (rows in rank order within each query; ``stale(query_id, doc_ids)``
+    flags them)."""
+    run = run.sort_values(["query_id", "rank"], kind="stable")
+    return pd.concat([demoted(rows.reset_index(drop=True), stale(query_id, rows["doc_id"].tolist()))
+                      for query_id, rows in run.groupby("query_id", sort=True)], ignore_index=True)
 
 
 def check_permutation(candidates: pd.DataFrame, run: pd.DataFrame) -> None:

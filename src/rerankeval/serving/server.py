@@ -38,6 +38,10 @@ def serving_recipe(system_name: str, systems: Mapping[str, Mapping[str, Any]]) -
     if settings.kind not in PAIR_SCORERS or settings.kind == "http_rerank":
         raise ConfigError(f"serve: systems.{system_name} is of kind {settings.kind!r}; only systems that score pairs "
                           f"with a model of their own can be served ({', '.join(sorted(set(PAIR_SCORERS) - {'http_rerank'}))}).")
+    if settings.outdated == "demote":
+        raise ConfigError(f"serve: systems.{system_name} has outdated: demote, a rule on its ranking that needs the "
+                          "collection's validity labels, which a served request does not carry: the endpoint would "
+                          "answer with the model's order. Fix: serve the system without it (the same model).")
     import pandas as pd
 
     empty = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))

@@ -97,6 +97,10 @@ def component(context: BuildContext, name: str, where: str) -> Component:
     config = context.systems.get(name)
     if config is None:
         raise ConfigError(f"{where}: no system {name!r} under `systems` (configured: {', '.join(context.systems)}).")
+    if config.outdated == "demote":
+        raise ConfigError(f"{where}: {name!r} has outdated: demote, a rule on its ranking, which a composite does not "
+                          "read (it reads its components' scores). Fix: set outdated: demote on the composite itself, "
+                          f"and use a system without it here.")
     building = context.shared.setdefault("building", [])
     if name in building:
         raise ConfigError(f"{where}: {' -> '.join([*building, name])} is a cycle: a system cannot contain itself.")
