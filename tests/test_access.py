@@ -712,3 +712,16 @@ def test_the_freshness_rule_reaches_the_depth_curve_and_is_refused_where_it_woul
         component(context(demoting), "length", "systems.blend")
     with pytest.raises(ConfigError, match="serve: systems.length has outdated: demote"):
         serving_recipe("length", demoting)
+
+
+def test_a_rule_after_the_scores_times_the_same_work_so_the_latency_stage_measures_it_once():
+    from rerankeval.pipeline.latency import timed_work
+    from rerankeval.pipeline.params import Params
+    from tests.test_params import composed
+
+    params = Params.parse(composed(), "")
+    # the demo's cross-encoder and the same model with the freshness rule: one measurement serves both
+    assert timed_work("ce_minilm_ft_current_first", params) == timed_work("ce_minilm_ft", params)
+    # timed on other candidates (the access filter off), or another model: measured on its own
+    assert timed_work("ce_minilm_ft_unfiltered", params) != timed_work("ce_minilm_ft", params)
+    assert timed_work("ce_minilm_ft_int8", params) != timed_work("ce_minilm_ft", params)

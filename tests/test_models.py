@@ -100,10 +100,12 @@ def plain_predict(model_dir: Path, query_text: str, passages: list[str], max_len
 
 
 def test_a_bi_encoder_checkpoint_is_refused_as_cross_encoder(tiny_bi, tmp_path):
+    # refused when a pair first needs the network (prepare), before any pair is scored: a run served from the cache
+    # imports neither torch nor transformers
     with pytest.raises(UntrainedHeadError, match="untrained head"):
-        build("cross_encoder", config(tiny_bi, tmp_path))
+        build("cross_encoder", config(tiny_bi, tmp_path)).scorer.prepare()
     with pytest.raises(UntrainedHeadError):
-        build("cross_encoder", config(minilm_dir(), tmp_path))
+        build("cross_encoder", config(minilm_dir(), tmp_path)).scorer.prepare()
 
 
 def test_a_config_claiming_a_head_without_its_weights_is_refused(tiny_bi, tmp_path):
@@ -111,7 +113,7 @@ def test_a_config_claiming_a_head_without_its_weights_is_refused(tiny_bi, tmp_pa
     settings = json.loads((lying / "config.json").read_text())
     (lying / "config.json").write_text(json.dumps({**settings, "architectures": ["BertForSequenceClassification"]}))
     with pytest.raises(UntrainedHeadError, match="classifier"):
-        build("flag_reranker", config(lying, tmp_path))
+        build("flag_reranker", config(lying, tmp_path)).scorer.prepare()
 
 
 def test_remote_code_runs_only_when_the_config_allows_it(tiny_ce, tmp_path):
@@ -121,11 +123,12 @@ def test_remote_code_runs_only_when_the_config_allows_it(tiny_ce, tmp_path):
     settings = json.loads((shipped / "config.json").read_text())
     (shipped / "config.json").write_text(json.dumps({**settings, "model_type": "evil-bert", "auto_map": {
         "AutoConfig": "evil.EvilConfig", "AutoModelForSequenceClassification": "evil.EvilModel"}}))
+    built = build("cross_encoder", config(shipped, tmp_path))  # builds without reading the model's code
     with pytest.raises(Exception, match="trust_remote_code"):
-        build("cross_encoder", config(shipped, tmp_path))
+        built.scorer.prepare()  # the network's first load reads its config: refused
     assert not marker.exists()
     with pytest.raises(Exception, match="remote code ran"):
-        build("cross_encoder", config(shipped, tmp_path, trust_remote_code=True))
+        build("cross_encoder", config(shipped, tmp_path, trust_remote_code=True)).scorer.prepare()
     assert marker.exists()
 
 

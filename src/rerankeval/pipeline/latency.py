@@ -4,7 +4,9 @@ load test of ``serving.loadtest.system`` when it is enabled (``rerankeval.pipeli
 One stage for all systems, after the rerank stages: it depends on their runs, which change whenever a system's model
 or config does. Its output folder persists across runs: a system whose config, run, candidates and measurement
 settings are those of its last measurement keeps it (no model is loaded for it), so a change to one system
-re-measures that one only. Delete data/latency to re-measure everything (e.g. on a quieter machine).
+re-measures that one only. Two systems whose settings differ only in a rule applied after the scores (``outdated:
+demote``) time the same work: the second gets the first's measurement (``timed_as``). Delete data/latency to
+re-measure everything (e.g. on a quieter machine).
 """
 
 from __future__ import annotations
@@ -35,11 +37,21 @@ def run(params: Params, paths: PipelinePaths) -> None:
     for stale in paths.latency.glob("*.json") if paths.latency.is_dir() else []:
         if stale not in measured:
             stale.unlink()
+    timed: dict[str, str] = {}  # what a measurement times -> the system whose measurement of it this run holds
     for name in params.system_names:
-        path, inputs = paths.measurement(name), measurement_inputs(name, params, paths)
+        path, inputs, work = paths.measurement(name), measurement_inputs(name, params, paths), timed_work(name, params)
         if path.exists() and read_json(path).get("inputs_sha256") == inputs:
             print(f"latency[{name}]: unchanged since its last measurement, kept ({path})")
+            timed.setdefault(work, name)
             continue
+        if work in timed:  # a rule after the scores (outdated: demote) is all that differs: the same timed work
+            twin = timed[work]
+            write_json(path, {**read_json(paths.measurement(twin)), "system": name, "inputs_sha256": inputs,
+                              "timed_as": twin})
+            print(f"latency[{name}]: times the same work as {twin} (its settings differ only in a rule applied after "
+                  f"the scores), so {twin}'s measurement is its own ({path})")
+            continue
+        timed[work] = name
         config = configs[name]
         pool = candidates
         if not config.access_filter:
@@ -58,6 +70,19 @@ def run(params: Params, paths: PipelinePaths) -> None:
               f"{result['load_average_1m']['after']})" + (f"; not trusted: {result['untrusted']}"
                                                            if result["untrusted"] else ""))
     loadtest.run(params, paths.snapshot, paths.candidates, paths.loadtest, paths.run(SYSTEM_PLACEHOLDER))
+
+
+UNTIMED_SETTINGS = ("outdated", "depends_on")
+"""A system's settings that change nothing the measurement times: a rule applied to its order after the scores
+(``rerank.driver``: not part of ``measure_latency``'s work), and what DVC watches (the model path is in ``model``)."""
+
+
+def timed_work(name: str, params: Params) -> str:
+    """What a system's measurement times, the same for two systems that differ only in ``UNTIMED_SETTINGS``: its
+    other settings (``access_filter`` among them: which candidates it is timed on). Within one run of this stage, the
+    same settings name the same model files."""
+    return sha256_text(canonical_json({key: value for key, value in params.systems[name].items()
+                                       if key not in UNTIMED_SETTINGS}))
 
 
 def measurement_inputs(name: str, params: Params, paths: PipelinePaths) -> str:

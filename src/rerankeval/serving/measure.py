@@ -225,7 +225,8 @@ def verdict_latencies(measurement_pattern: str, loadtest_path: str | Path | None
             f"{max(measured['p95_ms_by_round']):.1f} ms), other processes' CPUs "
             f"{measured['other_cpus_by_round'][quietest]} of {measured['cpus']}, load average "
             f"{measured['load_average_1m']['before']}/{measured['load_average_1m']['after']}, CPU time p95 "
-            f"{measured['cpu_p95_ms']:.1f} ms")
+            f"{measured['cpu_p95_ms']:.1f} ms"
+            + (f", measured as {measured['timed_as']} (the same timed work)" if measured.get("timed_as") else ""))
         if measured["untrusted"]:
             untrusted[system] = measured["untrusted"]
     return latency, sources, untrusted

@@ -135,11 +135,15 @@ def _resolve(config: LearnedConfig) -> ResolvedModel:
 
 
 def _classifier(config: LearnedConfig, load) -> LearnedModel:
-    """A sequence-classification reranker: resolved, its head checked, loaded by ``load(directory)``."""
+    """A sequence-classification reranker: resolved, then, when a pair first needs the network, its head checked and
+    the network loaded by ``load(directory)``. The check builds the model's skeleton, so it imports torch and
+    transformers: a run served from the pair-score cache (a composite's, a sweep's) skips both imports. Its cached
+    scores were computed by an earlier run from these exact weights (the cache key holds their sha256), after this
+    check passed there."""
     resolved = _resolve(config)
-    check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
 
     def scorer() -> CrossEncoderScorer:
+        check_trained_head(resolved.directory, trust_remote_code=config.trust_remote_code)
         network, tokenizer = load(str(resolved.directory))
         return CrossEncoderScorer(apply_precision(network, config.dtype), tokenizer, max_length=config.max_length,
                                   truncation=config.truncation, batch_size=config.batch_size)
