@@ -655,7 +655,7 @@ def test_outdated_demote_puts_the_stale_documents_below_the_current_ones_each_in
     from tests.composite_fixtures import QUERIES, candidates, context
 
     length = build_system("length", systems["length"], context(systems))
-    stale = lambda query_id, doc_ids: np.array([doc_id == "d1" and query_id == "q1" for doc_id in doc_ids])  # noqa: E731
+    stale = lambda query_id, doc_ids: np.array([doc == "d1" and query_id == "q1" for doc in doc_ids])  # noqa: E731
     kept, _ = rerank(candidates(), QUERIES, length, RerankSettings(4))
     demoted, latency = rerank(candidates(), QUERIES, length, RerankSettings(4, demote=stale))
     ranked = lambda run, query: run[run["query_id"] == query].sort_values("rank")["doc_id"].tolist()  # noqa: E731

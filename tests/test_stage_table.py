@@ -209,7 +209,8 @@ def test_a_measure_kernel_edit_changes_the_fingerprints_of_the_stages_that_compu
     # A blend fits its weight on a measure, so the systems built on it (and latency, which builds every system) run
     # the kernels too; no other reranker does.
     fitted = {name for name, fingerprint in before.items() if "blend" in fingerprint.get("kinds", {}).values()}
-    computing = {f"{stage}.json" for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "report")}
+    computing = {f"{stage}.json"
+                 for stage in ("freeze", "fallback", "latency", "evaluate", "compare", "sweep", "report")}
     computing |= {name for name in before if name.startswith(("readout_", "shadow_"))}
     assert fitted and changed == computing | fitted, changed
 

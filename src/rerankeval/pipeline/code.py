@@ -7,11 +7,13 @@ each system of a ``foreach`` its own list of files, so this stage writes, per st
 (for a system: its kind, its executor and every component's, at any depth).
 
 A per-system stage's instance also finds here the settings it declares (``settings``: for a system it builds, its
-components' too), read by the entry point instead of params.yaml: this stage declares them all as its DVC params, so
-DVC parses params.yaml for one stage, not once per instance, and dvc.lock holds each value once. That parsing was
-most of what a no-op ``dvc status`` cost. This stage re-runs on any code or settings edit (about a second); a file's
-bytes change, and so its stage re-runs, only when code it runs or a setting it reads changed. A ``dvc status`` after an
-edit shows this stage alone: ``dvc repro`` then re-runs the stages whose code or settings moved.
+components' too); the entry point types them from params.yaml and refuses to run when they differ from these, its DVC
+dep (``pipeline.params.load_instance_params``). This stage declares them all as its DVC params, so DVC parses
+params.yaml for one stage, not once per instance, and dvc.lock holds each value once. That parsing was most of what a
+no-op ``dvc status`` cost. This stage re-runs on any code or settings edit (it only hashes files and copies values); a
+file's bytes change, and so its stage re-runs, only when code it runs or a setting it reads changed. A ``dvc status``
+after a code edit shows this stage alone (after a setting's edit, also the other stages that declare that setting):
+``dvc repro`` then re-runs the stages whose code or settings moved.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def instance_settings(params: Params, stage: Stage, item: str, configs: Mapping[
 
 def fingerprints(params: Params) -> dict[str, dict]:
     """Each stage's fingerprint, by its file name in ``paths.code``: the code it runs; a per-system stage's, one per
-    system (or item) it runs for, with ``settings``, the values that instance reads instead of params.yaml."""
+    system (or item) it runs for, with ``settings``, the values that instance's DVC dep records."""
     configs = system_configs(params)
     generator = params.rag.generator["kind"]  # a mapping: typed by its kind only where it is built
     generator_module = kind_module("generator", generator)

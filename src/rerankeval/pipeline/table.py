@@ -4,8 +4,9 @@
 file differs); the entry point (``python -m rerankeval.pipeline <stage> [<system>]``) runs a stage's module with the
 settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A per-system
 stage (``foreach``) has no ``params`` of its own: the ``code`` stage declares what they all read and writes each
-instance the values it declares, the instance's one settings dep, which it reads instead of params.yaml (DVC parsed
-params.yaml once per stage instance, most of what a no-op ``dvc status`` cost). A stage's code deps are the import closure of its own module and of the config modules of the settings it reads
+instance the values it declares, the instance's one settings dep; the instance refuses to run when params.yaml no
+longer holds them (DVC parsed params.yaml once per stage instance, most of what a no-op ``dvc status`` cost). A
+stage's code deps are the import closure of its own module and of the config modules of the settings it reads
 (``pipeline.render``) and of the kinds its settings name (system kinds, the generator). The ``code`` stage writes the
 sha256 of every such file into one file per stage (per system for a per-system stage, with its settings), the one code
 dep of that stage (``pipeline.code``): DVC cannot list a different set of files for each system of a ``foreach``, and
