@@ -1,6 +1,6 @@
 """``rerankeval compare``: the pipeline's paired comparison and release verdict for any runs, without the pipeline.
 
-The same ``stats.comparison.compare`` as the compare stage, on per-query metrics of TREC (or Parquet) runs. Queries:
+The same ``stats.analysis.analyze`` as the compare stage, on per-query metrics of TREC (or Parquet) runs. Queries:
 those with a relevant document in the qrels that at least one run answers; a run missing one of them scores 0 on
 it (trec_eval -c), and the command says so.
 """
@@ -79,7 +79,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
     from ..data.trec import read_qrels, read_run
     from ..eval.engine import assign_ranks, evaluate
-    from ..stats.comparison import RunFacts, compare
+    from ..stats.analysis import analyze
+    from ..stats.comparison import RunFacts
     from ..stats.config import CompareConfig
     from ..stats.sanity import identical_to_baseline, positive_only_reason
 
@@ -116,14 +117,14 @@ def run_compare(args: argparse.Namespace) -> int:
                                                                  baseline[0], query_ids),
                      positive_only=positive_only_reason(qrels, query_ids),
                      reference_systems=frozenset(args.references))
-    result, verdicts = compare(per_query, _slices(args.queries, args.critical_slices, query_ids), settings,
-                               settings.release, facts)
+    analysis = analyze(per_query, _slices(args.queries, args.critical_slices, query_ids), settings, settings.release,
+                       facts)
+    files = analysis.files()
+    result, verdicts = files["compare"], files["verdicts"]
     if args.out:
         from ..core.io import write_json
-        from ..stats.schema import checked_analysis
 
         out = Path(args.out)
-        checked_analysis(result, verdicts, out)
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "compare.json", result)
         write_json(out / "verdicts.json", verdicts)

@@ -14,15 +14,13 @@ from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, sy
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies, verdict_times_by_query
 from ..stats.agreement import agreement_summary, score_parity
-from ..stats.answers import answer_analysis
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
-from ..stats.comparison import RunFacts, compare, regression_details, relevant_doc_type
+from ..stats.analysis import PipelineRecords, RankingEvidence, analyze
+from ..stats.comparison import RunFacts, finite, relevant_doc_type
 from ..stats.guardrails import invalid_output_record
 from ..stats.run_checks import ParityEvidence
-from ..stats.schema import checked_compare, checked_costs, checked_verdicts
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
 from ..stats.variants import mean_interval, precision_variant, twins
-from ..stats.weighted import weighted_comparison
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
 from ..workspace.paths import (DEPTH_CURVE_FILE, FIRST_STAGE_FILE, PER_QUERY_FILE, PER_QUERY_SEEDS_FILE,
@@ -82,46 +80,38 @@ def run(params: Params, paths: PipelinePaths) -> None:
         served_parity={system: ParityEvidence(found["reference"], found["parity"]["pairs"],
                                               found["parity"]["max_diff"], found["parity"]["tolerance"],
                                               _where(found["parity"]["at"])) for system, found in parity.items()})
-    result, verdicts = compare(per_query, slices, settings, rule, facts,
-                               read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas())
-    verdicts["latency_source"], verdicts["latency_untrusted"] = sources, untrusted
-    if invalid:
-        verdicts["invalid_outputs"] = invalid
-    # Beside the guardrails: evaluated queries a system answered with no document at all (every candidate removed by
-    # the access filter, or none retrieved). A reranker only permutes, so this is the candidates' rate, shown per
-    # system (an access_filter: false system differs), not a check that could fail.
-    verdicts["empty_results"] = {system: {"empty": int(len(set(query_ids) - set(run["query_id"]))),
-                                          "queries": len(query_ids)} for system, run in runs.items()}
-    result["first_stage"] = first_stage
-    result["generator_sanity"], result["language_check"] = generator, language
-    verdicts["generator_flag"] = generator["flag"]
-    verdicts["inactive_claims"] = params.compare.inactive_claims(params.system_names)
-    result["worst_regressions"] = regression_details(result["comparisons"], runs, qrels, queries["text"].to_dict(),
-                                                     settings.baseline, rule.primary_metric)
-    result["split"] = split
-    result["answers"] = answer_analysis(per_query, settings.baseline)
-    if "weight" in queries.columns:  # traffic weights (data.traffic): weighted means beside the macro average
-        result["weighted"] = weighted_comparison(
-            per_query, queries["weight"], params.system_names, list(dict.fromkeys([*settings.metrics,
-                                                                                  rule.primary_metric])),
-            settings.baseline, **settings.resampling(with_method=False))
-    verdicts["served_parity"] = parity
-    verdicts["variants"] = variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs)
-    costs = cost_analysis(params, paths, per_query, runs, latency_frames, traits, verdicts["latency_p95_ms"])
-    # Written for people as well as programs: personal data in query texts is redacted (core.privacy).
+    costs = cost_analysis(params, paths, per_query, runs, latency_frames, traits,
+                          {system: None if p95 is None else finite(p95) for system, p95 in latency_p95_ms.items()})
+    records = PipelineRecords(
+        split=split, systems=params.system_names, first_stage=first_stage, generator_sanity=generator,
+        language_check=language, latency_source=sources,
+        # Beside the guardrails: evaluated queries a system answered with no document at all (every candidate removed
+        # by the access filter, or none retrieved). A reranker only permutes, so this is the candidates' rate, shown
+        # per system (an access_filter: false system differs), not a check that could fail.
+        empty_results={system: {"empty": int(len(set(query_ids) - set(run["query_id"]))), "queries": len(query_ids)}
+                       for system, run in runs.items()},
+        inactive_claims=params.compare.inactive_claims(params.system_names), served_parity=parity,
+        variants=variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs),
+        costs=costs, rankings=RankingEvidence(runs, qrels, queries["text"].to_dict()), invalid_outputs=invalid,
+        weights=queries["weight"] if "weight" in queries.columns else None)
+    analysis = analyze(per_query, slices, settings, rule, facts,
+                       read_table(paths.eval / PER_QUERY_SEEDS_FILE).to_pandas(), records)
+    # Written for people as well as programs: personal data in query texts is redacted (core.privacy); costs.json
+    # holds numbers and names only.
     redact = redactor(params.privacy)
     queued = write_judging_queue(params, paths, runs, traits, qrels, queries, snapshot, redact)
-    write_json(paths.compare, redact_values(checked_compare(result, str(paths.compare)), redact))
-    write_json(paths.verdicts, redact_values(checked_verdicts(verdicts, str(paths.verdicts)), redact))
-    write_json(paths.costs, checked_costs(costs, str(paths.costs)))
+    files = analysis.files()
+    write_json(paths.compare, redact_values(files["compare"], redact))
+    write_json(paths.verdicts, redact_values(files["verdicts"], redact))
+    write_json(paths.costs, files["costs"])
     for flag in (first_stage["flag"], generator["flag"]):
         if flag:
             print(f"compare: warning: {flag}")
     print(f"compare: {paths.judging_queue}: {queued} unjudged pairs to judge next")
-    by_baseline = {settings.baseline: verdicts["verdicts"], **verdicts.get("verdicts_by_baseline", {})}
-    for reference, decided in by_baseline.items():
-        for system, verdict in decided.items():
-            print(f"compare: {system:>12} vs {reference}: {verdict['decision']} ({verdict['decided_by']})")
+    decided = analysis.verdicts
+    for reference, found in {settings.baseline: decided.verdicts, **(decided.verdicts_by_baseline or {})}.items():
+        for system, verdict in found.items():
+            print(f"compare: {system:>12} vs {reference}: {verdict.decision} ({verdict.decided_by})")
 
 
 def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, runs: dict[str, pd.DataFrame],

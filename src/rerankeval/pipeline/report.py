@@ -17,7 +17,7 @@ from ..rag.select import CONTEXT_SCHEMA
 from ..report.build import ReportInputs, ReportLinks, build_report
 from ..report.site import SiteInputs, build_site
 from ..retrieval.candidates import candidate_source, first_stage_filled, load_candidates, load_passages
-from ..stats.schema import read_checked
+from ..stats.analysis import read_analysis
 from ..systems.roles import KindTraits
 from ..training.config import MODEL_CARD
 from ..workspace.paths import DEPTH_CURVE_FILE, PER_QUERY_FILE, SYSTEM_PLACEHOLDER, PipelinePaths
@@ -34,10 +34,11 @@ def answer_inputs(params: Params, paths: PipelinePaths) -> AnswerInputs:
 def run(params: Params, paths: PipelinePaths) -> None:
     systems = params.system_names
     snapshot = Snapshot(paths.snapshot)
+    analysis = read_analysis(paths.compare, paths.verdicts, paths.costs).files()
     inputs = ReportInputs(
         params=params, manifest=snapshot.manifest,
-        metrics=read_json(paths.metrics), compare=read_checked("compare", paths.compare),
-        verdicts=read_checked("verdicts", paths.verdicts), costs=read_checked("costs", paths.costs),
+        metrics=read_json(paths.metrics), compare=analysis["compare"], verdicts=analysis["verdicts"],
+        costs=analysis["costs"],
         per_query=read_table(paths.eval / PER_QUERY_FILE).to_pandas(),
         depth_curve=read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(paths.run(SYSTEM_PLACEHOLDER), systems),

@@ -1,6 +1,6 @@
-"""compare.json, verdicts.json and costs.json as types: the comparison, the decision and what quality costs, as the
-compare stage writes them, checked against these models before they are written, with JSON Schemas generated from
-them (``docs/schemas/``), so a field a page reads cannot appear, vanish or change its type unseen.
+"""compare.json, verdicts.json and costs.json as types: the comparison, the decision and what quality costs, the parts
+of one ``stats.analysis.Analysis``, with JSON Schemas generated from them (``docs/schemas/``), so a field a page reads
+cannot appear, vanish or change its type unseen.
 
     python -m rerankeval.stats.schema           # exit 1 and say when docs/schemas/ differs from the models
     python -m rerankeval.stats.schema --write   # write docs/schemas/{compare,verdicts,costs}.schema.json
@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core.errors import ContractError
 
 SCHEMA_FOLDER = Path("docs/schemas")
 
@@ -347,51 +346,6 @@ class Compare(ComparisonCore):
 
 MODELS = {"compare": Compare, "verdicts": Verdicts, "costs": Costs}
 """Each file of the compare stage (``<name>.json``) and the model it holds to."""
-
-
-def _checked(model: type[BaseModel], data: dict[str, Any], where: str, fix: str | None = None) -> dict[str, Any]:
-    from pydantic import ValidationError
-
-    try:
-        model.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ContractError(f"{where}: {field}: {first['msg']} ("
-                            + (fix or f"stats.schema.{model.__name__} declares what the file holds: a new field is "
-                                      "declared there first, and docs/schemas/ regenerated") + ")") from None
-    return data
-
-
-def read_checked(name: str, path: str | Path) -> dict[str, Any]:
-    """compare.json, verdicts.json or costs.json (``name``: a key of ``MODELS``) read by a page: refused, naming the first field
-    that is not what the compare stage writes, when it was written by another version or edited by hand."""
-    from ..core.io import read_json
-
-    return _checked(MODELS[name], read_json(path), str(path),
-                    "not what this version's compare stage writes. Fix: re-run it: `dvc repro compare`")
-
-
-def checked_verdicts(verdicts: dict[str, Any], where: str) -> dict[str, Any]:
-    """``verdicts`` when it is what ``Verdicts`` declares; a ``ContractError`` naming the first field that is not."""
-    return _checked(Verdicts, verdicts, where)
-
-
-def checked_costs(costs: dict[str, Any], where: str) -> dict[str, Any]:
-    """``costs`` when it is what ``Costs`` declares; a ``ContractError`` naming the first field that is not."""
-    return _checked(Costs, costs, where)
-
-
-def checked_analysis(compare: dict[str, Any], verdicts: dict[str, Any], where: Path) -> None:
-    """``compare()``'s two results when they are what ``ComparisonCore`` and ``DecisionCore`` declare (the files
-    ``rerankeval compare --out`` writes, without the stage's additions); a ``ContractError`` otherwise."""
-    _checked(ComparisonCore, compare, str(where / "compare.json"))
-    _checked(DecisionCore, verdicts, str(where / "verdicts.json"))
-
-
-def checked_compare(compare: dict[str, Any], where: str) -> dict[str, Any]:
-    """``compare`` when it is what ``Compare`` declares; a ``ContractError`` naming the first field that is not."""
-    return _checked(Compare, compare, where)
 
 
 def schema_text(name: str) -> str:

@@ -1,0 +1,149 @@
+"""One analysis: ``analyze`` turns the per-query measures, slices, settings and what the runs cost into one typed
+``Analysis`` (the comparison, the decision and the costs), and compare.json, verdicts.json and costs.json are its dumps.
+
+The compare stage and ``rerankeval compare`` both call ``analyze``; the CLI has only runs, so its analysis holds the
+comparison and the decision without what the stage reads from the pipeline's other outputs (``PipelineRecords``). The
+report, the details page, the site and the plots read it back with ``read_analysis`` and only render it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from ..core.errors import ContractError
+from .answers import answer_analysis
+from .comparison import RunFacts, compare, regression_details
+from .config import CompareConfig, ReleaseRule
+from .schema import Compare, ComparisonCore, Costs, DecisionCore, Verdicts
+from .weighted import weighted_comparison
+
+
+@dataclass(frozen=True)
+class RankingEvidence:
+    """What the worst regressions' details show: each system's ranking, the judgments and the query texts."""
+
+    runs: Mapping[str, pd.DataFrame]
+    qrels: pd.DataFrame
+    query_texts: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class PipelineRecords:
+    """What the compare stage found in the pipeline's other outputs and records beside the decision, each computed
+    where its inputs live (the sanity checks in ``stats.sanity`` and ``stats.caveats``, costs in ``rerank.cost`` and
+    ``policies.frontier``, variants in ``stats.variants``) and handed in as it is recorded."""
+
+    split: str
+    systems: Sequence[str]
+    """The configured systems, in their order (the weighted table's)."""
+    first_stage: Mapping[str, Any]
+    generator_sanity: Mapping[str, Any]
+    language_check: Mapping[str, Any]
+    latency_source: Mapping[str, str]
+    empty_results: Mapping[str, Mapping[str, int]]
+    inactive_claims: Sequence[str]
+    served_parity: Mapping[str, Any]
+    variants: Mapping[str, Any]
+    costs: Mapping[str, Any]
+    """costs.json as ``pipeline.compare.cost_analysis`` computes it (``stats.schema.Costs``)."""
+    rankings: RankingEvidence
+    invalid_outputs: Mapping[str, Any] = field(default_factory=dict)
+    """Per LLM reranker: its invalid outputs in total and per query with a CI (``stats.guardrails``)."""
+    weights: pd.Series | None = None
+    """Traffic weights by query id (``data.traffic``): weighted means beside the macro average."""
+
+
+class Analysis(BaseModel):
+    """The analysis: what the comparison found (compare.json), what it decided (verdicts.json) and what quality costs
+    (costs.json). From the compare stage, ``Compare`` and ``Verdicts`` with ``costs``; from ``rerankeval compare``,
+    the cores they extend and no costs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compare: Compare | ComparisonCore
+    verdicts: Verdicts | DecisionCore
+    costs: Costs | None = None
+
+    def files(self) -> dict[str, dict[str, Any]]:
+        """Each file's JSON (``<name>.json``): the models' dumps, only the fields the analysis set."""
+        found = {"compare": self.compare, "verdicts": self.verdicts, "costs": self.costs}
+        return {name: model.model_dump(mode="json", exclude_unset=True) for name, model in found.items()
+                if model is not None}
+
+
+def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule,
+            facts: RunFacts = RunFacts(), per_query_seeds: pd.DataFrame | None = None,
+            records: PipelineRecords | None = None) -> Analysis:
+    """The comparison and the decision (``stats.comparison.compare``: every pair over one set of resamples, the
+    release family's simultaneous intervals, the verdicts with their simulated error rates and power), the answers
+    beside the ranking (from the stage: the CLI's runs carry no answers), and, with ``records``, the pipeline's checks, variants, weighted means and costs. A field the
+    models do not declare, or one of the wrong type, is refused here, before anything is written."""
+    result, decided = compare(per_query, slices, settings, rule, facts, per_query_seeds)
+    if records is None:
+        return _typed(result, decided, None, stage=False)
+    answers = answer_analysis(per_query, settings.baseline)
+    if answers is not None:
+        result["answers"] = answers
+    decided.update(latency_source=dict(records.latency_source), latency_untrusted=dict(facts.latency_untrusted),
+                   generator_flag=records.generator_sanity["flag"], inactive_claims=list(records.inactive_claims),
+                   empty_results=dict(records.empty_results), served_parity=dict(records.served_parity),
+                   variants=dict(records.variants))
+    if records.invalid_outputs:
+        decided["invalid_outputs"] = dict(records.invalid_outputs)
+    rankings = records.rankings
+    result.update(first_stage=dict(records.first_stage), generator_sanity=dict(records.generator_sanity),
+                  language_check=dict(records.language_check), split=records.split,
+                  worst_regressions=regression_details(result["comparisons"], rankings.runs, rankings.qrels,
+                                                       rankings.query_texts, settings.baseline, rule.primary_metric))
+    if records.weights is not None:
+        result["weighted"] = weighted_comparison(
+            per_query, records.weights, records.systems, list(dict.fromkeys([*settings.metrics, rule.primary_metric])),
+            settings.baseline, **settings.resampling(with_method=False))
+    return _typed(result, decided, dict(records.costs), stage=True)
+
+
+def _typed(result: dict[str, Any], decided: dict[str, Any], costs: dict[str, Any] | None, stage: bool) -> Analysis:
+    from pydantic import ValidationError
+
+    models = (Compare, Verdicts) if stage else (ComparisonCore, DecisionCore)
+    parts = {"compare": (models[0], result), "verdicts": (models[1], decided)}
+    if costs is not None:
+        parts["costs"] = (Costs, costs)
+    typed = {}
+    for name, (model, data) in parts.items():
+        try:
+            typed[name] = model.model_validate(data)
+        except ValidationError as err:
+            raise ContractError(f"{name}.json: {_first_error(err)} (stats.schema.{model.__name__} declares what the "
+                                "file holds: a new field is declared there first, and docs/schemas/ "
+                                "regenerated)") from None
+    return Analysis(**typed)
+
+
+def _first_error(err) -> str:
+    first = err.errors()[0]
+    return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
+
+
+def read_analysis(compare_path: str | Path, verdicts_path: str | Path, costs_path: str | Path) -> Analysis:
+    """The compare stage's analysis, read back for the pages: refused, naming the file and the first field that is
+    not what this version's compare stage writes, when another version wrote it or it was edited by hand."""
+    from pydantic import ValidationError
+
+    from ..core.io import read_json
+
+    typed = {}
+    for name, model, path in (("compare", Compare, compare_path), ("verdicts", Verdicts, verdicts_path),
+                              ("costs", Costs, costs_path)):
+        try:
+            typed[name] = model.model_validate(read_json(path))
+        except ValidationError as err:
+            raise ContractError(f"{path}: {_first_error(err)} (not what this version's compare stage writes. "
+                                "Fix: re-run it: `dvc repro compare`)") from None
+    return Analysis(**typed)
