@@ -622,16 +622,35 @@ def test_the_latency_stage_times_an_unfiltered_system_on_the_candidates_before_t
     assert unfiltered[unfiltered["query_id"] == "q1"]["doc_id"].tolist()[0] == "secret"
 
 
+def guarded_verdicts(guardrails: list[dict], **fields):
+    """verdicts.json against ``fusion`` whose rule holds ``guardrails``: ``fields`` set, every other record empty."""
+    from rerankeval.stats.schema import Verdicts
+
+    return Verdicts.model_validate({
+        "baseline": "fusion", "queries": 50, "verdict_queries": 50, "rule": {"guardrails": guardrails},
+        "baseline_flag": None, "simulation": {}, "latency_p95_ms": {}, "fallbacks": {}, "verdicts": {},
+        "inference": {"mode": "family", "release_family": "release vs fusion", "procedure": "", "families": {}},
+        "latency_source": {}, "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [], "variants": {},
+        **fields})
+
+
 def test_the_guardrail_table_puts_timeouts_beside_empty_results_and_fallbacks():
     from rerankeval.report.guardrails import guardrail_table
+    from rerankeval.stats.schema import ComparisonCore, Verdict
 
-    compare = {"guardrails": {"Stale@5": {"fusion": {"mean": 0.1, "low": 0.05, "high": 0.15},
-                                          "slow": {"mean": 0.2, "low": 0.1, "high": 0.3}}}}
-    verdicts = {"baseline": "fusion", "rule": {"guardrails": [{"measure": "Stale@5", "max_increase": 0.05}]},
-                "empty_results": {"fusion": {"empty": 0, "queries": 50}, "slow": {"empty": 1, "queries": 50}},
-                "fallbacks": {"fusion": {"fallbacks": 0, "timeouts": 0, "queries": 50},
-                              "slow": {"fallbacks": 7, "timeouts": 5, "queries": 50}},
-                "verdicts": {"slow": {"guardrails": [{"measure": "Stale@5", "outcome": "violated"}]}}}
+    compare = ComparisonCore(baseline="fusion", queries=50, method={}, systems={}, comparisons=[], slices={},
+                             unjudged={}, guardrails={"Stale@5": {"fusion": {"mean": 0.1, "low": 0.05, "high": 0.15},
+                                                                  "slow": {"mean": 0.2, "low": 0.1, "high": 0.3}}})
+    violated = Verdict(decision="REJECT", decided_by="guardrail Stale@5", metric="nDCG@10", delta=None,
+                       ci=(None, None), confidence=0.95, reasons=[], notes=[], family="release vs fusion",
+                       p_adjusted=None, operating_characteristics={}, power=None,
+                       guardrails=[{"measure": "Stale@5", "outcome": "violated"}])
+    verdicts = guarded_verdicts(
+        [{"measure": "Stale@5", "max_increase": 0.05}],
+        empty_results={"fusion": {"empty": 0, "queries": 50}, "slow": {"empty": 1, "queries": 50}},
+        fallbacks={"fusion": {"fallbacks": 0, "timeouts": 0, "queries": 50},
+                   "slow": {"fallbacks": 7, "timeouts": 5, "queries": 50}},
+        verdicts={"slow": violated})
     header, rows = guardrail_table(compare, verdicts)
     assert header == ["system", "Stale@5", "empty results", "timeouts", "fallbacks", "guardrails"]
     assert rows[1][2:] == ["1/50", "5/50", "7/50", "**violated**: Stale@5"]
@@ -643,7 +662,7 @@ def test_the_guardrail_rule_text_names_the_slices_held_to_budgets_of_their_own()
 
     rule = GuardrailRule(measure="Stale@5", max_increase=0.02, slice_budgets=[
         {"column": "intent", "value": "billing", "budget": 0.0}, {"column": "language", "budget": 0.01}])
-    text = guardrail_rule_text({"rule": {"guardrails": [rule.to_dict()]}})
+    text = guardrail_rule_text(guarded_verdicts([rule.to_dict()]))
     assert ("Stale@5: at most +0.0200 over the compared system (REJECT when the increase's CI lies above it) and "
             "within slices intent=billing at most +0.0000, language=* at most +0.0100.") in text
 

@@ -10,6 +10,19 @@ from rerankeval.report.answers import AnswerInputs, answers_section
 from rerankeval.stats.answers import answer_analysis, deltas_frame
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig
+from rerankeval.stats.schema import Compare, EndToEnd
+
+LATENCY = {"fusion": EndToEnd(p50_ms=12.0, p95_ms=12.5, generate_mean_ms=2.0, cached_answers=0)}
+"""costs.json's end-to-end latency of the baseline."""
+
+
+def stage_compare(core: dict, **added) -> Compare:
+    """compare.json as the stage writes it: ``core`` (the comparison's fields, those missing empty) and ``added``,
+    with the stage's records empty."""
+    empty = {"queries": 0, "method": {}, "systems": {}, "comparisons": [], "slices": {}, "unjudged": {},
+             "split": "test", "first_stage": {}, "generator_sanity": {}, "language_check": {}, "worst_regressions": {}}
+    return Compare.model_validate({**empty, **core, **added})
+
 
 MEASURES = ["nDCG@10", "EvidenceCoverage", "AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall",
             "CitationPrecision", "CorrectRefusal", "BoundaryPartial", "IncorrectAnswer", "FalseRefusal"]
@@ -43,10 +56,9 @@ def test_answers_section_renders_the_ablation(tmp_path):
                                     "permutations": 500, "min_slice_size": 3, "unjudged": {"measure": "Judged@10"},
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
     result, _ = compare(frame, slices, settings, settings.release)
-    result["answers"] = answer_analysis(frame, "fusion")
-    latency = {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0, "cached_answers": 0}}
+    result = stage_compare(result, answers=answer_analysis(frame, "fusion"))
     text = answers_section(result, AnswerInputs({"kind": "extractive"}, {"max_passages": 4},
-                                                {"split": "train", "result": {}}), latency, tmp_path, "plots")
+                                                {"split": "train", "result": {}}), LATENCY, tmp_path, "plots")
     assert "24 queries: 24 with gold answers, 20 with a relevant passage" in text
     # Sizes per measure: no abstention query has nDCG@10, all 4 have the answer measures.
     assert "| abstention | 0 ⚠ / 4 | `ce` |" in text and "### Outcomes" in text
@@ -62,7 +74,7 @@ def test_answer_analysis_counts_outcomes_and_per_query_deltas():
     assert found["counts"] == {"queries": 24, "with_gold": 24, "with_relevant": 20}
     assert found["outcomes"]["fusion"] == {"correct": 7, "boundary_partial": 7, "incorrect_answer": 6,
                                            "false_refusal": 0, "correct_refusal": 4, "failed": 0}
-    deltas = deltas_frame(found)
+    deltas = deltas_frame(found["deltas"])
     assert list(deltas["challenger"].unique()) == ["ce"] and len(deltas) == 20
     assert np.allclose(deltas["ranking_delta"], 0.1)
     # AnswerF1 = clip(EM + 0.1): it moves by 0.1 where EM is 0 (queries 1, 2, 4, 5, ...), by 0 where EM is already 1.
@@ -77,14 +89,12 @@ def test_without_the_ranking_measure_the_answers_still_render_and_small_costs_ke
     found = answer_analysis(frame, "fusion")
     assert found["ranking_measure"] is None and found["deltas"] == {} and found["reach"] == {}
     assert found["means"]["fusion"]["AnswerCost"] == 1.0537e-7  # 6 significant digits, not 6 decimals
-    result = {"baseline": "fusion", "systems": {"fusion": {}, "ce": {}}, "comparisons": [], "slices": {},
-              "answers": found}
-    latency = {"fusion": {"p50_ms": 12.0, "p95_ms": 12.5, "generate_mean_ms": 2.0, "cached_answers": 0}}
-    text = answers_section(result, AnswerInputs(), latency, tmp_path, "plots")
+    result = stage_compare({"baseline": "fusion", "systems": {"fusion": {}, "ce": {}}}, answers=found)
+    text = answers_section(result, AnswerInputs(), LATENCY, tmp_path, "plots")
     assert "| system | EvidenceCoverage [CI] |" in text and "nDCG@10" not in text.split("### Outcomes")[0]
     assert "| `fusion` | 12.0 | 12.5 | 2.00 | 0 | 412.0 | 0.0001 |" in text  # cost per 1k queries, 4 decimals
 
 
 def test_no_answers_analysis_without_answer_measures():
     assert answer_analysis(per_query().drop(columns=["AnswerF1"]), "fusion") is None
-    assert answers_section({"baseline": "fusion", "answers": None}, AnswerInputs(), {}, None, "plots") == ""
+    assert answers_section(stage_compare({"baseline": "fusion"}), AnswerInputs(), {}, None, "plots") == ""

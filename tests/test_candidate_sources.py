@@ -307,6 +307,7 @@ def test_the_report_names_a_run_source_and_shows_its_order_alone():
 def test_the_systems_table_names_the_source_whose_order_the_fusion_kind_system_is():
     from rerankeval.report.build import _source_orders
     from rerankeval.report.markdown import systems_section
+    from rerankeval.stats.schema import ComparisonCore
     from rerankeval.systems.roles import KindTraits
 
     traits = {"fusion": KindTraits("first_stage", "hybrid"), "oracle": KindTraits("ceiling"), "ce": KindTraits()}
@@ -317,8 +318,9 @@ def test_the_systems_table_names_the_source_whose_order_the_fusion_kind_system_i
     assert _source_orders("hybrid", {"source": "hybrid"}, {**traits, "bm25": KindTraits("first_stage", "bm25")}) == {}
 
     means = {"CandidateRecall@100": 0.9}
-    compare = {"method": {"confidence": 0.95},
-               "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "ce")}}
+    compare = ComparisonCore.model_validate({
+        "baseline": "fusion", "queries": 40, "method": {"confidence": 0.95}, "comparisons": [], "slices": {},
+        "unjudged": {}, "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "ce")}})
     section = systems_section(compare, {"systems": {"fusion": means, "ce": means}}, ["nDCG@10"], [], 100,
                               source_orders=_source_orders("run", run, traits))
     assert "| `fusion` (first stage (run: prod.trec)) |" in section and "| `ce` |" in section

@@ -24,6 +24,7 @@ from rerankeval.pipeline.params import load_params
 from rerankeval.report.build import _run_coverage_warnings
 from rerankeval.report.markdown import systems_section
 from rerankeval.retrieval.candidates import load_candidates
+from rerankeval.stats.schema import ComparisonCore
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED
 from tests.overlap_scorer import KIND
 from tests.stage_fixtures import REPO, frozen_tiny_project, tiny_paths
@@ -73,10 +74,11 @@ def test_a_trec_run_with_documents_outside_the_candidates_is_counted_logged_and_
     warnings = _run_coverage_warnings({system: table_metadata(paths.run(system)) for system in ("fusion", "team")})
     assert list(warnings) == ["team"]
     means = {"CandidateRecall@5": 1.0}
-    section = systems_section({"method": {"confidence": 0.95},
-                               "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}}
-                                           for s in ("fusion", "team")}},
-                              {"systems": {"fusion": means, "team": means}}, ["nDCG@10"], [], 5, warnings)
+    compare = ComparisonCore.model_validate({
+        "baseline": "fusion", "queries": 6, "method": {"confidence": 0.95}, "comparisons": [], "slices": {},
+        "unjudged": {},
+        "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "team")}})
+    section = systems_section(compare, {"systems": {"fusion": means, "team": means}}, ["nDCG@10"], [], 5, warnings)
     assert "| `team` ⚠ |" in section and "| `fusion` |" in section
     assert f"⚠ `team`: {expected}: those rows were not used" in section
 

@@ -13,6 +13,7 @@ from rerankeval.cli.main import main
 from rerankeval.eval.engine import evaluate
 from rerankeval.eval.judging import (QUEUE_COLUMNS, judging_queue, queue_tsv, read_queue_tsv, with_assessor_text)
 from rerankeval.report.judging import judging_section, power_section
+from rerankeval.stats.schema import DecisionCore, Inference, Verdict
 
 DOCS = [f"d{i}" for i in range(12)]
 
@@ -130,16 +131,26 @@ def test_the_report_lists_the_first_pairs_from_the_tsv(case):
     assert "nothing to queue" in judging_section(empty, "nDCG@10", "Judged@10", "base", "q.tsv")
 
 
+def decided_against_base(**verdicts: tuple[str, dict | None]) -> DecisionCore:
+    """A decision against ``base`` with each system's (decision, power statement) and nothing else."""
+    return DecisionCore(
+        baseline="base", queries=50, verdict_queries=50, rule={}, baseline_flag=None, simulation={},
+        inference=Inference(mode="family", release_family="release vs base", procedure="", families={}),
+        latency_p95_ms={}, fallbacks={},
+        verdicts={system: Verdict(decision=decision, decided_by="", metric="nDCG@10", delta=None, ci=(None, None),
+                                  confidence=0.95, reasons=[], notes=[], family="release vs base", p_adjusted=None,
+                                  operating_characteristics={}, power=power)
+                  for system, (decision, power) in verdicts.items()})
+
+
 def test_power_is_rendered_for_inconclusive_verdicts_only():
     statement = {"method": "Sakai", "power": 0.8, "alpha": 0.05, "min_delta": 0.03, "sd": 0.1, "queries": 50,
                  "queries_needed": 90, "more_queries": 40, "power_now": 0.52, "why": None}
-    verdicts = {"baseline": "base", "verdicts": {
-        "a": {"decision": "INCONCLUSIVE", "power": statement}, "b": {"decision": "REJECT", "power": None}}}
-    section = power_section(verdicts)
+    section = power_section(decided_against_base(a=("INCONCLUSIVE", statement), b=("REJECT", None)))
     assert "`a` vs `base`" in section and "90 (+40)" in section and "`b`" not in section
     enough = {**statement, "queries_needed": 20, "more_queries": 0}
-    assert "20 (enough now" in power_section({"baseline": "base", "verdicts": {"a": {"power": enough}}})
-    assert power_section({"baseline": "base", "verdicts": {"b": {"decision": "ACCEPT", "power": None}}}) == ""
+    assert "20 (enough now" in power_section(decided_against_base(a=("INCONCLUSIVE", enough)))
+    assert power_section(decided_against_base(b=("ACCEPT", None))) == ""
 
 
 def test_judging_queue_cli_writes_the_queue_and_refuses_a_missing_file(tmp_path, capsys):

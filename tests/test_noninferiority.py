@@ -240,17 +240,18 @@ def test_the_cli_takes_a_noninferiority_claim_and_several_baselines(tmp_path, ca
 
 def test_the_report_shows_one_decision_per_baseline_and_the_claims_error_rates():
     from rerankeval.report.markdown import verdict_section
+    from rerankeval.stats.analysis import analyze
 
     config = settings(baselines=["fusion", "prod"], claims={"new": {"claim": "noninferior", "margin": 0.02,
                                                                    "against": "prod"}})
-    _, verdicts = compare(per_query(prod=PROD, new=NEW), SLICES, config, config.release)
+    verdicts = analyze(per_query(prod=PROD, new=NEW), SLICES, config, config.release).verdicts
     text = verdict_section(verdicts)
     assert "## Release verdict vs `fusion`, `prod`" in text
     row = next(line for line in text.splitlines() if line.startswith("| `new` | `prod` |"))
-    assert "noninferior (margin 0.02)" in row and verdicts["verdicts_by_baseline"]["prod"]["new"]["decision"] in row
+    assert "noninferior (margin 0.02)" in row and verdicts.verdicts_by_baseline["prod"]["new"].decision in row
     assert any(line.startswith("| `new` | `fusion` | superior |") for line in text.splitlines())
-    at_margin = verdicts["verdicts_by_baseline"]["prod"]["new"]["operating_characteristics"]["at_minus_margin"]
-    assert f"| `new` | `prod` | -0.0200 | {at_margin['accept']:.1%} |" in text
+    at_margin = verdicts.verdicts_by_baseline["prod"]["new"].operating_characteristics["at_minus_margin"]
+    assert f"| `new` | `prod` | -0.0200 | {at_margin.accept:.1%} |" in text
     assert "one-sided test at 2.5%" in text
 
 

@@ -118,7 +118,7 @@ def test_each_system_has_one_p95_in_the_analysis_and_on_the_decision_page():
 
 def test_per_comparison_inference_is_printed_as_what_it_is():
     from rerankeval.report.markdown import inference_text
-    from rerankeval.stats.comparison import compare
+    from rerankeval.stats.analysis import analyze
     from rerankeval.stats.config import CompareConfig
 
     queries = [f"q{i:02d}" for i in range(40)]
@@ -136,17 +136,17 @@ def test_per_comparison_inference_is_printed_as_what_it_is():
                                         "permutations": 500, "inference": inference,
                                         "simulation": {"trials": 50, "samples": 300},
                                         "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
-        return compare(per_query, slices, settings, settings.release)[1]
+        return analyze(per_query, slices, settings, settings.release).verdicts
 
     family, alone = run("family"), run("per_comparison")
-    assert family["inference"]["mode"] == "family" and alone["inference"]["mode"] == "per_comparison"
-    assert "max-|t|" in family["inference"]["procedure"] and "max-|t|" not in alone["inference"]["procedure"]
+    assert family.inference.mode == "family" and alone.inference.mode == "per_comparison"
+    assert "max-|t|" in family.inference.procedure and "max-|t|" not in alone.inference.procedure
     for system in ("model0", "model1", "model2"):
-        in_family, by_itself = family["verdicts"][system], alone["verdicts"][system]
-        assert in_family["family"] == "release vs fusion" and by_itself["family"] == f"alone: {system} vs fusion"
+        in_family, by_itself = family.verdicts[system], alone.verdicts[system]
+        assert in_family.family == "release vs fusion" and by_itself.family == f"alone: {system} vs fusion"
         # alone, no multiplicity: a narrower interval and a smaller p than in the family of three
-        assert by_itself["ci"][1] - by_itself["ci"][0] < in_family["ci"][1] - in_family["ci"][0]
-        assert by_itself["p_adjusted"] <= in_family["p_adjusted"]
+        assert by_itself.ci[1] - by_itself.ci[0] < in_family.ci[1] - in_family.ci[0]
+        assert by_itself.p_adjusted <= in_family.p_adjusted
     text = inference_text(alone)
     assert "each interval holds for its pair alone" in text and "whole family" not in text
     assert "3 systems decided against `fusion`" in text  # what no multiplicity control costs is stated, not hidden

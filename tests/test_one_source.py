@@ -13,6 +13,7 @@ from rerankeval.report.prdiff import markdown_comment
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig, ReleaseRule
 from rerankeval.stats.revisions import Revision, diff_revisions
+from rerankeval.stats.schema import ComparisonCore
 
 REPORT = Path(__file__).resolve().parents[1] / "src" / "rerankeval" / "report"
 RESAMPLING = {"rerankeval.stats.resampling", "rerankeval.stats.domains", "rerankeval.stats.evidence",
@@ -73,7 +74,7 @@ def test_every_slice_size_is_the_one_the_verdict_used():
     # en: 44 queries, 10 of them without nDCG@10; multi_hop=yes: 25, 8 without (too small to REJECT).
     assert "critical slice language=en (n=34)" in " ".join(verdicts["verdicts"]["ce"]["reasons"])
     assert "critical slice multi_hop=yes (n=17, too small to REJECT)" in " ".join(verdicts["verdicts"]["ce"]["reasons"])
-    table = slices_section(result, "nDCG@10", plots=None)
+    table = slices_section(ComparisonCore.model_validate(result), "nDCG@10", plots=None)
     assert "| en | 34 |" in table and "| yes | 17 ⚠ |" in table
 
 

@@ -52,7 +52,7 @@ def test_the_statement_says_why_when_no_size_can_be_given():
 
 def test_a_noninferiority_claim_is_sized_at_its_margin_for_its_one_sided_test():
     from rerankeval.report.judging import power_section
-    from rerankeval.stats.comparison import compare
+    from rerankeval.stats.analysis import analyze
     from rerankeval.stats.config import CompareConfig
 
     # min_delta 0 sizes nothing for a superiority claim, but a noninferiority claim is sized by its margin.
@@ -67,10 +67,10 @@ def test_a_noninferiority_claim_is_sized_at_its_margin_for_its_one_sided_test():
                               range(60)] * 3, "nDCG@10": np.concatenate([base, base + rng.normal(0, 0.1, 60),
                                                                           base + rng.normal(0, 0.1, 60)])})
     per_query["Judged@10"] = 1.0
-    _, verdicts = compare(per_query, pd.DataFrame(index=sorted(set(per_query["query_id"]))), settings,
-                          settings.release)  # the analysis states the power of each undecided verdict
-    assert {verdict["decision"] for verdict in verdicts["verdicts"].values()} == {"INCONCLUSIVE"}
-    claimed, superior = verdicts["verdicts"]["small"]["power"], verdicts["verdicts"]["ce"]["power"]
+    verdicts = analyze(per_query, pd.DataFrame(index=sorted(set(per_query["query_id"]))), settings,
+                       settings.release).verdicts  # the analysis states the power of each undecided verdict
+    assert {verdict.decision for verdict in verdicts.verdicts.values()} == {"INCONCLUSIVE"}
+    claimed, superior = verdicts.verdicts["small"].power, verdicts.verdicts["ce"].power
     assert superior["why"].startswith("min_delta is 0")
     assert claimed["claim"] == "noninferior" and claimed["margin"] == 0.02 and claimed["alpha"] == 0.025
     assert claimed["queries_needed"] == topic_set_size(claimed["sd"], 0.02, 0.025, two_sided=False)

@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 
 from rerankeval.report.configurations import configurations_section
-from rerankeval.policies.frontier import frontier_points
+from rerankeval.policies.frontier import frontier_points, settings_held_elsewhere
 from rerankeval.report.frontier import plot_frontier
 from rerankeval.report.moved import moved_per_query, moved_section
+from rerankeval.stats.schema import Comparison, ComparisonCore
 from rerankeval.stats.variants import mean_interval
 from rerankeval.systems.roles import KindTraits
 
@@ -52,7 +53,7 @@ def test_frontier_draws_policies_as_curves_and_marks_the_frontier(tmp_path):
                         "p95_ms": [0.1, 500.0, 0.1, 510.0], "cost_per_1k_queries": [0.0, 0.02, 0.0, 0.02]})
     sweeps = pd.DataFrame({"policy": "blend weight", "system": "blend", "parameter": "weight",
                            "value": ["0", "0.5", "1"], "position": [0, 1, 2], "quality": [0.6, 0.67, 0.55],
-                           "p95_ms": [505.0, 505.0, 505.0], "cost_per_1k_queries": 0.02})
+                           "p95_ms": [505.0, 505.0, 505.0], "cost_per_1k_queries": 0.02, "held": False})
     points = frontier_points(depth_costs, traits, own, sweeps)
     assert not {"oracle", "random"} & set(points["policy"].str.split().str[0])  # bounds, not configurations
     assert points.set_index("label")["frontier"].to_dict() == {
@@ -68,8 +69,11 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
                             "compute_s": [0.0, 0.2, 0.0, 0.2], "replayed_s": 0.0})
     per_query = pd.DataFrame({"system": ["routed"] * 4 + ["blend"] * 4, "query_id": list("abcd") * 2,
                               "nDCG@10": [0.2, 0.9, 0.5, 0.8, 0.7, 0.9, 0.5, 0.8]})
-    compare = {"baseline": "fusion", "comparisons": [{"challenger": "routed", "metric": "nDCG@10", "delta": 0.01,
-                                                      "low": -0.02, "high": 0.04}]}
+    compare = ComparisonCore(baseline="fusion", queries=4, method={}, systems={}, slices={}, unjudged={}, comparisons=[
+        Comparison(challenger="routed", baseline="fusion", metric="nDCG@10", baseline_mean=0.6, challenger_mean=0.61,
+                   delta=0.01, low=-0.02, high=0.04, family="release vs fusion", p_adjusted=0.5, p_randomisation=0.5,
+                   p_ttest=0.5, median_delta=0.0, cohens_dz=0.1, improved=1, tied=2, regressed=1, percentiles={},
+                   worst_regressions=[])])
     configs = {"routed": {"kind": "routed", "default": "blend"}, "blend": {"kind": "blend"}}
     described = {"routed": {"describe": {"rules": [{"when": {"identifier_in_query": True, "margin": None},
                                                     "then": "skip"}], "default": "blend"}}}
@@ -126,21 +130,41 @@ def test_the_per_query_list_keeps_each_rerankers_worst_few_linked_to_the_explore
 
 def test_worst_regressions_are_one_table_without_the_bounds():
     from rerankeval.report.markdown import regressions_section
+    from rerankeval.stats.schema import Compare
 
     item = {"query_id": "q7", "query": "a | b", "before": ["d1 (2)"], "after": ["d2 (unjudged)"]}
-    text = regressions_section({"worst_regressions": {"ce": [item], "random": [item], "bm25": []}}, "nDCG@10",
-                               skip=["random"], explorer="site/explorer.html")
+    compare = Compare(baseline="fusion", queries=40, method={}, systems={}, comparisons=[], slices={}, unjudged={},
+                      split="test", first_stage={}, generator_sanity={}, language_check={},
+                      worst_regressions={"ce": [item], "random": [item], "bm25": []})
+    text = regressions_section(compare, "nDCG@10", skip=["random"], explorer="site/explorer.html")
     assert text.splitlines()[2:] == ["| system | query | text | before | after |", "|---|---|---|---|---|",
                                      "| `ce` | [`q7`](site/explorer.html#q=q7) | a \\| b | d1 (2) | d2 (unjudged) |"]
 
 
-def test_a_depth_sweep_point_the_depth_table_holds_is_one_point_with_one_latency():
+def test_a_setting_held_elsewhere_is_one_point_with_one_latency():
     depths = pd.DataFrame({"system": ["ce", "ce"], "depth": [5, 10], "quality": [0.6, 0.65], "p95_ms": [100.0, 200.0],
                            "cost_per_1k_queries": [0.01, 0.02]})
-    own = pd.DataFrame({"system": ["ce"], "quality": [0.65], "p95_ms": [200.0], "cost_per_1k_queries": [0.02]})
-    sweeps = pd.DataFrame({"policy": ["cross-encoder depth"] * 2, "system": ["ce"] * 2, "parameter": ["depth"] * 2,
-                           "value": ["10", "20"], "quality": [0.65, 0.6], "p95_ms": [230.0, 400.0],
-                           "cost_per_1k_queries": [0.02, 0.04], "position": [1, 2]})
-    points = frontier_points(depths, {"ce": KindTraits(learned=True)}, own, sweeps)
-    assert points["label"].tolist() == ["ce@5", "ce@10", "ce depth=20"]
+    own = pd.DataFrame({"system": ["ce", "cascade"], "quality": [0.65, 0.7], "p95_ms": [200.0, 150.0],
+                        "cost_per_1k_queries": [0.02, 0.015]})
+    systems = {"ce": {"kind": "cross_encoder", "depth": 10},
+               "cascade": {"kind": "cascade", "second_depth": 10, "rules": [{"margin": {"at_least": 0.3}}]}}
+    sweeps = pd.DataFrame({
+        "policy": ["cross-encoder depth"] * 2 + ["cascade size"] * 2 + ["margin"] * 2,
+        "system": ["ce"] * 2 + ["cascade"] * 4,
+        "parameter": ["depth"] * 2 + ["second_depth"] * 2 + ["rules.0.margin.at_least"] * 2,
+        "value": ["10", "20", "5", "10", "0.3", "0.5"], "quality": [0.65, 0.6, 0.66, 0.7, 0.7, 0.69],
+        "p95_ms": [230.0, 400.0, 80.0, 152.0, 151.0, 149.0], "cost_per_1k_queries": 0.03,
+        "position": [1, 2, 0, 1, 0, 1]})
+    held = settings_held_elsewhere(sweeps, depths, own, systems)
+    # The depth table's ce@10, and the cascade as configured (second_depth 10, margin 0.3): their p95 and cost.
+    assert held["held"].tolist() == [True, False, False, True, True, False]
+    assert held["p95_ms"].tolist() == [200.0, 400.0, 80.0, 150.0, 150.0, 149.0]
+    assert held["cost_per_1k_queries"].tolist() == [0.02, 0.03, 0.03, 0.015, 0.015, 0.03]
+    # A configured value whose sweep quality differs is another setting (a sweep run on other candidates): kept.
+    other = settings_held_elsewhere(sweeps.assign(quality=sweeps["quality"] + 0.01), depths, own, systems)
+    assert not other["held"].any() and other["p95_ms"].tolist() == sweeps["p95_ms"].tolist()
+    points = frontier_points(depths, {"ce": KindTraits(learned=True), "cascade": KindTraits(composite=True)}, own,
+                             held)
+    assert points["label"].tolist() == ["ce@5", "ce@10", "cascade", "ce depth=20", "cascade second_depth=5",
+                                        "cascade rules.0.margin.at_least=0.5"]
     assert points.loc[points["label"] == "ce@10", "p95_ms"].tolist() == [200.0]

@@ -5,8 +5,10 @@ import pandas as pd
 import pytest
 
 from rerankeval.report import markdown as md
-from rerankeval.stats.comparison import RunFacts, compare
+from rerankeval.stats.analysis import analyze
+from rerankeval.stats.comparison import RunFacts
 from rerankeval.stats.config import CompareConfig
+from rerankeval.stats.schema import Compare, SystemCost, Verdicts
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 FLAG = "the comparison baseline is broken on this collection: fusion (fused) is 0.550 below bm25 on nDCG@10"
@@ -26,9 +28,10 @@ def outputs():
                                                 "critical_slices": [{"column": "language", "budget": 0.05}]}},
                                    "compare")
     slices = pd.DataFrame({"language": ["ko"] * 20 + ["en"] * 20}, index=QUERIES)
-    return compare(pd.DataFrame(rows), slices, settings, settings.release,
-                   RunFacts(identical_to_baseline={"copy": 40}, baseline_flag=FLAG,
-                            positive_only="the qrels judge no document non-relevant (no grade <= 0)"))
+    analysis = analyze(pd.DataFrame(rows), slices, settings, settings.release,
+                       RunFacts(identical_to_baseline={"copy": 40}, baseline_flag=FLAG,
+                                positive_only="the qrels judge no document non-relevant (no grade <= 0)"))
+    return analysis.compare, analysis.verdicts
 
 
 def test_the_verdict_table_gives_the_decision_and_the_one_reason(outputs):
@@ -104,14 +107,35 @@ def test_the_first_stage_section_states_the_rrf_weights_and_why():
         "Hybrid RRF weights: bm25 1.00, dense 1.00 (plain RRF).")
 
 
+STAGE_RECORDS = {
+    Compare: {"split": "test", "first_stage": {}, "generator_sanity": {}, "language_check": {},
+              "worst_regressions": {}},
+    Verdicts: {"latency_source": {}, "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [],
+               "variants": {}}}
+"""What the compare stage adds to the cores from the pipeline's other outputs, empty (a ``test`` split)."""
+
+
+def staged(core, model, **fields):
+    """``core`` (``analyze`` without the pipeline's records) as the compare stage writes it: ``fields`` set, its
+    other records empty."""
+    return model.model_validate({**core.model_dump(), **STAGE_RECORDS[model], **fields})
+
+
+def system_cost(cost_per_1k_queries: float) -> SystemCost:
+    """A system's row of costs.json with only what the decision page reads, its cost, measured."""
+    return SystemCost(queries=40, fallbacks=0, timeouts=0, skipped=0, cache_hits=0, p50_ms=None, p95_ms=None,
+                      p99_ms=None, pairs_per_s=None, measured_p95_ms=None, pairs=0, pair_tokens_p50=None,
+                      pair_tokens_p95=None, truncation_rate=None, tokens_per_s=None, latency_scale=1.0,
+                      cost_per_1k_queries=cost_per_1k_queries)
+
+
 def decision_inputs(verdicts, compare_result, **changes):
     from rerankeval.report.decision import DecisionInputs
     from rerankeval.systems.roles import KindTraits
 
     traits = {"fusion": KindTraits("first_stage", "hybrid"), "model": KindTraits(), "copy": KindTraits()}
-    costs = {"fusion": {"cost_per_1k_queries": 0.0003}, "model": {"cost_per_1k_queries": 0.0123}}
-    return DecisionInputs(**{"verdicts": verdicts, "compare": {"split": "test", **compare_result}, "traits": traits,
-                             "costs": costs,
+    costs = {"fusion": system_cost(0.0003), "model": system_cost(0.0123)}
+    return DecisionInputs(**{"verdicts": verdicts, "compare": compare_result, "traits": traits, "costs": costs,
                              "hourly_price": 0.1, "generator": "extractive", "swept": True, **changes})
 
 
@@ -119,9 +143,10 @@ def test_the_decision_page_fits_a_screen_with_every_challenger_and_its_one_reaso
     from rerankeval.report.decision import decision_page
 
     result, verdicts = outputs
-    verdicts = {**verdicts, "latency_p95_ms": {"model": 812.34, "fusion": 0.031},
-                "latency_untrusted": {"model": "busy"}}
-    text = decision_page(["# rerankeval report: tiny"], decision_inputs(verdicts, result), "plots", "details.md")
+    verdicts = staged(verdicts, Verdicts, latency_p95_ms={"model": 812.34, "fusion": 0.031},
+                      latency_untrusted={"model": "busy"})
+    text = decision_page(["# rerankeval report: tiny"], decision_inputs(verdicts, staged(result, Compare)), "plots",
+                         "details.md")
     lines = text.splitlines()
     assert len(lines) <= 80
     rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| `")}
@@ -144,18 +169,19 @@ def test_reference_systems_stand_apart_and_the_answer_delta_shows_only_when_the_
     from rerankeval.systems.roles import KindTraits
 
     result, verdicts = outputs
+    verdicts = staged(verdicts, Verdicts)
     traits = {"fusion": KindTraits("first_stage", "hybrid"), "model": KindTraits(), "copy": KindTraits("ceiling")}
     sane = {"metric": "AnswerF1", "flag": None, "skipped": None}
-    compared = {**result, "generator_sanity": sane, "comparisons": [
-        *result["comparisons"], {"challenger": "model", "metric": "AnswerF1", "delta": 0.05, "low": 0.01,
-                                 "high": 0.09}]}
+    ranking = next(c for c in result.comparisons if c.challenger == "model")
+    answer = ranking.model_copy(update={"metric": "AnswerF1", "delta": 0.05, "low": 0.01, "high": 0.09})
+    compared = staged(result, Compare, generator_sanity=sane, comparisons=[*result.comparisons, answer])
     text = decision_page(["# t"], decision_inputs(verdicts, compared, traits=traits, generator="local_llm"),
                          "plots", "details.md")
     decisions, references = text.split("### Reference systems")
     assert "| `copy` |" not in decisions and "| `copy` | ceiling (bound) | +0.0000 [+0.0000, +0.0000] |" in references
     assert "| Δ AnswerF1 [90% CI] |" in decisions and "| +0.0500 [+0.0100 .. +0.0900] |" in decisions
     assert "copies sentences" not in text
-    flagged = decision_page(["# t"], decision_inputs(verdicts, {**compared, "generator_sanity": {
-        **sane, "flag": "the generator cannot tell rankings apart"}}), "plots", "details.md")
+    flagged = decision_page(["# t"], decision_inputs(verdicts, compared.model_copy(update={"generator_sanity": {
+        **sane, "flag": "the generator cannot tell rankings apart"}})), "plots", "details.md")
     assert "Δ AnswerF1" not in flagged
     assert "Answer-level Δ not shown: the generator cannot tell rankings apart." in flagged

@@ -19,6 +19,7 @@ from rerankeval.workspace.runs import load_latencies, load_runs
 from rerankeval.rag.config import RagConfig
 from rerankeval.rerank.latency import summarise_latency
 from rerankeval.report.markdown import cost_section
+from rerankeval.stats.schema import SystemCost
 from rerankeval.systems.base import FUSION_FALLBACK
 from tests.overlap_scorer import KIND
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
@@ -63,9 +64,9 @@ def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cac
     # The report's latency table counts the fallbacks (the missed deadlines) per system.
     summary = summarise_latency(warm, warmup_queries=0)
     assert summary["fallbacks"] == summary["timeouts"] == 3 and summary["queries"] == 6  # missed deadlines
-    section = cost_section({"slow": {**summary, "tokens_per_s": None, "pair_tokens_p50": None,
-                                     "pair_tokens_p95": None, "truncation_rate": None, "latency_scale": 1.0,
-                                     "cost_per_1k_queries": 0.0}}, 1.0, {"slow": 12.5})
+    costs = SystemCost(**summary, pairs=int(warm["n_pairs"].sum()), tokens_per_s=None, pair_tokens_p50=None,
+                       pair_tokens_p95=None, truncation_rate=None, latency_scale=1.0, cost_per_1k_queries=0.0)
+    section = cost_section({"slow": costs}, 1.0, {"slow": 12.5})
     assert "| `slow` | 12.5 | 6 | 3 |" in section and "| system | p95 ms | queries | fallbacks |" in section
 
 

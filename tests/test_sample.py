@@ -13,6 +13,7 @@ from rerankeval.data.snapshot import Snapshot
 from rerankeval.pipeline import snapshot as snapshot_stage
 from rerankeval.pipeline.params import load_params
 from rerankeval.report.markdown import evaluation_record, header_section
+from rerankeval.stats.schema import ComparisonCore
 from tests.conftest import write_beir
 from tests.stage_fixtures import REPO, tiny_paths
 from tests.test_params import composed
@@ -95,7 +96,8 @@ def test_the_report_states_the_sample(tmp_path, collection):
     header = header_section(context)
     assert "- Query sample: sampled 8 of 40 queries, stratified by language, seed 17 (the test split" in header
     assert "Query sample" not in header_section({**context, "sample": None})
-    compare = {"method": {**method, "tests": []}, "comparisons": [], "baseline": "fusion", "queries": 8}
+    compare = ComparisonCore(baseline="fusion", queries=8, method={**method, "tests": []}, systems={},
+                             comparisons=[], slices={}, unjudged={})
     record = evaluation_record(load_params(REPO / "params.yaml"), manifest, compare, {"systems": {}})
     assert record["dataset"]["sample"] == {key: value for key, value in manifest["sample"].items()
                                            if key != "query_ids"}

@@ -22,8 +22,10 @@ from rerankeval.workspace.runs import SEED_RUNS_SCHEMA, load_runs, load_seed_run
 from rerankeval.pipeline.system_configs import first_seed_configs, seeded_configs, system_configs
 from rerankeval.rag.config import RagConfig
 from rerankeval.report.seeds import seeds_section
+from rerankeval.stats.analysis import analyze
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig, ReleaseRule
+from rerankeval.stats.schema import ComparisonCore
 from rerankeval.stats.seed_comparison import SeedValues, seed_comparison
 from rerankeval.systems.pair_scoring import PairBatch
 from rerankeval.systems.pairs import PairScorerConfig, register_pair_scorer
@@ -184,11 +186,11 @@ def test_the_seed_aware_ci_widens_when_seeds_disagree_and_the_verdict_reads_it()
     assert compare(per_query, slices, SETTINGS, RULE, per_query_seeds=per_seed.iloc[0:0]) == \
         compare(per_query, slices, SETTINGS, RULE)
 
-    section = seeds_section(disagree)
+    section = seeds_section(ComparisonCore.model_validate(disagree))
     assert section.startswith("## Training seeds") and "Satterthwaite" in section
     assert "| 17 |" in section and "| 19 |" in section and "queries only" in section
     assert f"{found['disagree']['ci'][0]:+.4f} .. {found['disagree']['ci'][1]:+.4f}" in section
-    assert seeds_section(compare(per_query, slices, SETTINGS, RULE)[0]) == ""
+    assert seeds_section(analyze(per_query, slices, SETTINGS, RULE).compare) == ""
 
 
 def test_two_seeded_systems_pair_seed_with_seed():

@@ -16,10 +16,12 @@ from rerankeval.data.snapshot import Snapshot
 from rerankeval.eval.funnel import per_query_metrics
 from rerankeval.eval.measures import parse_measure
 from rerankeval.rag.select import CONTEXT_SCHEMA
+from rerankeval.report.decision import p95_cell
 from rerankeval.report.site import SiteInputs, build_site
 from rerankeval.retrieval.candidates import load_candidates, load_passages
-from rerankeval.stats.comparison import compare
+from rerankeval.stats.analysis import Analysis, analyze
 from rerankeval.stats.config import CompareConfig
+from rerankeval.stats.schema import Compare, SystemCost, Verdicts
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED
 from tests.headless_chromium import Browser, find_chromium
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
@@ -50,6 +52,26 @@ def _run(candidates: pd.DataFrame, swaps: dict[str, tuple[int, int]],
     return run.sort_values(["query_id", "rank"], ignore_index=True)
 
 
+def _as_stage(analysis: Analysis) -> tuple[Compare, Verdicts]:
+    """The comparison and the decision as the compare stage writes them: the cores ``analyze`` returns without the
+    pipeline's records, with the fields the stage adds from its other outputs (the tiny project has none of them)."""
+    compare = Compare.model_validate({**analysis.compare.model_dump(exclude_unset=True), "split": "test",
+                                      "first_stage": {}, "generator_sanity": {}, "language_check": {},
+                                      "worst_regressions": {}})
+    verdicts = Verdicts.model_validate({**analysis.verdicts.model_dump(exclude_unset=True), "latency_source": {},
+                                        "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [],
+                                        "variants": {}})
+    return compare, verdicts
+
+
+def _cost(p95_ms: float, cost_per_1k_queries: float) -> SystemCost:
+    """A system's row of costs.json, timed at ``p95_ms`` in the quality run."""
+    return SystemCost(queries=6, fallbacks=0, timeouts=0, skipped=0, cache_hits=0, p50_ms=p95_ms, p95_ms=p95_ms,
+                      p99_ms=p95_ms, pairs_per_s=None, measured_p95_ms=p95_ms, pairs=0, pair_tokens_p50=None,
+                      pair_tokens_p95=None, truncation_rate=None, tokens_per_s=None, latency_scale=1.0,
+                      cost_per_1k_queries=cost_per_1k_queries)
+
+
 @pytest.fixture
 def project(tmp_path, tiny_beir):
     """The site's inputs on the tiny collection's test split (6 queries, 5 frozen candidates each)."""
@@ -71,7 +93,8 @@ def project(tmp_path, tiny_beir):
                                     "permutations": 200, "min_slice_size": 2,
                                     "simulation": {"trials": 20, "samples": 100},
                                     "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
-    result, verdicts = compare(per_query, queries.set_index("query_id")[["language"]], settings, settings.release)
+    result, verdicts = _as_stage(analyze(per_query, queries.set_index("query_id")[["language"]], settings,
+                                         settings.release))
     head = runs["model"][(runs["model"]["query_id"] == sorted(queries["query_id"])[1]) & (runs["model"]["rank"] <= 2)]
     contexts = {"model": pd.DataFrame({"query_id": head["query_id"], "position": [0, 1], "doc_id": head["doc_id"],
                                        "parent_id": head["parent_id"], "rank": head["rank"], "source": "ranked",
@@ -83,8 +106,7 @@ def project(tmp_path, tiny_beir):
                         verdicts=verdicts, per_query=per_query, runs=runs, candidates=candidates,
                         candidate_source="hybrid", first_stage_filled=True, qrels=qrels, queries=queries,
                         slice_columns=["language"],
-                        costs={"fusion": {"p95_ms": 0.02, "cost_per_1k_queries": 0.0},
-                               "model": {"p95_ms": 40.0, "cost_per_1k_queries": 0.0011}},
+                        costs={"fusion": _cost(0.02, 0.0), "model": _cost(40.0, 0.0011)},
                         max_candidates=CAP, contexts=contexts, answers=answers,
                         passages=load_passages(paths.candidates))
     plots = tmp_path / "reports" / "plots"
@@ -138,6 +160,35 @@ def test_the_site_is_offline_byte_identical_and_capped(project):
     fallback = next(q for q in data["queries"] if q["id"] == project["first"])
     model = data["systems"].index("model")
     assert data["modes"][fallback["candidates"][0]["systems"][model][2]] == [FUSION_FALLBACK, "timeout after 2.0 s"]
+
+
+def _rows(page: str, table: str) -> list[dict[str, str]]:
+    """The rows of one of a page's tables, each cell (its HTML) by its column's header."""
+    found = re.search(rf'<table id="{table}"><thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody>', page, re.S)
+    header = re.findall(r"<th[^>]*>(.*?)</th>", found.group(1))
+    return [dict(zip(header, re.findall(r"<td[^>]*>(.*?)</td>", row))) for row in re.findall(r"<tr>(.*?)</tr>",
+                                                                                             found.group(2))]
+
+
+@pytest.mark.parametrize("p95_ms, shown", [(0.0167, "0.02"), (0.0152, "0.02"), (9.9996, "10.00")])
+def test_a_systems_p95_reads_as_in_report_md_on_every_page(project, p95_ms, shown):
+    """The p95 is formatted once from the measured figure, by report.md's own cell (``decision.p95_cell``): no
+    rounding first (0.0152 rounded to 0.015 would read 0.01, 9.9996 to 10.0 would lose a digit), and no other digits
+    on the system's page (0.0167 read 0.0 there)."""
+    inputs = project["inputs"]
+    verdicts = inputs.verdicts.model_copy(update={"latency_p95_ms": {"fusion": 0.03, "model": p95_ms},
+                                                  "latency_untrusted": {"model": "measured under load"}})
+    assert p95_cell(verdicts, "model") == f"{shown} ⚠"  # report.md's verdict table
+    build_site(replace(inputs, verdicts=verdicts), HEADER, project["site"], project["plots"],
+               [project["report"], project["details"]])
+    index = (project["site"] / "index.html").read_text(encoding="utf-8")
+    # The site's own untrusted mark, its reason on hover, after the same digits.
+    marked = f'{shown} <span title="measured under load">⚠</span>'
+    assert [row["p95 ms"] for row in _rows(index, "verdicts")] == [marked]
+    page = (project["site"] / "system_model.html").read_text(encoding="utf-8")
+    latency = {row[""]: row["value"] for row in _rows(page, "cost")}
+    assert latency["p95 ms (the dedicated measurement the verdict read)"] == shown
+    assert latency["latency untrusted"] == "measured under load"
 
 
 @pytest.fixture

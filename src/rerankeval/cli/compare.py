@@ -11,9 +11,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .registry import argument, measure_name, subcommand
+
+if TYPE_CHECKING:  # imported where the command runs, as the CLI modules import their other dependencies
+    from ..stats.schema import ComparisonCore, DecisionCore
 
 # The defaults of conf/compare/default.yaml (tests/test_cli_compare.py keeps them equal).
 DEFAULT_METRIC, DEFAULT_MIN_DELTA, DEFAULT_SLICE_BUDGET, DEFAULT_UNJUDGED_MARGIN = "nDCG@10", 0.03, 0.05, 0.10
@@ -128,7 +131,8 @@ def run_compare(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "compare.json", result)
         write_json(out / "verdicts.json", verdicts)
-    print(json.dumps(_as_json(result, verdicts), indent=2) if args.json else _as_markdown(result, verdicts))
+    print(json.dumps(_as_json(result, verdicts), indent=2) if args.json
+          else _as_markdown(analysis.compare, analysis.verdicts))
     rejected = any(verdict["decision"] == "REJECT" for verdict in verdicts["verdicts"].values())
     return 1 if args.fail_on_reject and rejected else 0
 
@@ -282,12 +286,12 @@ def _as_json(result: dict[str, Any], verdicts: dict[str, Any]) -> dict[str, Any]
     return found
 
 
-def _as_markdown(result: dict[str, Any], verdicts: dict[str, Any]) -> str:
+def _as_markdown(result: ComparisonCore, verdicts: DecisionCore) -> str:
     from ..report import markdown as md
 
-    sections = [f"# rerankeval compare: {result['queries']} queries, baseline `{result['baseline']}`",
+    sections = [f"# rerankeval compare: {result.queries} queries, baseline `{result.baseline}`",
                 md.verdict_section(verdicts), md.deltas_section(result)]
-    if result["slices"]:
-        sections.append(md.slices_section(result, verdicts["rule"]["primary_metric"], plots=None))
+    if result.slices:
+        sections.append(md.slices_section(result, verdicts.rule["primary_metric"], plots=None))
     sections.append(md.unjudged_section(result))
     return md.render(sections)

@@ -9,7 +9,7 @@ from ..core.io import read_json, read_table, table_metadata, write_json
 from ..core.privacy import redact_values, redactor
 from ..data.snapshot import Snapshot
 from ..policies.config import frontier_measure
-from ..policies.frontier import frontier_points, latency_resolution, own_points
+from ..policies.frontier import frontier_points, latency_resolution, own_points, settings_held_elsewhere
 from ..rerank.cost import depth_costs, end_to_end_latency, on_measured_scale, system_costs
 from ..rerank.latency import cold_seconds, model_seconds, summarise_latency, timed_queries
 from ..serving.measure import verdict_latencies, verdict_times_by_query
@@ -132,8 +132,9 @@ def cost_analysis(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
     curve_means = read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas() \
         .groupby(["system", "depth", "measure"], as_index=False)["value"].mean().rename(columns={"value": "mean"})
     depths = depth_costs(curve_means, measure, runs, latency_frames, price, warmup, scales)
-    sweeps = on_measured_scale(read_table(paths.sweep_points).to_pandas(), scales)
     own = own_points(params.system_names, per_query, measure, costs, verdict_p95_ms)
+    sweeps = settings_held_elsewhere(on_measured_scale(read_table(paths.sweep_points).to_pandas(), scales), depths,
+                                     own, {system: params.systems[system] for system in params.system_names})
     loadtest = read_json(paths.loadtest) if paths.loadtest.exists() else None
     resolution = latency_resolution({system: read_json(paths.measurement(system))["p95_ms_by_round"]
                                      for system in params.system_names if paths.measurement(system).exists()})

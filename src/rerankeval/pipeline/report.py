@@ -34,11 +34,10 @@ def answer_inputs(params: Params, paths: PipelinePaths) -> AnswerInputs:
 def run(params: Params, paths: PipelinePaths) -> None:
     systems = params.system_names
     snapshot = Snapshot(paths.snapshot)
-    analysis = read_analysis(paths.compare, paths.verdicts, paths.costs).files()
+    analysis = read_analysis(paths.compare, paths.verdicts, paths.costs)
     inputs = ReportInputs(
         params=params, manifest=snapshot.manifest,
-        metrics=read_json(paths.metrics), compare=analysis["compare"], verdicts=analysis["verdicts"],
-        costs=analysis["costs"],
+        metrics=read_json(paths.metrics), compare=analysis.compare, verdicts=analysis.verdicts, costs=analysis.costs,
         per_query=read_table(paths.eval / PER_QUERY_FILE).to_pandas(),
         depth_curve=read_table(paths.eval / DEPTH_CURVE_FILE).to_pandas(),
         runs=load_runs(paths.run(SYSTEM_PLACEHOLDER), systems),
@@ -62,8 +61,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
     write_text(paths.report, redact(report.decision))
     write_text(paths.details, redact(report.details))
     write_text(paths.record, redact(yaml.safe_dump(report.record, sort_keys=False, allow_unicode=True)))
-    build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare["split"],
-                                                   "queries": inputs.compare["queries"]},
+    build_site(site_inputs(params, paths, inputs), {"dataset": params.dataset.name, "split": inputs.compare.split,
+                                                   "queries": inputs.compare.queries},
                paths.site, paths.plots, [paths.report, paths.details], redact)
     print(f"report: {paths.report} (details: {paths.details}), site: {paths.site / 'index.html'}")
 
@@ -73,12 +72,12 @@ def site_inputs(params: Params, paths: PipelinePaths, inputs: ReportInputs) -> S
     systems = params.system_names
     metadata = table_metadata(paths.candidates)
     return SiteInputs(
-        primary=params.compare.release.primary_metric, baseline=inputs.compare["baseline"], systems=systems,
+        primary=params.compare.release.primary_metric, baseline=inputs.compare.baseline, systems=systems,
         compare=inputs.compare, verdicts=inputs.verdicts, per_query=inputs.per_query, runs=inputs.runs,
         candidates=load_candidates(paths.candidates, with_text=False),
         candidate_source=candidate_source(metadata)["name"], first_stage_filled=first_stage_filled(metadata),
         qrels=inputs.qrels, queries=inputs.queries, slice_columns=inputs.manifest.get("slice_columns", []),
-        costs=inputs.costs["systems"],
+        costs=inputs.costs.systems,
         max_candidates=params.evaluation.explorer_candidates,
         contexts={s: read_table(paths.context(s), CONTEXT_SCHEMA).to_pandas() for s in systems},
         answers={s: read_table(paths.answer(s), ANSWERS_SCHEMA).to_pandas() for s in systems},

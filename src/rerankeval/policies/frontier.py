@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..serving.measure import loadtest_p95
+from .points import setting_label
+from .sweep import setting_value
 from ..systems.roles import KindTraits
 
 POINT_COLUMNS = ["policy", "system", "label", "quality", "p95_ms", "cost_per_1k_queries", "position"]
@@ -66,6 +68,30 @@ def own_points(systems: Sequence[str], per_query: pd.DataFrame, measure: str,
                           "cost_per_1k_queries": costs[s]["cost_per_1k_queries"]} for s in systems])
 
 
+def settings_held_elsewhere(sweeps: pd.DataFrame, depth_costs: pd.DataFrame, own: pd.DataFrame,
+                            systems: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """``sweeps`` with ``held`` true on each setting that is already a point elsewhere, carrying that point's p95 and
+    cost: a depth sweep's setting the depth table holds (its system at that depth), or a sweep's parameter at the value
+    its system is configured with (the system as configured, ``own``), where the qualities agree. The same setting
+    then has one latency on every page and plot, and the frontier draws it once (the other point)."""
+    by_depth = depth_costs.set_index(["system", depth_costs["depth"].astype(str)])
+    by_system = own.set_index("system")
+    found = sweeps.assign(held=False)
+    for index, point in sweeps.iterrows():
+        if point["parameter"] == "depth":
+            key = (point["system"], point["value"])
+            other = by_depth.loc[key] if key in by_depth.index else None
+        else:
+            configured = setting_value(systems.get(point["system"], {}), point["parameter"])
+            held = configured is not None and point["system"] in by_system.index \
+                and setting_label(configured) == point["value"]
+            other = by_system.loc[point["system"]] if held else None
+        if other is not None and pd.notna(other["p95_ms"]) and np.isclose(other["quality"], point["quality"]):
+            found.loc[index, ["p95_ms", "cost_per_1k_queries", "held"]] = [
+                float(other["p95_ms"]), other["cost_per_1k_queries"], True]
+    return found
+
+
 def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits], own: pd.DataFrame,
                     sweeps: pd.DataFrame | None, loadtest: Mapping[str, Any] | None = None,
                     resolution: float = 0.0) -> pd.DataFrame:
@@ -90,11 +116,9 @@ def frontier_points(depth_costs: pd.DataFrame, traits: Mapping[str, KindTraits],
                                "cost_per_1k_queries": configured["cost_per_1k_queries"], "position": 0}))
     if sweeps is not None and len(sweeps):
         swept = sweeps[sweeps["p95_ms"].notna() & sweeps["quality"].notna()]
-        # A depth sweep of a system the depth table already holds at that depth is the same setting: one point,
-        # the depth table's (one latency per setting on every page and plot).
-        held = set(zip(depths["system"], depths["depth"].astype(str)))
-        same = [(system, value) in held for system, value in zip(swept["system"], swept["value"])]
-        swept = swept[~((swept["parameter"] == "depth").to_numpy() & np.array(same, dtype=bool))]
+        # A setting the depth table or a system's own point holds is drawn once, as that point
+        # (``settings_held_elsewhere``).
+        swept = swept[~swept["held"].astype(bool)]
         parts.append(pd.DataFrame({"policy": swept["policy"], "system": swept["system"],
                                    "label": swept["system"] + " " + swept["parameter"]
                                    + "=" + swept["value"], "quality": swept["quality"], "p95_ms": swept["p95_ms"],

@@ -47,7 +47,7 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
         seconds = cold_seconds(timed_queries(latency, warmup_queries))
         rows.append({
             "policy": policy.label, "system": policy.sweep.system, "parameter": policy.sweep.parameter,
-            "value": _label(setting.value), "position": position, "quality": float(values.mean()),
+            "value": setting_label(setting.value), "position": position, "quality": float(values.mean()),
             "delta": float(interval.mean[0]), "low": float(interval.low[0]), "high": float(interval.high[0]),
             "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
             "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000,
@@ -58,5 +58,6 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
-def _label(value) -> str:
+def setting_label(value) -> str:
+    """How a swept value is shown and matched (0.4, not 0.4000000000000001)."""
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -68,6 +68,19 @@ def override(mapping: Mapping[str, Any], parameter: str, value: Any, where: str)
     return updated
 
 
+def setting_value(mapping: Mapping[str, Any], parameter: str) -> Any:
+    """The value of the dotted ``parameter`` (list items by index) in ``mapping``; None where it is not set."""
+    node: Any = mapping
+    for key in parameter.split("."):
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        elif isinstance(node, Mapping) and key in node:
+            node = node[key]
+        else:
+            return None
+    return node
+
+
 def run_policy(sweep: SweepConfig, candidates: pd.DataFrame, queries: Mapping[str, Query], context: BuildContext,
                where: str) -> PolicyRuns:
     """Every setting of ``sweep`` over ``candidates``: runs, latency tables and the pairs it needed."""

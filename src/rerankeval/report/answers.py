@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..stats.answers import HEADLINE, deltas_frame
-from ..stats.schema import Outcomes, Reach
+from ..stats.schema import AnswerCounts, Answers, Compare, EndToEnd, Outcomes, Reach, SliceComparison
 from .caveats import generator_lines
 from .markdown import ci, fmt, p_value, slice_size, table
 
@@ -34,66 +34,64 @@ class AnswerInputs:
     calibration: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _system_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
+def _system_rows(compare: Compare, answers: Answers, metrics: Sequence[str]) -> list[list[str]]:
     rows = []
-    means = compare["answers"]["means"]
-    for system in compare["systems"]:
-        values = compare["systems"][system]
+    for system, values in compare.systems.items():
         row = [f"`{system}`"]
-        own = means.get(system, {})
+        own = answers.means.get(system, {})
         for metric in metrics:
             if metric in values:
-                row.append(f"{fmt(values[metric]['mean'])} [{ci(values[metric])}]")
+                row.append(f"{fmt(values[metric].mean)} [{ci(values[metric])}]")
             else:  # evaluated but not compared: its mean, no interval
                 row.append(fmt(own[metric]) if metric in own else "n/a")
         rows.append(row)
     return rows
 
 
-def _delta_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
-    return [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]),
-             f"{fmt(c['delta'], signed=True)} [{ci(c, signed=True)}]", p_value(c["p_adjusted"]),
-             f"{c['improved']}/{c['tied']}/{c['regressed']}"]
-            for c in compare["comparisons"] if c["metric"] in metrics]
+def _delta_rows(compare: Compare, metrics: Sequence[str]) -> list[list[str]]:
+    return [[f"`{c.challenger}`", c.metric, fmt(c.baseline_mean), fmt(c.challenger_mean),
+             f"{fmt(c.delta, signed=True)} [{ci(c, signed=True)}]", p_value(c.p_adjusted),
+             f"{c.improved}/{c.tied}/{c.regressed}"]
+            for c in compare.comparisons if c.metric in metrics]
 
 
-def _query_type_rows(compare: Mapping[str, Any], metrics: Sequence[str]) -> list[list[str]]:
+def _query_type_rows(compare: Compare, metrics: Sequence[str]) -> list[list[str]]:
     rows = []
-    for row in compare["slices"].get(QUERY_TYPE_COLUMN, []):
-        by_challenger: dict[str, dict[str, Any]] = {}
-        for c in row["comparisons"]:
-            by_challenger.setdefault(c["challenger"], {})[c["metric"]] = c
+    for row in compare.slices.get(QUERY_TYPE_COLUMN, []):
+        by_challenger: dict[str, dict[str, SliceComparison]] = {}
+        for c in row.comparisons:
+            by_challenger.setdefault(c.challenger, {})[c.metric] = c
         for challenger, found in sorted(by_challenger.items()):
-            cells = [f"{fmt(found[m]['delta'], signed=True)} [{ci(found[m], signed=True)}]" if m in found else "n/a"
+            cells = [f"{fmt(found[m].delta, signed=True)} [{ci(found[m], signed=True)}]" if m in found else "n/a"
                      for m in metrics]
-            rows.append([row["value"], slice_size([found[m] for m in metrics if m in found]), f"`{challenger}`",
+            rows.append([row.value, slice_size([found[m] for m in metrics if m in found]), f"`{challenger}`",
                          *cells])
     return rows
 
 
-def end_to_end(measured: Mapping[str, Mapping[str, Any]], means: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+def end_to_end(measured: Mapping[str, EndToEnd], means: Mapping[str, Mapping[str, float | None]]) -> list[list[str]]:
     """Per system: costs.json's ``end_to_end`` (rerank + generation latency), with compare.json's mean answer tokens
     and generation cost (``answers.means``)."""
     rows = []
     for system, found in measured.items():
         own = means.get(system, {})
         tokens, cost = own.get("AnswerTokens"), own.get("AnswerCost")
-        rows.append([f"`{system}`", fmt(found["p50_ms"], 1), fmt(found["p95_ms"], 1), fmt(found["generate_mean_ms"], 2),
-                     found["cached_answers"], fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
+        rows.append([f"`{system}`", fmt(found.p50_ms, 1), fmt(found.p95_ms, 1), fmt(found.generate_mean_ms, 2),
+                     found.cached_answers, fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
     return rows
 
 
-def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: Mapping[str, Mapping[str, Any]],
+def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str, EndToEnd],
                     plots_dir, plots_link: str, skip: Sequence[str] = ()) -> str:
     """The section, or "" when no answer was generated (compare.json holds no ``answers``); ``skip``: the reference
     systems (first-stage orders, oracle, random), left out of the plot."""
-    answers = compare.get("answers")
-    if not answers:
+    answers = compare.answers
+    if answers is None:
         return ""
-    baseline, ranking, answer = compare["baseline"], answers["ranking_measure"], answers["answer_measure"]
-    evaluated = set(answers["means"].get(baseline, {}))
+    baseline, ranking, answer = compare.baseline, answers.ranking_measure, answers.answer_measure
+    evaluated = set(answers.means.get(baseline, {}))
     metrics = [m for m in (ranking, *HEADLINE) if m in evaluated]
-    compared = [m for m in metrics if any(c["metric"] == m for c in compare["comparisons"])]
+    compared = [m for m in metrics if any(c.metric == m for c in compare.comparisons)]
     generator = inputs.generator
     calibration = inputs.calibration.get("result", {})
     lines = [f"## Answers: did the ranking gain reach the answer? (stages 3 and 4, Δ vs `{baseline}`)", "",
@@ -103,13 +101,13 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
                 f"{inputs.calibration.get('split')} split: answer F1 {calibration.get('train_answer_f1')} there, "
                 f"{calibration.get('train_answer_f1_never_abstaining')} never abstaining"
                 if "abstain_below" in calibration else "")
-             + f"). {_query_counts(answers['counts'])} Answer measures follow SQuAD 2.0 on unanswerable queries "
+             + f"). {_query_counts(answers.counts)} Answer measures follow SQuAD 2.0 on unanswerable queries "
                "(abstaining scores 1); ranking measures and evidence coverage are undefined there and averaged over "
                "the queries with a relevant passage; "
                "abstention precision, citation precision and claim support over the queries where the system "
                "abstained, cited or answered (paired CIs of the two means, same resamples).", "",
-               *generator_lines(compare.get("generator_sanity"))]
-    lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, metrics)), ""]
+               *generator_lines(compare.generator_sanity)]
+    lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, answers, metrics)), ""]
     if compared:
         lines += ["### Paired deltas", "",
                   table(["challenger", "metric", "baseline", "challenger", "Δ [CI]", "p adj", "win/tie/loss"],
@@ -118,12 +116,12 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
     if type_rows:
         lines += [f"### Per query type (Δ vs `{baseline}`)", "",
                   table(["query type", "queries", "challenger", *[f"Δ {m}" for m in compared]], type_rows), ""]
-    if answers["outcomes"]:
+    if answers.outcomes:
         lines += ["### Outcomes (queries with gold answers)", "",
-                  table(["system", *OUTCOME_COLUMNS], [[system, *[found[c] for c in OUTCOME_COLUMNS]]
-                                                       for system, found in answers["outcomes"].items()]), ""]
+                  table(["system", *OUTCOME_COLUMNS], [[system, *[getattr(found, c) for c in OUTCOME_COLUMNS]]
+                                                       for system, found in answers.outcomes.items()]), ""]
     heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
-    flag = (compare.get("generator_sanity") or {}).get("flag")
+    flag = compare.generator_sanity.get("flag")
     if ranking is None or flag:  # with a flag, answer-level deltas would plot the generator's noise as the ranking's
         from .plots import _nothing_to_show
 
@@ -132,14 +130,14 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
                          "collection (the generator sanity check).")
         lines += [heading, "", f"Not shown: {flag}.", ""] if ranking is not None else []
     else:
-        plot_ranking_vs_answer(deltas_frame(answers), ranking, answer, plots_dir / "ranking_vs_answer.png", skip)
+        plot_ranking_vs_answer(deltas_frame(answers.deltas), ranking, answer, plots_dir / "ranking_vs_answer.png", skip)
         lines += [heading, "",
                   table(["challenger", f"{ranking} up", "… answer up", "… answer down", f"{ranking} down",
                          "… answer down", "ranking same, answer moved"],
-                        [[f"`{system}`", *[found[c] for c in REACH_COLUMNS]]
-                         for system, found in answers["reach"].items()]), "",
+                        [[f"`{system}`", *[getattr(found, c) for c in REACH_COLUMNS]]
+                         for system, found in answers.reach.items()]), "",
                   f"![ranking vs answer]({plots_link}/ranking_vs_answer.png)", ""]
-    rows = end_to_end(latency, answers["means"])
+    rows = end_to_end(latency, answers.means)
     if rows:
         lines += ["### End-to-end latency and generation cost (after warm-up; rerank cold, on its measurement's scale, "
                   "+ generate)", "",
@@ -148,9 +146,9 @@ def answers_section(compare: Mapping[str, Any], inputs: AnswerInputs, latency: M
     return "\n".join(lines)
 
 
-def _query_counts(counts: Mapping[str, int]) -> str:
-    return (f"{counts['queries']} queries: {counts['with_gold']} with gold answers, {counts['with_relevant']} with a "
-            f"relevant passage (ranking measures), {counts['queries'] - counts['with_relevant']} without one.")
+def _query_counts(counts: AnswerCounts) -> str:
+    return (f"{counts.queries} queries: {counts.with_gold} with gold answers, {counts.with_relevant} with a "
+            f"relevant passage (ranking measures), {counts.queries - counts.with_relevant} without one.")
 
 
 def _describe_select(inputs: AnswerInputs) -> str:

@@ -3,17 +3,18 @@ table, their plots and evaluation.yaml."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX
 from ..rerank.assemble import TIE_BREAK
 from ..stats.sanity import needs_negative_judgments
-from ..stats.schema import DepthCost, FrontierPoint, SweepPoint
+from ..stats.schema import Compare, Costs, DepthCost, FrontierPoint, SweepPoint, Verdicts
 from ..systems.roles import KindTraits
 from ..systems.run_coverage import coverage_cut, coverage_text
 from . import configurations, decision, frontier, llm, moved, online, precision, serving, weighted
@@ -31,10 +32,11 @@ class ReportInputs:
     params: Any
     manifest: Mapping[str, Any]
     metrics: Mapping[str, Any]
-    compare: Mapping[str, Any]
-    verdicts: Mapping[str, Any]
-    costs: Mapping[str, Any]
-    """costs.json: latency, cost and the frontier, the compare stage's analysis (``stats.schema.Costs``)."""
+    compare: Compare
+    verdicts: Verdicts
+    costs: Costs
+    """The compare stage's analysis (``stats.analysis.Analysis``): the comparison, the decision and what quality costs
+    (latency, cost and the frontier)."""
     per_query: pd.DataFrame
     depth_curve: pd.DataFrame
     runs: Mapping[str, pd.DataFrame]
@@ -59,17 +61,22 @@ class ReportInputs:
     """The online stage's sizing of each challenger's online experiment (``online.json``)."""
 
 
-def _slice_rows(compare: Mapping[str, Any], primary: str) -> pd.DataFrame:
+def _slice_rows(compare: Compare, primary: str) -> pd.DataFrame:
     return pd.DataFrame([
-        {"challenger": c["challenger"], "slice": f"{column}={row['value']}", "delta": c["delta"], "low": c["low"],
-         "high": c["high"], "too_small": c["too_small"]}
-        for column, rows in compare["slices"].items() for row in rows for c in row["comparisons"]
-        if c["metric"] == primary])
+        {"challenger": c.challenger, "slice": f"{column}={row.value}", "delta": c.delta, "low": c.low,
+         "high": c.high, "too_small": c.too_small}
+        for column, rows in compare.slices.items() for row in rows for c in row.comparisons
+        if c.metric == primary])
+
+
+def _frame(rows: Sequence[BaseModel], model: type[BaseModel]) -> pd.DataFrame:
+    """A table of costs.json rows, one column per field of their model (none when there is no row)."""
+    return pd.DataFrame([row.model_dump() for row in rows], columns=list(model.model_fields))
 
 
 def _not_applicable(inputs: ReportInputs) -> list[str]:
     """The evaluated measures that mean nothing on these qrels (unjudged-based ones on positive-only qrels)."""
-    if inputs.compare["unjudged"].get("applicable", True):
+    if inputs.compare.unjudged.get("applicable", True):
         return []
     names = next(iter(inputs.metrics["systems"].values()))
     return [name for name in names if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))
@@ -129,36 +136,36 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     bounds = [s for s in systems if traits[s].bound]
     curve_means = inputs.depth_curve.groupby(["system", "depth", "measure"], as_index=False)["value"].mean() \
         .rename(columns={"value": "mean"})
-    quality_measure = inputs.costs["measure"]
+    quality_measure = inputs.costs.measure
     plots.depth_curve(curve_means, quality_measure, plots_dir / "depth_curve.png", bounds)
     per_query = inputs.per_query
-    baseline = per_query[per_query["system"] == compare["baseline"]].set_index("query_id")[primary]
+    baseline = per_query[per_query["system"] == compare.baseline].set_index("query_id")[primary]
     deltas = pd.concat([
         pd.DataFrame({"challenger": system, "delta": frame.set_index("query_id")[primary] - baseline})
-        for system, frame in per_query.groupby("system") if system != compare["baseline"]]).dropna()
+        for system, frame in per_query.groupby("system") if system != compare.baseline]).dropna()
     plots.delta_distribution(deltas[~deltas["challenger"].isin(reference)], primary,
                              plots_dir / "delta_distribution.png")
     slice_rows = _slice_rows(compare, primary)
     critical = params.dataset.critical_slices
     plots.slice_deltas(slice_rows[~slice_rows["challenger"].isin(reference)] if len(slice_rows) else slice_rows,
-                       primary, plots_dir / "slice_deltas.png", compare["method"]["confidence"],
+                       primary, plots_dir / "slice_deltas.png", compare.method["confidence"],
                        lambda label: any(spec.matches(*label.split("=", 1)) for spec in critical))
 
     analysed = inputs.costs  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)
-    hourly_price = analysed["hourly_price_usd"]
-    costs = {system: analysed["systems"][system] for system in systems}  # the params' order (JSON sorts its keys)
-    depth_costs = pd.DataFrame(analysed["depths"], columns=list(DepthCost.model_fields))
-    pool_recall = {row["depth"]: row["candidate_recall"] for row in analysed["depths"]}  # the same for every system
+    hourly_price = analysed.hourly_price_usd
+    costs = {system: analysed.systems[system] for system in systems}  # the params' order (JSON sorts its keys)
+    depth_costs = _frame(analysed.depths, DepthCost)
+    pool_recall = {row.depth: row.candidate_recall for row in analysed.depths}  # the same for every system
     drawn = depth_costs[depth_costs["p95_ms"].notna() & ~depth_costs["system"].isin(bounds)]
     if len(drawn):  # none without evaluation.depths
         plots.depth_cost(drawn, quality_measure, plots_dir / "depth_cost.png")
-    points = pd.DataFrame(analysed["frontier"], columns=list(FrontierPoint.model_fields))
-    sweeps = pd.DataFrame(analysed["sweeps"], columns=list(SweepPoint.model_fields))
+    points = _frame(analysed.frontier, FrontierPoint)
+    sweeps = _frame(analysed.sweeps, SweepPoint)
     serving.loadtest_plot(inputs.loadtest, plots_dir / "loadtest.png")
-    latency_sources = inputs.verdicts.get("latency_source", {})
+    latency_sources = inputs.verdicts.latency_source
     if len(points):
         frontier.plot_frontier(points, quality_measure, plots_dir / "pareto.png", {
-            f"{system} ({traits[system].role})": quality for system, quality in analysed["bounds"].items()})
+            f"{system} ({traits[system].role})": quality for system, quality in analysed.bounds.items()})
 
     environments = {}
     for system in systems:
@@ -168,15 +175,15 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                 **described["environment"], "model": described["model"], "revision": described["revision"],
                 "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
                 "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
-    variants = inputs.verdicts.get("variants", {})
+    variants = inputs.verdicts.variants
     precision_rows = precision.precision_rows(variants.get("precision", []), inputs.latencies,
                                               {s: m.get("describe", {}) for s, m in inputs.run_metadata.items()})
     tables = inputs.manifest["tables"]
-    context = {"dataset": params.dataset.name, "split": compare["split"], "queries": compare["queries"],
-               "ranked_queries": inputs.verdicts.get("verdict_queries"),
+    context = {"dataset": params.dataset.name, "split": compare.split, "queries": compare.queries,
+               "ranked_queries": inputs.verdicts.verdict_queries,
                "no_relevant": evaluation.no_relevant, "sample": inputs.manifest.get("sample"),
                "snapshot": {name: entry["content_sha256"] for name, entry in tables.items()},
-               "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare["method"],
+               "retrieval": params.retrieval.to_dict(), "tie_break": TIE_BREAK, "method": compare.method,
                "candidate_source": inputs.metrics.get("candidate_source", "hybrid")}
     decision_inputs = decision.DecisionInputs(
         verdicts=inputs.verdicts, compare=compare, traits=traits, costs=costs, hourly_price=hourly_price,
@@ -190,9 +197,9 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
         "## Release verdict: every reason\n\n" + "\n\n".join(md.verdict_reasons(inputs.verdicts, folded=False)),
         power_section(inputs.verdicts),
         moved.moved_section(inputs.runs, inputs.qrels, inputs.queries, inputs.manifest.get("slice_columns", []),
-                            compare["baseline"], systems, reference, params.compare.worst_n, links.explorer)
+                            compare.baseline, systems, reference, params.compare.worst_n, links.explorer)
         if inputs.qrels is not None else "",
-        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.get("first_stage"),
+        md.first_stage_section(inputs.metrics["first_stage"], top_n, compare.first_stage,
                               inputs.metrics.get("fusion"), context["retrieval"]),
         md.systems_section(compare, inputs.metrics, params.compare.metrics, evaluation.oracle_measures, top_n,
                            {**_run_coverage_warnings(inputs.run_metadata),
@@ -200,31 +207,30 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                            _source_orders(context["candidate_source"], context["retrieval"], traits)),
         md.deltas_section(compare),
         seeds_section(compare),
-        weighted.weighted_section(compare.get("weighted"), primary),
+        weighted.weighted_section(compare.weighted, primary),
         configurations.configurations_section(
             systems, params.systems, traits, inputs.run_metadata, inputs.latencies, inputs.latency_metadata, per_query,
-            compare, inputs.queries, primary, inputs.verdicts.get("latency_p95_ms", {}), hourly_price,
+            compare, inputs.queries, primary, inputs.verdicts.latency_p95_ms, hourly_price,
             variants.get("composites", {}),
             params.compare.worst_n),
-        llm.llm_section(systems, inputs.run_metadata, inputs.verdicts.get("invalid_outputs")),
+        llm.llm_section(systems, inputs.run_metadata, inputs.verdicts.invalid_outputs),
         md.depth_section(curve_means, quality_measure, pool_recall, plots_link, on_decision_page=True),
         md.slices_section(compare, primary, plots_link, on_decision_page=True),
-        answers_section(compare, inputs.answers, analysed["end_to_end"], plots_dir, plots_link, reference),
+        answers_section(compare, inputs.answers, analysed.end_to_end, plots_dir, plots_link, reference),
         md.unjudged_section(compare),
-        judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare["baseline"],
+        judging_section(inputs.judging_queue, primary, params.compare.unjudged.measure, compare.baseline,
                         inputs.judging_queue_path),
         md.regressions_section(compare, primary, bounds, links.explorer),
-        md.cost_section(costs, hourly_price, inputs.verdicts.get("latency_p95_ms", {})),
-        serving.latency_section(inputs.latency_measurements, latency_sources,
-                                inputs.verdicts.get("latency_untrusted", {})),
+        md.cost_section(costs, hourly_price, inputs.verdicts.latency_p95_ms),
+        serving.latency_section(inputs.latency_measurements, latency_sources, inputs.verdicts.latency_untrusted),
         serving.loadtest_section(inputs.loadtest, plots_link),
         md.depth_cost_section(depth_costs, quality_measure, plots_link),
         online.online_section(inputs.online, plots_dir, plots_link),
         online.logged_section(list(params.online.readouts), list(params.online.shadows)),
         frontier.frontier_section(points, sweeps, inputs.sweep_pairs, quality_measure, plots_link,
-                                  on_decision_page=True, resolution=analysed["latency_resolution"]),
+                                  on_decision_page=True, resolution=analysed.latency_resolution),
         precision.precision_section(precision_rows, primary, params.compare.confidence),
-        precision.served_parity_section(inputs.verdicts.get("served_parity") or {}),
+        precision.served_parity_section(inputs.verdicts.served_parity),
         md.environment_section(environments),
         md.all_metrics_section(inputs.metrics, _not_applicable(inputs)),
     ])

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..stats.verdict import ci_label
-from .markdown import ci, fmt
+from .markdown import fmt, interval_text
 
 
 def generator_lines(sanity: Mapping[str, Any] | None) -> list[str]:
@@ -17,7 +17,8 @@ def generator_lines(sanity: Mapping[str, Any] | None) -> list[str]:
     if sanity.get("skipped"):
         return [f"Generator sanity check not run: {sanity['skipped']}.", ""]
     level = ci_label(sanity["confidence"])
-    parts = [f"`{name}` - `{sanity['floor']}` {fmt(found['delta'], signed=True)} [{ci(found, signed=True)}]"
+    parts = [f"`{name}` - `{sanity['floor']}` {fmt(found['delta'], signed=True)} "
+             f"[{interval_text(found['low'], found['high'], signed=True)}]"
              for name, found in ((sanity["ceiling"], sanity["ceiling_vs_floor"]),
                                  (sanity["baseline"], sanity["baseline_vs_floor"])) if found is not None]
     lines = [f"Generator sanity check on {sanity['metric']} ({level}): {'; '.join(parts)}."]

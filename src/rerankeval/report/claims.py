@@ -4,39 +4,38 @@ computed here)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from ..stats.schema import DecisionCore, Verdict
 
 NONINFERIORITY_HEADER = ["challenger", "vs", "true Δ = -margin", "ACCEPT at -margin (error)", "ACCEPT at 0 (power)",
                          "REJECT at 0"]
 
 
-def decided(verdicts: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+def decided(verdicts: DecisionCore) -> list[tuple[str, str, Verdict]]:
     """Every (challenger, baseline, verdict): against the first baseline, then against each other reference."""
-    pairs = [(system, verdicts["baseline"], verdict) for system, verdict in verdicts["verdicts"].items()]
-    for reference, by_system in verdicts.get("verdicts_by_baseline", {}).items():
+    pairs = [(system, verdicts.baseline, verdict) for system, verdict in verdicts.verdicts.items()]
+    for reference, by_system in (verdicts.verdicts_by_baseline or {}).items():
         pairs += [(system, reference, verdict) for system, verdict in by_system.items()]
     return pairs
 
 
-def plain(verdicts: Mapping[str, Any]) -> bool:
+def plain(verdicts: DecisionCore) -> bool:
     """One baseline and only superiority claims: the table needs no baseline or claim column."""
-    return not verdicts.get("verdicts_by_baseline") and not any("claim" in v for v in verdicts["verdicts"].values())
+    return not verdicts.verdicts_by_baseline and not any(v.claim is not None for v in verdicts.verdicts.values())
 
 
-def claim_cell(verdict: Mapping[str, Any]) -> str:
-    claim = verdict.get("claim")
+def claim_cell(verdict: Verdict) -> str:
+    claim = verdict.claim
     if claim is None:
         return "superior"
     saving = "" if claim["min_saving"] is None else f", saves ≥ {claim['min_saving']:.0%} of {claim['saving_on']}"
     return f"noninferior (margin {claim['margin']:g}{saving})"
 
 
-def rule_text(verdicts: Mapping[str, Any], level: str) -> str | None:
+def rule_text(verdicts: DecisionCore, level: str) -> str | None:
     """The non-inferiority rule in one sentence, when some challenger claims it."""
-    if not any("claim" in verdict for _, _, verdict in decided(verdicts)):
+    if not any(verdict.claim is not None for _, _, verdict in decided(verdicts)):
         return None
-    one_sided = (1 - verdicts["rule"]["confidence"]) / 2
+    one_sided = (1 - verdicts.rule["confidence"]) / 2
     return (f"A `noninferior` claim ACCEPTs when the lower bound of its {level} of Δ lies above -margin (a one-sided "
             f"test at {one_sided:.1%}), its saving is established and no other check fails; it REJECTs when the "
             "whole CI lies below -margin or the saving is established short of min_saving. A saving (on cost, or "
@@ -45,16 +44,16 @@ def rule_text(verdicts: Mapping[str, Any], level: str) -> str | None:
             "not apply.")
 
 
-def noninferiority_rows(verdicts: Mapping[str, Any]) -> list[list[str]]:
+def noninferiority_rows(verdicts: DecisionCore) -> list[list[str]]:
     """Rows under ``NONINFERIORITY_HEADER``: the non-inferiority rule's simulated decision rates at a true Δ of
     -margin (ACCEPT there is its error rate) and of 0 (ACCEPT there is its power)."""
     rows = []
     for system, reference, verdict in decided(verdicts):
-        if "claim" not in verdict:
+        if verdict.claim is None:
             continue
-        at_margin, at_zero = (verdict["operating_characteristics"][key] for key in ("at_minus_margin", "at_zero"))
-        rows.append([f"`{system}`", f"`{reference}`", f"{at_margin['effect']:+.4f}", _rate(at_margin["accept"]),
-                     _rate(at_zero["accept"]), _rate(at_zero["reject"])])
+        at_margin, at_zero = (verdict.operating_characteristics[key] for key in ("at_minus_margin", "at_zero"))
+        rows.append([f"`{system}`", f"`{reference}`", f"{at_margin.effect:+.4f}", _rate(at_margin.accept),
+                     _rate(at_zero.accept), _rate(at_zero.reject)])
     return rows
 
 

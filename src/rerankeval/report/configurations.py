@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..rerank.cost import SECONDS_PER_HOUR
+from ..stats.schema import Comparison, ComparisonCore
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits
 from .markdown import fmt, table
@@ -25,8 +26,8 @@ def _interval(found: Mapping[str, float] | None, scale: float = 1.0, digits: int
     return f"{fmt(mean, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
-def _comparison(compare: Mapping[str, Any], system: str, metric: str) -> Mapping[str, Any] | None:
-    return next((c for c in compare["comparisons"] if c["challenger"] == system and c["metric"] == metric), None)
+def _comparison(compare: ComparisonCore, system: str, metric: str) -> Comparison | None:
+    return next((c for c in compare.comparisons if c.challenger == system and c.metric == metric), None)
 
 
 def _what(kind: str, described: Mapping[str, Any]) -> str:
@@ -75,23 +76,24 @@ def configurations_section(systems: Sequence[str], configs: Mapping[str, Mapping
                            traits: Mapping[str, KindTraits],
                            run_metadata: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
                            latency_metadata: Mapping[str, Mapping[str, Any]], per_query: pd.DataFrame,
-                           compare: Mapping[str, Any], queries: pd.DataFrame | None, metric: str,
+                           compare: ComparisonCore, queries: pd.DataFrame | None, metric: str,
                            measured_p95_ms: Mapping[str, float | None],
                            hourly_price: float, composites: Mapping[str, Mapping[str, Any]], worst_n: int) -> str:
-    """``composites``: verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs);
-    ``measured_p95_ms``: verdicts.json's ``latency_p95_ms``, each system's one p95."""
+    """``compare``: the comparison (compare.json), each composed system's Δ against its baseline; ``composites``:
+    verdicts.json's ``variants.composites`` (each system's cold seconds and skip rate with CIs); ``measured_p95_ms``:
+    verdicts.json's ``latency_p95_ms``, each system's one p95."""
     composed = [s for s in systems if traits[s].composite]
     if not composed:
         return ""
-    baseline = compare["baseline"]
+    baseline = compare.baseline
     rows, notes, beats = [], [], []
     for system in composed:
         kind, latency = configs[system]["kind"], latencies[system]
         described = run_metadata[system].get("describe", {})
         item = _comparison(compare, system, metric)
         delta = "n/a" if item is None else \
-            f"{fmt(item['delta'], signed=True)} [{fmt(item['low'], signed=True)}, {fmt(item['high'], signed=True)}]"
-        if item is not None and item["low"] is not None and item["low"] > 0:
+            f"{fmt(item.delta, signed=True)} [{fmt(item.low, signed=True)}, {fmt(item.high, signed=True)}]"
+        if item is not None and item.low is not None and item.low > 0:
             beats.append(f"`{system}` ({delta})")
         found = composites.get(system, {})
         pairs = latency_metadata[system].get("composite_pairs", {})

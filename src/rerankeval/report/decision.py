@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..stats.schema import Compare, SystemCost, Verdict, Verdicts
 from ..stats.verdict import ci_label
 from ..systems.roles import KindTraits
 from . import claims
@@ -24,10 +25,10 @@ UNTRUSTED = "⚠"
 
 @dataclass(frozen=True)
 class DecisionInputs:
-    verdicts: Mapping[str, Any]
-    compare: Mapping[str, Any]
+    verdicts: Verdicts
+    compare: Compare
     traits: Mapping[str, KindTraits]
-    costs: Mapping[str, Mapping[str, Any]]
+    costs: Mapping[str, SystemCost]
     """The report's cost table (costs.json ``systems``): ``cost_per_1k_queries`` per system."""
     hourly_price: float
     generator: str
@@ -49,14 +50,14 @@ def decision_page(header: Sequence[str], inputs: DecisionInputs, plots_link: str
         parts.append(guardrails)
     references = reference_table(inputs)
     if references:
-        parts += [f"### Reference systems vs `{verdicts['baseline']}` (bounds and first-stage orders, not release "
+        parts += [f"### Reference systems vs `{verdicts.baseline}` (bounds and first-stage orders, not release "
                   "decisions)", references]
     parts += ["### The plots that carry the decision", *plot_lines(inputs, plots_link),
               f"Every other table, every reason and the per-query lists: [details]({details_link})."]
     return "\n\n".join(parts)
 
 
-def challengers(inputs: DecisionInputs) -> list[tuple[str, str, Mapping[str, Any]]]:
+def challengers(inputs: DecisionInputs) -> list[tuple[str, str, Verdict]]:
     """The decided (challenger, baseline, verdict) triples of rerankers under test (not reference systems)."""
     return [(system, reference, verdict) for system, reference, verdict in claims.decided(inputs.verdicts)
             if not _reference(inputs, system)]
@@ -65,16 +66,16 @@ def challengers(inputs: DecisionInputs) -> list[tuple[str, str, Mapping[str, Any
 def decision_table(inputs: DecisionInputs) -> str:
     verdicts = inputs.verdicts
     plain = claims.plain(verdicts)
-    level = ci_label(verdicts["rule"]["confidence"])
+    level = ci_label(verdicts.rule["confidence"])
     answer = _answer_metric(inputs)
     header = ["challenger", *([] if plain else ["vs", "claim"]), "decision", "decided by",
-              f"Δ {verdicts['rule']['primary_metric']} [{level}]", *([f"Δ {answer} [{level}]"] if answer else []),
+              f"Δ {verdicts.rule['primary_metric']} [{level}]", *([f"Δ {answer} [{level}]"] if answer else []),
               "p95 ms", "cost / 1k queries", "false ACCEPT / power"]
     rows = []
     for system, reference, verdict in challengers(inputs):
         answer_cell = [_answer_delta(inputs, system, reference, answer)] if answer else []
         rows.append([f"`{system}`", *([] if plain else [f"`{reference}`", claims.claim_cell(verdict)]),
-                     f"**{verdict['decision']}**", verdict["decided_by"].replace("|", "\\|"), delta_ci(verdict),
+                     f"**{verdict.decision}**", verdict.decided_by.replace("|", "\\|"), delta_ci(verdict),
                      *answer_cell, p95_cell(verdicts, system), cost_cell(inputs.costs, system),
                      error_rates(verdict)])
     if not rows:
@@ -86,31 +87,38 @@ def decision_table(inputs: DecisionInputs) -> str:
         f"${inputs.hourly_price:g} per machine-hour (API prices where a system calls one).")
 
 
-def p95_cell(verdicts: Mapping[str, Any], system: str) -> str:
-    value = verdicts.get("latency_p95_ms", {}).get(system)
+def p95_text(verdicts: Verdicts, system: str) -> str:
+    """The system's one p95 (the verdict's), as every page writes it."""
+    value = verdicts.latency_p95_ms.get(system)
     if value is None:
         return "n/a"
-    shown = fmt(value, 1) if value >= 10 else fmt(value, 2)  # a first stage's 0.03 ms is no 0.0
-    return shown + (f" {UNTRUSTED}" if system in verdicts.get("latency_untrusted", {}) else "")
+    return fmt(value, 1) if value >= 10 else fmt(value, 2)  # a first stage's 0.03 ms is no 0.0
 
 
-def cost_cell(costs: Mapping[str, Mapping[str, Any]], system: str) -> str:
-    value = costs.get(system, {}).get("cost_per_1k_queries")
+def p95_cell(verdicts: Verdicts, system: str) -> str:
+    """``p95_text``, marked where the figure cannot REJECT (``latency_note`` says why)."""
+    untrusted = system in verdicts.latency_untrusted and verdicts.latency_p95_ms.get(system) is not None
+    return p95_text(verdicts, system) + (f" {UNTRUSTED}" if untrusted else "")
+
+
+def cost_cell(costs: Mapping[str, SystemCost], system: str) -> str:
+    found = costs.get(system)
+    value = None if found is None else found.cost_per_1k_queries
     return "n/a" if value is None else f"${value:.4f}"
 
 
-def error_rates(verdict: Mapping[str, Any]) -> str:
-    rates = verdict["operating_characteristics"]
-    if "claim" in verdict:
-        error, power = rates["at_minus_margin"]["accept"], rates["at_zero"]["accept"]
+def error_rates(verdict: Verdict) -> str:
+    rates = verdict.operating_characteristics
+    if verdict.claim is not None:
+        error, power = rates["at_minus_margin"].accept, rates["at_zero"].accept
     else:
-        error, power = rates["at_zero"]["accept"], rates["at_min_delta"]["accept"]
+        error, power = rates["at_zero"].accept, rates["at_min_delta"].accept
     return f"{error:.1%} / {power:.1%}"
 
 
-def latency_note(verdicts: Mapping[str, Any]) -> str:
+def latency_note(verdicts: Verdicts) -> str:
     """Which p95 figures cannot REJECT, grouped by the reason verdicts.json gives for each."""
-    untrusted = verdicts.get("latency_untrusted", {})
+    untrusted = verdicts.latency_untrusted
     if not untrusted:
         return ""
     by_reason: dict[str, list[str]] = {}
@@ -123,7 +131,7 @@ def latency_note(verdicts: Mapping[str, Any]) -> str:
 
 def answer_note(inputs: DecisionInputs) -> str:
     """One line on the answer-level Δ: why it is not shown (the generator's sanity check), or what it rests on."""
-    sanity = inputs.compare.get("generator_sanity")
+    sanity = inputs.compare.generator_sanity
     floor = (f" Answers come from the `{inputs.generator}` generator, which copies sentences of the context: a floor "
              "for what a language model would answer." if inputs.generator == "extractive" else "")
     if not sanity:
@@ -139,7 +147,7 @@ def answer_note(inputs: DecisionInputs) -> str:
 def reference_table(inputs: DecisionInputs) -> str:
     """The baseline and every reference system (first-stage orders, oracle, random) with Δ, p95 and cost."""
     verdicts = inputs.verdicts
-    baseline = verdicts["baseline"]
+    baseline = verdicts.baseline
     rows = [[f"`{baseline}`", "baseline", "—", p95_cell(verdicts, baseline), cost_cell(inputs.costs, baseline)]]
     for system, reference, verdict in claims.decided(verdicts):
         if _reference(inputs, system) and reference == baseline:
@@ -147,14 +155,14 @@ def reference_table(inputs: DecisionInputs) -> str:
                          delta_ci(verdict), p95_cell(verdicts, system), cost_cell(inputs.costs, system)])
     if len(rows) == 1:
         return ""
-    level = ci_label(verdicts["rule"]["confidence"])
-    return table(["system", "role", f"Δ {verdicts['rule']['primary_metric']} [{level}]", "p95 ms",
+    level = ci_label(verdicts.rule["confidence"])
+    return table(["system", "role", f"Δ {verdicts.rule['primary_metric']} [{level}]", "p95 ms",
                   "cost / 1k queries"], rows)
 
 
 def plot_lines(inputs: DecisionInputs, plots_link: str) -> list[str]:
     """Each plot with the caveat that qualifies it, if any, right under it."""
-    captions = {"pareto.png": f"The policy sweeps' settings are read off these `{inputs.compare['split']}` queries "
+    captions = {"pareto.png": f"The policy sweeps' settings are read off these `{inputs.compare.split}` queries "
                               "(tuned on them): a setting picked from a curve needs fresh queries to confirm it."
                 if inputs.swept else "",
                 "slice_deltas.png": "Rerankers under test only; grey: a slice under the minimum size, which can only "
@@ -171,15 +179,14 @@ def _reference(inputs: DecisionInputs, system: str) -> bool:
 
 def _answer_metric(inputs: DecisionInputs) -> str | None:
     """The answer measure to show a Δ of: the sanity check's, only when the generator passed it."""
-    sanity = inputs.compare.get("generator_sanity")
+    sanity = inputs.compare.generator_sanity
     if not sanity or sanity.get("skipped") or sanity.get("flag"):
         return None
     return sanity["metric"]
 
 
 def _answer_delta(inputs: DecisionInputs, system: str, reference: str, metric: str) -> str:
-    if reference != inputs.compare["baseline"]:
+    if reference != inputs.compare.baseline:
         return "n/a"
-    found = next((c for c in inputs.compare["comparisons"] if c["challenger"] == system and c["metric"] == metric),
-                 None)
-    return "n/a" if found is None else f"{fmt(found['delta'], signed=True)} [{ci(found, signed=True)}]"
+    found = next((c for c in inputs.compare.comparisons if c.challenger == system and c.metric == metric), None)
+    return "n/a" if found is None else f"{fmt(found.delta, signed=True)} [{ci(found, signed=True)}]"

@@ -10,18 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..stats.schema import ComparisonCore, DecisionCore, Verdict, Verdicts
 from .markdown import fmt
 
 
-def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+def guardrail_table(compare: ComparisonCore, verdicts: Verdicts) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the guardrail table; no rows when the collection carries no labels the guardrails read."""
-    found = compare.get("guardrails") or {}
+    found = compare.guardrails or {}
     if not found:
         return [], []
     measures = list(found)
     systems = list(next(iter(found.values())))
-    zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.get("rule", {}).get("guardrails", [])}
-    baseline = verdicts["baseline"]
+    zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.rule.get("guardrails", [])}
+    baseline = verdicts.baseline
     header = ["system", *measures, "empty results", "timeouts", "fallbacks", "guardrails"]
     rows = []
     for system in systems:
@@ -34,21 +35,21 @@ def guardrail_table(compare: Mapping[str, Any], verdicts: Mapping[str, Any]) -> 
                              + (f" ({share:.1%})" if value["queries_with_any"] else ""))
             else:
                 cells.append(f"{fmt(value['mean'])} [{fmt(value['low'])}, {fmt(value['high'])}]")
-        empty = (verdicts.get("empty_results") or {}).get(system)
+        empty = (verdicts.empty_results or {}).get(system)
         cells.append(f"{empty['empty']}/{empty['queries']}" if empty else "n/a")
-        fallbacks = verdicts.get("fallbacks", {}).get(system)
+        fallbacks = verdicts.fallbacks.get(system)
         cells.append(f"{fallbacks['timeouts']}/{fallbacks['queries']}" if fallbacks else "n/a")
         cells.append(f"{fallbacks['fallbacks']}/{fallbacks['queries']}" if fallbacks else "n/a")
-        cells.append("baseline" if system == baseline else _outcome(verdicts["verdicts"].get(system)))
+        cells.append("baseline" if system == baseline else _outcome(verdicts.verdicts.get(system)))
         rows.append(cells)
     return header, rows
 
 
-def _outcome(verdict: Mapping[str, Any] | None) -> str:
-    if verdict is None or not verdict.get("guardrails"):
+def _outcome(verdict: Verdict | None) -> str:
+    if verdict is None or not verdict.guardrails:
         return "n/a"
-    broken = [g["measure"] for g in verdict["guardrails"] if g["outcome"] == "violated"]
-    unsettled = [g["measure"] for g in verdict["guardrails"] if g["outcome"] == "unsettled"]
+    broken = [g["measure"] for g in verdict.guardrails if g["outcome"] == "violated"]
+    unsettled = [g["measure"] for g in verdict.guardrails if g["outcome"] == "unsettled"]
     if broken:
         return "**violated**: " + ", ".join(broken)
     return "unsettled: " + ", ".join(unsettled) if unsettled else "held"
@@ -73,9 +74,9 @@ def access_line(access: Mapping[str, Any] | None) -> str:
             "configured with access_filter: false reranks them, to show what the guardrail catches." + unknown)
 
 
-def guardrail_rule_text(verdicts: Mapping[str, Any]) -> str:
+def guardrail_rule_text(verdicts: DecisionCore) -> str:
     """The guardrails in a sentence (verdicts.json ``rule.guardrails``): checked before any quality check."""
-    rules = verdicts.get("rule", {}).get("guardrails") or []
+    rules = verdicts.rule.get("guardrails") or []
     if not rules:
         return ""
     budgets = [f"{rule['measure']}: none allowed" if rule.get("zero") else
@@ -92,7 +93,7 @@ def _own_slice_budgets(rule: Mapping[str, Any]) -> str:
     return f" and within slices {', '.join(own)}" if own else ""
 
 
-def guardrail_section(compare: Mapping[str, Any], verdicts: Mapping[str, Any], access: Mapping[str, Any] | None,
+def guardrail_section(compare: ComparisonCore, verdicts: Verdicts, access: Mapping[str, Any] | None,
                       render_table) -> str:
     """The heading, the rule, what the access filter did and the table (``render_table(header, rows)``); empty when
     the collection carries no labels."""

@@ -8,17 +8,18 @@ from typing import Any
 
 import pandas as pd
 
+from ..stats.schema import DecisionCore
 from .markdown import fmt, table
 
 SHOWN = 10
 QUERY_CHARS, TITLE_CHARS = 70, 60
 
 
-def power_section(verdicts: Mapping[str, Any]) -> str:
+def power_section(verdicts: DecisionCore) -> str:
     """One line per INCONCLUSIVE verdict: the queries that would give the paired t-test its power at min_delta."""
-    against = [(verdicts["baseline"], verdicts["verdicts"]), *verdicts.get("verdicts_by_baseline", {}).items()]
-    stated = [(system, baseline, verdict["power"]) for baseline, decided in against
-              for system, verdict in decided.items() if verdict.get("power")]
+    against = [(verdicts.baseline, verdicts.verdicts), *(verdicts.verdicts_by_baseline or {}).items()]
+    stated = [(system, baseline, verdict.power) for baseline, decided in against
+              for system, verdict in decided.items() if verdict.power]
     if not stated:
         return ""
     rows = [[f"`{system}` vs `{baseline}`", statement["queries"], fmt(statement["sd"]),

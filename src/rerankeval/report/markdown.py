@@ -10,6 +10,8 @@ import pandas as pd
 
 from ..data.sample import sample_text
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
+from ..stats.schema import (Compare, Comparison, ComparisonCore, DecisionCore, Interval, SliceComparison, SystemCost,
+                            Verdict, Verdicts)
 from ..stats.verdict import ci_label
 from . import claims
 
@@ -20,8 +22,15 @@ def fmt(value: float | None, digits: int = 4, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def ci(entry: Mapping[str, Any], signed: bool = False) -> str:
-    return f"{fmt(entry['low'], signed=signed)} .. {fmt(entry['high'], signed=signed)}"
+def ci(entry: Interval | Comparison | SliceComparison, signed: bool = False) -> str:
+    """A compared value's interval: ``-0.0100 .. +0.0624``."""
+    return interval_text(entry.low, entry.high, signed)
+
+
+def interval_text(low: float | None, high: float | None, signed: bool = False) -> str:
+    """An interval's bounds as ``ci`` shows them, for the bounds the analysis keeps in a plain dict (a sanity
+    check's)."""
+    return f"{fmt(low, signed=signed)} .. {fmt(high, signed=signed)}"
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -111,25 +120,25 @@ def first_stage_label(source: str, retrieval: Mapping[str, Any] | None = None) -
     return f"first stage ({source})"
 
 
-def verdict_section(verdicts: Mapping[str, Any]) -> str:
+def verdict_section(verdicts: DecisionCore) -> str:
     """The decision and the one reason that decided it per challenger, the rule's simulated error rates on this query
     set, and every reason in a details block."""
     rows = [[f"`{system}`", *([] if claims.plain(verdicts) else [f"`{reference}`", claims.claim_cell(verdict)]),
-             f"**{verdict['decision']}**", delta_ci(verdict), _cell(verdict["decided_by"])]
+             f"**{verdict.decision}**", delta_ci(verdict), _cell(verdict.decided_by)]
             for system, reference, verdict in claims.decided(verdicts)]
-    level = ci_label(verdicts["rule"]["confidence"])
+    level = ci_label(verdicts.rule["confidence"])
     header = ["challenger", *([] if claims.plain(verdicts) else ["vs", "claim"]), "decision",
-              f"Δ {verdicts['rule']['primary_metric']} [{level}]", "decided by"]
+              f"Δ {verdicts.rule['primary_metric']} [{level}]", "decided by"]
     return "\n\n".join([*verdict_rule(verdicts), table(header, rows), *verdict_reasons(verdicts)])
 
 
-def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
+def verdict_rule(verdicts: DecisionCore) -> list[str]:
     """The verdict's heading, the baseline's flag and the rule in a sentence (and the non-inferiority rule's)."""
-    rule, level = verdicts["rule"], ci_label(verdicts["rule"]["confidence"])
+    rule, level = verdicts.rule, ci_label(verdicts.rule["confidence"])
     metric = rule["primary_metric"]
-    parts = [f"## Release verdict vs {', '.join(f'`{b}`' for b in verdicts.get('baselines', [verdicts['baseline']]))}"]
-    if verdicts.get("baseline_flag"):
-        parts.append(f"> ⚠ **{verdicts['baseline_flag']}.** No verdict against it is a bare ACCEPT.")
+    parts = [f"## Release verdict vs {', '.join(f'`{b}`' for b in verdicts.baselines or [verdicts.baseline])}"]
+    if verdicts.baseline_flag:
+        parts.append(f"> ⚠ **{verdicts.baseline_flag}.** No verdict against it is a bare ACCEPT.")
     slices = ""
     if rule["critical_slices"]:
         tests = rule.get("slice_tests", rule["slices_that_can_reject"])
@@ -137,7 +146,7 @@ def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
                     "family)" if tests > 1 else "")
         slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
                   f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
-    superior = any("claim" not in verdict for _, _, verdict in claims.decided(verdicts))
+    superior = any(verdict.claim is None for _, _, verdict in claims.decided(verdicts))
     if superior:  # with every challenger claiming non-inferiority, the superiority rule decides nothing
         parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and "
                      f"no check failing{slices} (docs/verdict.md, \"The rule\").")
@@ -149,54 +158,54 @@ def verdict_rule(verdicts: Mapping[str, Any]) -> list[str]:
     return parts
 
 
-def inference_text(verdicts: Mapping[str, Any]) -> str:
+def inference_text(verdicts: DecisionCore) -> str:
     """The release decision's multiplicity family, its procedure and its simulated family-wise error rate; under
     ``compare.inference: per_comparison``, that each pair stands alone and how many challengers share the baseline."""
-    inference = verdicts["inference"]
-    level = 1 - verdicts["rule"]["confidence"]
-    if inference["mode"] == "per_comparison":
-        alone = [found for name, found in inference["families"].items()
-                 if name.startswith("alone") and found["baseline"] == verdicts["baseline"]]
-        challengers = len(verdicts["verdicts"])
-        return (f"Family: {inference['release_family']}. Procedure: {inference['procedure']}: each interval holds "
+    inference = verdicts.inference
+    level = 1 - verdicts.rule["confidence"]
+    if inference.mode == "per_comparison":
+        alone = [found for name, found in inference.families.items()
+                 if name.startswith("alone") and found.baseline == verdicts.baseline]
+        challengers = len(verdicts.verdicts)
+        return (f"Family: {inference.release_family}. Procedure: {inference.procedure}: each interval holds "
                 f"for its pair alone, and excludes 0 exactly when its p is below {level:.2f}. With {challengers} "
-                f"systems decided against `{verdicts['baseline']}` this way, the chance that some null one "
+                f"systems decided against `{verdicts.baseline}` this way, the chance that some null one "
                 f"is wrongly decided exceeds each pair's own (simulated: "
-                + ", ".join(f"`{found['members'][0]}` {found['any_error']:.1%}" for found in alone)
+                + ", ".join(f"`{found.members[0]}` {found.any_error:.1%}" for found in alone)
                 + "); `compare.inference: family` controls it.")
     families = []
-    for name, found in inference["families"].items():
+    for name, found in inference.families.items():
         if not name.startswith("release"):
             continue
-        families.append(f"{name} ({', '.join(f'`{member}`' for member in found['members'])}: some member wrongly "
-                        f"decided in {found['any_error']:.1%} of {found['trials']} simulated null trials)")
-    return (f"Family: {inference['release_family']}: {'; '.join(families) or 'none'}. Procedure: "
-            f"{inference['procedure']}: each interval holds for the whole family, and excludes 0 exactly when the "
+        families.append(f"{name} ({', '.join(f'`{member}`' for member in found.members)}: some member wrongly "
+                        f"decided in {found.any_error:.1%} of {found.trials} simulated null trials)")
+    return (f"Family: {inference.release_family}: {'; '.join(families) or 'none'}. Procedure: "
+            f"{inference.procedure}: each interval holds for the whole family, and excludes 0 exactly when the "
             f"adjusted p is below {level:.2f}. Reference systems are decided alone; secondary metrics are descriptive.")
 
 
-def delta_ci(verdict: Mapping[str, Any]) -> str:
+def delta_ci(verdict: Verdict) -> str:
     """A verdict's Δ of the primary metric with its CI: ``+0.0270 [-0.0100, +0.0624]``."""
-    return (f"{fmt(verdict['delta'], signed=True)} [{fmt(verdict['ci'][0], signed=True)}, "
-            f"{fmt(verdict['ci'][1], signed=True)}]")
+    return (f"{fmt(verdict.delta, signed=True)} [{fmt(verdict.ci[0], signed=True)}, "
+            f"{fmt(verdict.ci[1], signed=True)}]")
 
 
-def verdict_reasons(verdicts: Mapping[str, Any], folded: bool = True) -> list[str]:
-    """What the verdict table leaves out: the latency each check read, the rule's simulated error rates and every
-    reason and note (``folded``: in a details block)."""
+def verdict_reasons(verdicts: DecisionCore, folded: bool = True) -> list[str]:
+    """What the verdict table leaves out: the latency each check read (the compare stage's ``Verdicts`` record it),
+    the rule's simulated error rates and every reason and note (``folded``: in a details block)."""
     plain = claims.plain(verdicts)
     parts = []
-    if verdicts.get("latency_source"):  # the machine's load beside the decision it may have weighed on
+    if isinstance(verdicts, Verdicts) and verdicts.latency_source:  # the machine's load beside the decision
         parts.append("Latency the check read, with the machine's load: " + "; ".join(
-            f"`{system}` {source}" + (" (**not trusted to REJECT**)" if system in verdicts.get("latency_untrusted", {})
-                                      else "") for system, source in verdicts["latency_source"].items()) + ".")
+            f"`{system}` {source}" + (" (**not trusted to REJECT**)" if system in verdicts.latency_untrusted else "")
+            for system, source in verdicts.latency_source.items()) + ".")
     parts.append(operating_characteristics_text(verdicts))
     details = ["<details><summary>Every reason and note</summary>", ""] if folded else ["### Every reason and note", ""]
     for system, reference, verdict in claims.decided(verdicts):
-        details.append(f"**`{system}`{'' if plain else f' vs `{reference}`'}: {verdict['decision']}**")
+        details.append(f"**`{system}`{'' if plain else f' vs `{reference}`'}: {verdict.decision}**")
         details.append("")
-        details += [f"- {_cell(reason)}" for reason in verdict["reasons"]]
-        details += [f"- note: {_cell(note)}" for note in verdict["notes"]]
+        details += [f"- {_cell(reason)}" for reason in verdict.reasons]
+        details += [f"- note: {_cell(note)}" for note in verdict.notes]
         details.append("")
     if folded:
         details.append("</details>")
@@ -204,18 +213,18 @@ def verdict_reasons(verdicts: Mapping[str, Any], folded: bool = True) -> list[st
     return parts
 
 
-def operating_characteristics_text(verdicts: Mapping[str, Any]) -> str:
+def operating_characteristics_text(verdicts: DecisionCore) -> str:
     """How far to trust each verdict: the rule's simulated decision rates at a true effect of 0 and of min_delta."""
-    simulation, min_delta = verdicts["simulation"], verdicts["rule"]["min_delta"]
+    simulation, min_delta = verdicts.simulation, verdicts.rule["min_delta"]
     rows = []
     plain = claims.plain(verdicts)
     for system, reference, verdict in claims.decided(verdicts):
-        if "claim" in verdict:  # a non-inferiority claim: its own table below
+        if verdict.claim is not None:  # a non-inferiority claim: its own table below
             continue
         label = f"`{system}`" if plain else f"`{system}` vs `{reference}`"
-        at_zero, at_min = verdict["operating_characteristics"]["at_zero"], verdict["operating_characteristics"]["at_min_delta"]
-        rows.append([label, _rate(at_zero["reject"]), _rate(at_zero["accept"]), _rate(at_min["accept"]),
-                     _rate(at_min["reject"])])
+        at_zero, at_min = (verdict.operating_characteristics[key] for key in ("at_zero", "at_min_delta"))
+        rows.append([label, _rate(at_zero.reject), _rate(at_zero.accept), _rate(at_min.accept),
+                     _rate(at_min.reject)])
     header = ["challenger", "REJECT at effect 0", "ACCEPT at effect 0", f"ACCEPT at {min_delta:+.4f}",
               f"REJECT at {min_delta:+.4f}"]
     error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
@@ -261,7 +270,8 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
                fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]), fmt(values["RR@10"])]
         found = vs_random.get(name, {}).get("vs_random")
         if len(header) > len(row):
-            row.append("n/a" if found is None else f"{fmt(found['delta'], signed=True)} [{ci(found, signed=True)}]"
+            row.append("n/a" if found is None else f"{fmt(found['delta'], signed=True)} "
+                       f"[{interval_text(found['low'], found['high'], signed=True)}]"
                        + (" ⚠ at the random floor" if vs_random[name]["at_random_floor"] else ""))
         rows.append(row)
     title = (f"each retriever's own top {top_n}" if len(first_stage) > 1 else
@@ -273,7 +283,8 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
         fused = sanity["fusion_vs_best_component"]
         if fused is not None:
             lines.append(f"Fusion (hybrid) vs its best component ({sanity['best_component']}): "
-                         f"{fmt(fused['delta'], signed=True)} [{ci(fused, signed=True)}].")
+                         f"{fmt(fused['delta'], signed=True)} "
+                         f"[{interval_text(fused['low'], fused['high'], signed=True)}].")
         if sanity["flag"]:
             lines.append(f"⚠ **{sanity['flag']}.**")
         text += "\n\n" + " ".join(lines)
@@ -286,22 +297,22 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
     return text
 
 
-def systems_section(compare: Mapping[str, Any], metrics_json: Mapping[str, Any], metrics: Sequence[str],
+def systems_section(compare: ComparisonCore, metrics_json: Mapping[str, Any], metrics: Sequence[str],
                     oracle_measures: Sequence[str], top_n: int, warnings: Mapping[str, str] | None = None,
                     source_orders: Mapping[str, str] | None = None) -> str:
     """``warnings``: a line per system whose results need one (an external run cut to the candidates), shown after
     the table and flagged with ⚠ in its row. ``source_orders``: system -> the first stage whose own order it is
     (``first_stage_label``), for a run or replay source's `fusion`-kind systems, named in their row and a note."""
     warnings, source_orders = warnings or {}, source_orders or {}
-    level = ci_label(compare["method"]["confidence"])
+    level = ci_label(compare.method["confidence"])
     header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
-    for system, values in compare["systems"].items():
+    for system, values in compare.systems.items():
         means = metrics_json["systems"][system]
         row = [f"`{system}`{f' ({source_orders[system]})' if system in source_orders else ''}"
                f"{' ⚠' if system in warnings else ''}"]
-        row += [f"{fmt(values[m]['mean'])} [{ci(values[m])}]" for m in metrics]
+        row += [f"{fmt(values[m].mean)} [{ci(values[m])}]" for m in metrics]
         row.append(fmt(means.get(f"CandidateRecall@{top_n}")))
         row += [fmt(means[oracle_column(m)]) for m in oracle_measures]
         row += [fmt(means[headroom_column(m)]) for m in oracle_measures]
@@ -329,18 +340,17 @@ def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequenc
     return text
 
 
-def deltas_section(compare: Mapping[str, Any]) -> str:
+def deltas_section(compare: ComparisonCore) -> str:
     rows = []
-    for item in compare["comparisons"]:
-        rows.append([f"`{item['challenger']}`", item["metric"], fmt(item["baseline_mean"]), fmt(item["challenger_mean"]),
-                     fmt(item["delta"], signed=True), ci(item, signed=True),
-                     item["family"], p_value(item["p_adjusted"]), p_value(item["p_randomisation"]),
-                     p_value(item["p_ttest"]),
-                     f"{item['improved']}/{item['tied']}/{item['regressed']}", fmt(item["median_delta"], signed=True),
-                     fmt(item["cohens_dz"], 2, signed=True)])
-    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare["method"]["confidence"]),
+    for item in compare.comparisons:
+        rows.append([f"`{item.challenger}`", item.metric, fmt(item.baseline_mean), fmt(item.challenger_mean),
+                     fmt(item.delta, signed=True), ci(item, signed=True),
+                     item.family, p_value(item.p_adjusted), p_value(item.p_randomisation), p_value(item.p_ttest),
+                     f"{item.improved}/{item.tied}/{item.regressed}", fmt(item.median_delta, signed=True),
+                     fmt(item.cohens_dz, 2, signed=True)])
+    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare.method["confidence"]),
               "family", "p adjusted (in its family)", "p rand (raw)", "p t (raw)", "win/tie/loss", "Δ median", "d_z"]
-    return f"## Paired comparison with `{compare['baseline']}`\n\n" + table(header, rows)
+    return f"## Paired comparison with `{compare.baseline}`\n\n" + table(header, rows)
 
 
 def plot_link(title: str, path: str, shown_elsewhere: bool) -> str:
@@ -358,27 +368,27 @@ def depth_section(curve_means: pd.DataFrame, measure: str, recall: Mapping[int, 
             + "\n\n" + plot_link("depth curve", f"{plots}/depth_curve.png", on_decision_page))
 
 
-def slice_size(comparisons: Sequence[Mapping[str, Any]]) -> str:
+def slice_size(comparisons: Sequence[SliceComparison]) -> str:
     """A slice's size as its comparisons counted it: the queries each delta is defined on, the verdict's n for the
     primary metric (one number when they agree; ⚠ = fewer than the minimum)."""
-    sizes = dict.fromkeys(f"{c['queries']}{' ⚠' if c['too_small'] else ''}" for c in comparisons)
+    sizes = dict.fromkeys(f"{c.queries}{' ⚠' if c.too_small else ''}" for c in comparisons)
     return " / ".join(sizes)
 
 
-def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None, on_decision_page: bool = False) -> str:
+def slices_section(compare: ComparisonCore, metric: str, plots: str | None, on_decision_page: bool = False) -> str:
     """Per-slice deltas with CIs; ``plots`` None leaves the plot links out; ``on_decision_page``: the slice plot is
     there, so only linked here."""
-    if not compare["slices"]:
+    if not compare.slices:
         return "## Slices\n\nThe queries carry no slice labels."
-    level = ci_label(compare["method"]["confidence"])
-    parts = [f"## Slices ({metric}, Δ vs `{compare['baseline']}` with {level}; ⚠ = fewer queries than the minimum)"]
-    for column, rows in compare["slices"].items():
-        challengers = sorted({c["challenger"] for c in rows[0]["comparisons"]})
+    level = ci_label(compare.method["confidence"])
+    parts = [f"## Slices ({metric}, Δ vs `{compare.baseline}` with {level}; ⚠ = fewer queries than the minimum)"]
+    for column, rows in compare.slices.items():
+        challengers = sorted({c.challenger for c in rows[0].comparisons})
         lines = []
         for row in rows:
-            by_challenger = {c["challenger"]: c for c in row["comparisons"] if c["metric"] == metric}
-            lines.append([row["value"], slice_size([by_challenger[c] for c in challengers])]
-                         + [f"{fmt(by_challenger[c]['delta'], signed=True)} [{ci(by_challenger[c], signed=True)}]"
+            by_challenger = {c.challenger: c for c in row.comparisons if c.metric == metric}
+            lines.append([row.value, slice_size([by_challenger[c] for c in challengers])]
+                         + [f"{fmt(by_challenger[c].delta, signed=True)} [{ci(by_challenger[c], signed=True)}]"
                             for c in challengers])
         parts.append(f"### {column}\n\n" + table([column, "queries"] + [f"`{c}`" for c in challengers], lines))
     if plots is not None:
@@ -387,8 +397,8 @@ def slices_section(compare: Mapping[str, Any], metric: str, plots: str | None, o
     return "\n\n".join(parts)
 
 
-def unjudged_section(compare: Mapping[str, Any]) -> str:
-    unjudged = compare["unjudged"]
+def unjudged_section(compare: ComparisonCore) -> str:
+    unjudged = compare.unjudged
     if not unjudged.get("applicable", True):
         return (f"## Unjudged watch: not applicable\n\n{unjudged['not_applicable'][0].upper()}"
                 f"{unjudged['not_applicable'][1:]}. {unjudged['measure']}, judged-only measures and Bpref are shown "
@@ -407,14 +417,14 @@ def query_link(query_id: str, explorer: str | None) -> str:
     return f"`{query_id}`" if explorer is None else f"[`{query_id}`]({explorer}#q={query_id})"
 
 
-def regressions_section(compare: Mapping[str, Any], metric: str, skip: Sequence[str] = (),
+def regressions_section(compare: Compare, metric: str, skip: Sequence[str] = (),
                         explorer: str | None = None) -> str:
     """Each challenger's worst regressions (compare's ``worst_n``), but for the systems in ``skip`` (the bounds,
     whose regressions say nothing about a reranker), each query linked to the explorer."""
     parts = [f"## Worst regressions on {metric} (top 3 documents before → after, grade in brackets)"]
     rows = [[f"`{system}`", query_link(item["query_id"], explorer), item["query"].replace("|", "\\|")[:90],
              ", ".join(item["before"]), ", ".join(item["after"])]
-            for system, items in compare["worst_regressions"].items() if system not in skip for item in items]
+            for system, items in compare.worst_regressions.items() if system not in skip for item in items]
     return "\n\n".join([*parts, table(["system", "query", "text", "before", "after"], rows) if rows else
                         "No challenger regressed on any query."])
 
@@ -432,22 +442,21 @@ def candidate_source_record(retrieval: Any, name: str) -> dict[str, Any]:
             "top_n": retrieval.top_n}
 
 
-def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping[str, Any],
+def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: ComparisonCore,
                       metrics_json: Mapping[str, Any]) -> dict[str, Any]:
     """A machine-readable evaluation report: what was evaluated, against which data versions, how, and the results."""
     tables = manifest["tables"]
-    method = compare["method"]
+    method = compare.method
     deltas = {}
-    for item in compare["comparisons"]:
-        deltas.setdefault(item["challenger"], {})[item["metric"]] = {
-            "delta": item["delta"], "ci": [item["low"], item["high"]],
-            "p_adjusted": item["p_adjusted"], "family": item["family"],
-            "win_tie_loss": [item["improved"], item["tied"], item["regressed"]]}
+    for item in compare.comparisons:
+        deltas.setdefault(item.challenger, {})[item.metric] = {
+            "delta": item.delta, "ci": [item.low, item.high], "p_adjusted": item.p_adjusted, "family": item.family,
+            "win_tie_loss": [item.improved, item.tied, item.regressed]}
     return {
         "id": f"rerankeval/{params.dataset.name}/{params.dataset.eval_split}/"
               f"{tables['qrels']['content_sha256'][:12]}",
         "dataset": {"name": params.dataset.name, "split": params.dataset.eval_split,
-                    "queries": compare["queries"],
+                    "queries": compare.queries,
                     **({"sample": {key: value for key, value in manifest["sample"].items() if key != "query_ids"}}
                        if manifest.get("sample") else {})},
         "versions": {name: tables[name]["content_sha256"] for name in ("corpus", "queries", "qrels")},
@@ -456,7 +465,7 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping
                         "gain": "linear unless the metric name says gain=exp",
                         "ties": "score desc, fused rank asc, doc id asc",
                         "queries_without_relevant": params.evaluation.no_relevant},
-        "baseline": compare["baseline"],
+        "baseline": compare.baseline,
         "systems": {name: dict(config) for name, config in params.systems.items()},
         "metrics": {system: {name: value for name, value in values.items()
                              if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))}
@@ -469,14 +478,16 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Mapping
     }
 
 
-def cost_section(costs: Mapping[str, Mapping[str, Any]], hourly_price: float,
+def cost_section(costs: Mapping[str, SystemCost], hourly_price: float,
                  measured_p95_ms: Mapping[str, float | None]) -> str:
-    rows = [[f"`{system}`", fmt(measured_p95_ms.get(system), 1), v["queries"], v["fallbacks"], v["cache_hits"],
-             fmt(v["p50_ms"], 1), fmt(v["p95_ms"], 1), fmt(v["p99_ms"], 1), fmt(v["measured_p95_ms"], 1),
-             fmt(v["latency_scale"], 3), fmt(v["pairs_per_s"], 1), fmt(v["tokens_per_s"], 0),
-             fmt(v["pair_tokens_p50"], 0), fmt(v["pair_tokens_p95"], 0),
-             "n/a" if v["truncation_rate"] is None else f"{v['truncation_rate']:.1%}",
-             fmt(v["cost_per_1k_queries"], 5)]
+    """``costs``: costs.json's ``systems`` in the order to show them; ``measured_p95_ms``: verdicts.json's
+    ``latency_p95_ms``, the p95 each verdict read."""
+    rows = [[f"`{system}`", fmt(measured_p95_ms.get(system), 1), v.queries, v.fallbacks, v.cache_hits,
+             fmt(v.p50_ms, 1), fmt(v.p95_ms, 1), fmt(v.p99_ms, 1), fmt(v.measured_p95_ms, 1),
+             fmt(v.latency_scale, 3), fmt(v.pairs_per_s, 1), fmt(v.tokens_per_s, 0),
+             fmt(v.pair_tokens_p50, 0), fmt(v.pair_tokens_p95, 0),
+             "n/a" if v.truncation_rate is None else f"{v.truncation_rate:.1%}",
+             fmt(v.cost_per_1k_queries, 5)]
             for system, v in costs.items()]
     header = ["system", "p95 ms", "queries", "fallbacks", "cache hits", "quality run p50 ms", "quality run p95 ms",
               "quality run p99 ms", "quality run p95 ms as run", "scale", "pairs/s", "tokens/s", "pair tokens p50",

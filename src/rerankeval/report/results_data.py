@@ -26,6 +26,7 @@ import yaml
 
 from ..core.errors import RerankevalError
 from ..core.io import read_json, write_text
+from ..stats.analysis import read_analysis
 from .cross_machine import cpu_dependent_systems, departures
 from .markdown import table
 
@@ -43,31 +44,33 @@ class ResultsDataError(RerankevalError):
 
 def demo_results(reports: Path) -> dict[str, Any]:
     """The demo's results file, from the outputs of one run (no other input, so the same outputs give the same file)."""
-    metrics, compare, verdicts = (read_json(reports / Path(name).name) for name in GENERATED_FROM)
-    baseline, stages = compare["baseline"], metrics["first_stage"]
-    deltas = {row["challenger"]: row for row in compare["comparisons"] if row["metric"] == PRIMARY}
+    metrics = read_json(reports / "metrics.json")
+    analysis = read_analysis(reports / "compare.json", reports / "verdicts.json")
+    compare, decided = analysis.compare, analysis.verdicts.verdicts
+    baseline, stages = compare.baseline, metrics["first_stage"]
+    deltas = {row.challenger: row for row in compare.comparisons if row.metric == PRIMARY}
     systems = {}
-    for name, means in sorted(compare["systems"].items()):
-        entry = {"mean": means[PRIMARY]["mean"], "ci": [means[PRIMARY]["low"], means[PRIMARY]["high"]]}
+    for name, means in sorted(compare.systems.items()):
+        entry = {"mean": means[PRIMARY].mean, "ci": [means[PRIMARY].low, means[PRIMARY].high]}
         if name in deltas:
-            entry["delta_vs_baseline"] = deltas[name]["delta"]
-            entry["delta_ci"] = [deltas[name]["low"], deltas[name]["high"]]
-        if name in verdicts["verdicts"]:
-            entry["verdict"] = verdicts["verdicts"][name]["decision"]
-            entry["family"] = verdicts["verdicts"][name]["family"]
+            entry["delta_vs_baseline"] = deltas[name].delta
+            entry["delta_ci"] = [deltas[name].low, deltas[name].high]
+        if name in decided:
+            entry["verdict"] = decided[name].decision
+            entry["family"] = decided[name].family
         systems[name] = entry
     fit = metrics["fusion"]["fit"]
     return {
         "dataset": "demo",
-        "split": compare["split"],
-        "queries": compare["first_stage"]["queries"],
+        "split": compare.split,
+        "queries": compare.first_stage["queries"],
         "provenance": {"how": "generated", "from": list(GENERATED_FROM),
                        "command": "dvc repro, then make results"},
         "first_stage": {
             "measure": PRIMARY,
             **{name: stages[name][PRIMARY] for name in ("bm25", "dense", "hybrid")},
             "oracle": metrics["systems"][baseline][f"oracle:{PRIMARY}"],
-            "random": compare["first_stage"]["random"],
+            "random": compare.first_stage["random"],
             "R@100": {name: stages[name]["R@100"] for name in ("bm25", "dense", "hybrid")},
         },
         "fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],

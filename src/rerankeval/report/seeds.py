@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..stats.schema import ComparisonCore
 from ..stats.verdict import ci_label
 from .markdown import fmt, table
 
 
-def seeds_section(compare: Mapping[str, Any]) -> str:
+def seeds_section(compare: ComparisonCore) -> str:
     """"" when no compared system was trained with several seeds."""
-    record = compare.get("seeds")
+    record = compare.seeds
     if not record:
         return ""
     metric, level = record["metric"], ci_label(record["confidence"])

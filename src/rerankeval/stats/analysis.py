@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +82,10 @@ def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             facts: RunFacts = RunFacts(), per_query_seeds: pd.DataFrame | None = None,
             records: PipelineRecords | None = None) -> Analysis:
     """The comparison and the decision (``stats.comparison.compare``: every pair over one set of resamples, the
-    release family's simultaneous intervals, the verdicts with their simulated error rates and power), the answers
-    beside the ranking (from the stage: the CLI's runs carry no answers), and, with ``records``, the pipeline's checks, variants, weighted means and costs. A field the
-    models do not declare, or one of the wrong type, is refused here, before anything is written."""
+    release family's simultaneous intervals, the verdicts with their simulated error rates and power); with
+    ``records`` (the stage's; the CLI has only runs), the answers beside the ranking, the pipeline's checks, the
+    variants (a compared pair's Δ is its comparison's), the weighted means and the costs. A field the models do not
+    declare, or one of the wrong type, is refused here, before anything is written."""
     result, decided = compare(per_query, slices, settings, rule, facts, per_query_seeds)
     if records is None:
         return _typed(result, decided, None, stage=False)
@@ -93,7 +95,7 @@ def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     decided.update(latency_source=dict(records.latency_source), latency_untrusted=dict(facts.latency_untrusted),
                    generator_flag=records.generator_sanity["flag"], inactive_claims=list(records.inactive_claims),
                    empty_results=dict(records.empty_results), served_parity=dict(records.served_parity),
-                   variants=dict(records.variants))
+                   variants=_on_the_comparisons_intervals(records.variants, result))
     if records.invalid_outputs:
         decided["invalid_outputs"] = dict(records.invalid_outputs)
     rankings = records.rankings
@@ -106,6 +108,20 @@ def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             per_query, records.weights, records.systems, list(dict.fromkeys([*settings.metrics, rule.primary_metric])),
             settings.baseline, **settings.resampling(with_method=False))
     return _typed(result, decided, dict(records.costs), stage=True)
+
+
+def _on_the_comparisons_intervals(variants: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+    """``variants`` with each precision variant's quality Δ against its twin taken from the comparison of that pair,
+    where the analysis compares it (a claim against the twin): one interval for one pair on every page, the family's
+    that the verdict reads, not a second per-pair bootstrap of the same deltas."""
+    compared = {(row["challenger"], row["baseline"], row["metric"]): row for row in
+                [*result["comparisons"], *chain.from_iterable((result.get("comparisons_by_baseline") or {}).values())]}
+    precision = []
+    for entry in variants.get("precision", []):
+        row = compared.get((entry["variant"], entry["twin"], variants["metric"]))
+        precision.append(entry if row is None else
+                         {**entry, "delta": {"mean": row["delta"], "low": row["low"], "high": row["high"]}})
+    return {**variants, "precision": precision} if "precision" in variants else dict(variants)
 
 
 def _typed(result: dict[str, Any], decided: dict[str, Any], costs: dict[str, Any] | None, stage: bool) -> Analysis:
@@ -131,16 +147,18 @@ def _first_error(err) -> str:
     return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
 
 
-def read_analysis(compare_path: str | Path, verdicts_path: str | Path, costs_path: str | Path) -> Analysis:
-    """The compare stage's analysis, read back for the pages: refused, naming the file and the first field that is
-    not what this version's compare stage writes, when another version wrote it or it was edited by hand."""
+def read_analysis(compare_path: str | Path, verdicts_path: str | Path,
+                  costs_path: str | Path | None = None) -> Analysis:
+    """The compare stage's analysis, read back for the pages (without costs when ``costs_path`` is None): refused,
+    naming the file and the first field that is not what this version's compare stage writes, when another version
+    wrote it or it was edited by hand."""
     from pydantic import ValidationError
 
     from ..core.io import read_json
 
     typed = {}
-    for name, model, path in (("compare", Compare, compare_path), ("verdicts", Verdicts, verdicts_path),
-                              ("costs", Costs, costs_path)):
+    files = [("compare", Compare, compare_path), ("verdicts", Verdicts, verdicts_path)]
+    for name, model, path in files + ([("costs", Costs, costs_path)] if costs_path is not None else []):
         try:
             typed[name] = model.model_validate(read_json(path))
         except ValidationError as err:

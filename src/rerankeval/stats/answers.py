@@ -6,6 +6,8 @@ report's answers section and its plot only render it (the intervals and paired d
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,9 +97,9 @@ def answer_analysis(per_query: pd.DataFrame, baseline: str) -> dict | None:
                             for query, row in frame.iterrows()] for system, frame in deltas.items()}}
 
 
-def deltas_frame(answers: dict) -> pd.DataFrame:
-    """``answers["deltas"]`` as rows of (challenger, query_id, ranking_delta, answer_delta): what a plot reads."""
-    rows = [(system, query, ranking, answer) for system, found in answers["deltas"].items()
-            for query, ranking, answer in found]
+def deltas_frame(deltas: Mapping[str, Sequence[Sequence[Any]]]) -> pd.DataFrame:
+    """``answers``' ``deltas`` (per challenger, its queries as (query id, Δ ranking, Δ answer)) as rows of
+    (challenger, query_id, ranking_delta, answer_delta): what a plot reads."""
+    rows = [(system, query, ranking, answer) for system, found in deltas.items() for query, ranking, answer in found]
     return pd.DataFrame(rows, columns=["challenger", "query_id", "ranking_delta", "answer_delta"]).astype(
         {"ranking_delta": np.float64, "answer_delta": np.float64})

@@ -221,6 +221,9 @@ class SweepPoint(_Strict):
     pairs_scored: int
     pairs_from_cache: int
     pairs_reused: int
+    held: bool
+    """Whether this setting is a point elsewhere (the depth table's, or its system as configured), whose p95 and cost
+    it then carries (``policies.frontier.settings_held_elsewhere``): drawn once, as that point."""
 
 
 class FrontierPoint(_Strict):

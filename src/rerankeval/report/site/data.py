@@ -1,6 +1,6 @@
-"""What the site shows, as plain data from the report stage's inputs: the decision rows, each system's page and the
-explorer's per-query records. Nothing here measures anything: it selects and reshapes what the earlier stages wrote.
-"""
+"""What the site shows, from the report stage's inputs (the compare stage's analysis as ``stats.schema``'s models):
+the decision rows, each system's page and the explorer's per-query records. Nothing here measures anything: it selects
+and reshapes what the earlier stages wrote."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 
 from ...eval.funnel import system_depth
+from ...stats.schema import Compare, SystemCost, Verdicts
 from ...systems.base import RERANKED
 from ..claims import claim_cell, decided
+from ..decision import p95_text
 from ..moved import moved_per_query
 
 FIRST_STAGE_COLUMNS = ("bm25", "dense", "fused")
@@ -28,8 +30,8 @@ class SiteInputs:
     primary: str
     baseline: str
     systems: Sequence[str]
-    compare: Mapping[str, Any]
-    verdicts: Mapping[str, Any]
+    compare: Compare
+    verdicts: Verdicts
     per_query: pd.DataFrame
     runs: Mapping[str, pd.DataFrame]
     candidates: pd.DataFrame
@@ -41,7 +43,7 @@ class SiteInputs:
     qrels: pd.DataFrame
     queries: pd.DataFrame
     slice_columns: Sequence[str]
-    costs: Mapping[str, Mapping[str, Any]]
+    costs: Mapping[str, SystemCost]
     """costs.json ``systems``: each system's latency percentiles and cost per 1k queries."""
     max_candidates: int
     contexts: Mapping[str, pd.DataFrame] = field(default_factory=dict)
@@ -68,36 +70,41 @@ def decision_rows(inputs: SiteInputs) -> list[dict[str, Any]]:
     """The verdict table as report.md has it (one row per challenger and baseline), with p95 and cost beside it."""
     rows = []
     for system, reference, verdict in decided(inputs.verdicts):
-        cost = inputs.costs.get(system, {})
-        rows.append({"system": system, "baseline": reference, "decision": verdict["decision"],
-                     "claim": claim_cell(verdict), "delta": _number(verdict["delta"]),
-                     "low": _number(verdict["ci"][0]), "high": _number(verdict["ci"][1]),
-                     "decided_by": verdict["decided_by"], "reasons": list(verdict["reasons"]),
-                     "notes": list(verdict["notes"]),
-                     "p95_ms": _number(inputs.verdicts.get("latency_p95_ms", {}).get(system), 3),
-                     "p95_untrusted": inputs.verdicts.get("latency_untrusted", {}).get(system),
-                     "cost_per_1k_queries": _number(cost.get("cost_per_1k_queries"), 6),
+        cost = inputs.costs.get(system)
+        rows.append({"system": system, "baseline": reference, "decision": verdict.decision,
+                     "claim": claim_cell(verdict), "delta": _number(verdict.delta),
+                     "low": _number(verdict.ci[0]), "high": _number(verdict.ci[1]),
+                     "decided_by": verdict.decided_by, "reasons": list(verdict.reasons), "notes": list(verdict.notes),
+                     "p95": p95_text(inputs.verdicts, system),
+                     "p95_untrusted": inputs.verdicts.latency_untrusted.get(system),
+                     "cost_per_1k_queries": None if cost is None else _number(cost.cost_per_1k_queries, 6),
                      "reference": system in inputs.reference})
     return rows
 
 
+def _cost_fields(cost: SystemCost | None) -> dict[str, Any]:
+    """Every field of a system's costs.json row by name, sorted as the file has them, floats rounded; none without
+    a row."""
+    if cost is None:
+        return {}
+    values = {key: getattr(cost, key) for key in sorted(SystemCost.model_fields)}
+    return {key: (_number(value, 6) if isinstance(value, float) else value) for key, value in values.items()}
+
+
 def system_page(inputs: SiteInputs, system: str) -> dict[str, Any]:
-    """One system's metrics with their CIs, its paired comparisons against the baseline, verdicts and costs."""
-    compare = inputs.compare
-    metrics = {name: {key: _number(value) for key, value in entry.items()}
-               for name, entry in sorted(compare["systems"].get(system, {}).items())}
-    comparisons = [{key: row[key] for key in ("metric", "baseline_mean", "challenger_mean", "delta", "low", "high",
-                                               "family", "p_adjusted", "improved", "regressed", "tied")}
-                   for row in compare["comparisons"] if row["challenger"] == system]
-    verdicts = [{"baseline": reference, **{key: verdict[key] for key in ("decision", "decided_by", "reasons", "notes")}}
-                for name, reference, verdict in decided(inputs.verdicts) if name == system]
-    cost = {key: (_number(value, 6) if isinstance(value, float) else value)
-            for key, value in sorted(inputs.costs.get(system, {}).items())}
-    measured = {key: inputs.verdicts.get(key, {}).get(system) for key in ("latency_p95_ms", "latency_source",
-                                                                          "latency_untrusted")}
-    return {"system": system, "baseline": inputs.baseline, "metrics": metrics, "comparisons": comparisons,
-            "verdicts": verdicts, "cost": cost, "measured": measured, "reference": system in inputs.reference,
-            "method": compare["method"]}
+    """One system's metrics with their CIs, its paired comparisons against the baseline (``Comparison``), its
+    verdicts (each ``(baseline, Verdict)``) and costs."""
+    compare, verdicts = inputs.compare, inputs.verdicts
+    metrics = {name: {"mean": _number(entry.mean), "low": _number(entry.low), "high": _number(entry.high)}
+               for name, entry in sorted(compare.systems.get(system, {}).items())}
+    measured = {"latency_p95_ms": verdicts.latency_p95_ms.get(system), "p95": p95_text(verdicts, system),
+                "latency_source": verdicts.latency_source.get(system),
+                "latency_untrusted": verdicts.latency_untrusted.get(system)}
+    return {"system": system, "baseline": inputs.baseline, "metrics": metrics,
+            "comparisons": [row for row in compare.comparisons if row.challenger == system],
+            "verdicts": [(reference, verdict) for name, reference, verdict in decided(verdicts) if name == system],
+            "cost": _cost_fields(inputs.costs.get(system)), "measured": measured,
+            "reference": system in inputs.reference, "method": compare.method}
 
 
 def _ranked(run: pd.DataFrame, scored: bool = True) -> dict[str, dict[str, tuple[int, float | None, tuple[str, str]]]]:
@@ -181,7 +188,7 @@ def explorer_data(inputs: SiteInputs) -> dict[str, Any]:
     return {"primary": inputs.primary, "baseline": inputs.baseline, "systems": systems,
             "reference": [s for s in systems if s in inputs.reference], "cap": cap,
             "max_candidates": inputs.max_candidates, "deepest_depth": deepest,
-            "tie_tolerance": inputs.compare["method"].get("tie_tolerance", 0.0),
+            "tie_tolerance": inputs.compare.method.get("tie_tolerance", 0.0),
             "source": inputs.candidate_source, "first_stage_filled": inputs.first_stage_filled,
             "slice_columns": [c for c in inputs.slice_columns if c in inputs.queries.columns],
             "plain_mode": RERANKED,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ...stats.schema import Compare, Verdicts
 from ...stats.verdict import ci_label
 from ..claims import plain
 from ..guardrails import guardrail_section
@@ -70,8 +71,8 @@ def _verdict_rows(rows: Sequence[Mapping[str, Any]], several: bool) -> list[list
              f'<span class="decision {escape(r["decision"])}">{escape(r["decision"])}</span>',
              f'{_num(r["delta"], signed=True)} [{_num(r["low"], signed=True)}, {_num(r["high"], signed=True)}]',
              escape(r["decided_by"]),
-             _num(r["p95_ms"], 1 if (r["p95_ms"] or 0) >= 10 else 2)
-             + (f' <span title="{escape(r["p95_untrusted"])}">⚠</span>' if r.get("p95_untrusted") else ""),
+             escape(r["p95"])
+             + (f' <span title="{escape(r["p95_untrusted"])}">⚠</span>' if r["p95_untrusted"] else ""),
              _cost(r["cost_per_1k_queries"]),
              f'<a href="explorer.html#system={escape(r["system"])}&amp;regressed=1">regressions</a>']
             for r in rows]
@@ -82,29 +83,29 @@ def _inline(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text)))
 
 
-def guardrails_html(compare: Mapping[str, Any], verdicts: Mapping[str, Any], access: Mapping[str, Any] | None) -> str:
+def guardrails_html(compare: Compare, verdicts: Verdicts, access: Mapping[str, Any] | None) -> str:
     """report.md's guardrail section (``report.guardrails``), the same cells as HTML."""
     return guardrail_section(compare, verdicts, access, lambda header, rows: _table(
         header, [[_inline(cell) for cell in row] for row in rows], [], "guardrails")).replace(
         "### Guardrails", "<h2>Guardrails</h2>", 1)
 
 
-def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def index_html(header: Mapping[str, Any], verdicts: Verdicts, rows: Sequence[Mapping[str, Any]],
                systems: Sequence[str], plots_link: str, plots: Sequence[str],
                documents: Sequence[tuple[str, str]], guardrails: str = "") -> str:
     """The decision: the verdict table as report.md has it (challengers, then reference systems apart), with each
     system's p95 and cost, then the plots that carry the decision."""
-    rule = verdicts["rule"]
+    rule = verdicts.rule
     level = ci_label(rule["confidence"])
     several = not plain(verdicts)  # several baselines or a non-inferiority claim: say which, as report.md does
     columns = ["challenger", *(["vs", "claim"] if several else []), "decision",
                f"Δ {rule['primary_metric']} [{level}]", "decided by", "p95 ms", "cost / 1k queries", "explorer"]
     numeric = [2 + 2 * several, 4 + 2 * several, 5 + 2 * several]
     parts = [f'<p>Split <code>{escape(str(header["split"]))}</code>, {header["queries"]} queries; baseline '
-             f'<code>{escape(verdicts["baseline"])}</code>. ACCEPT needs {escape(rule["primary_metric"])} to gain at '
+             f'<code>{escape(verdicts.baseline)}</code>. ACCEPT needs {escape(rule["primary_metric"])} to gain at '
              f'least {rule["min_delta"]:+.4f} with its {escape(level)} above 0 and no check failing.</p>']
-    if verdicts.get("baseline_flag"):
-        parts.append(f'<p class="warn">⚠ {escape(verdicts["baseline_flag"])}. No verdict against it is a bare '
+    if verdicts.baseline_flag:
+        parts.append(f'<p class="warn">⚠ {escape(verdicts.baseline_flag)}. No verdict against it is a bare '
                      'ACCEPT.</p>')
     # The family and procedure behind every interval below, as report.md states them (report.markdown).
     parts.append("<p>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(inference_text(verdicts))) + "</p>")
@@ -119,8 +120,8 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
         parts.append("\n".join(part if part.startswith("<") else f"<p>{_inline(part)}</p>"
                                for part in guardrails.split("\n\n")))
     parts.append("<p class=\"note\">p95: the dedicated latency measurement the verdict's latency check read (the "
-                 "same figure as report.md); ⚠: not trusted to REJECT, the reason on hover and on each system's page. "
-                 "The quality run's own timings are on the details page.</p>")
+                 "same figure as report.md); ⚠: not trusted to REJECT, the reason on hover and on each system's "
+                 "page. The quality run's own timings are on the details page.</p>")
     parts.append("<h2>Systems</h2><p>" + " · ".join(f'<a href="{page_name(s)}">{escape(s)}</a>' for s in systems)
                  + "</p>")
     figures = [f'<figure><img src="{escape(plots_link)}/{name}" alt="{escape(caption)}">'
@@ -132,26 +133,27 @@ def index_html(header: Mapping[str, Any], verdicts: Mapping[str, Any], rows: Seq
 
 
 def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: Sequence[tuple[str, str]]) -> str:
-    """One system: its verdicts, metrics with CIs, paired comparisons against the baseline, latency and cost."""
+    """One system (``site.data.system_page``): its verdicts, metrics with CIs, paired comparisons against the baseline,
+    latency and cost."""
     system, level = page["system"], ci_label(page["method"]["confidence"])
     parts = []
     if page["reference"]:
         parts.append('<p class="note">A reference system (a bound or a first-stage order), not a release '
                      "candidate.</p>")
-    for verdict in page["verdicts"]:
-        reasons = "".join(f"<li>{escape(reason)}</li>" for reason in verdict["reasons"])
-        notes = "".join(f"<li class=\"muted\">note: {escape(note)}</li>" for note in verdict["notes"])
-        parts.append(f'<h2>Verdict vs <code>{escape(verdict["baseline"])}</code>: <span class="decision '
-                     f'{escape(verdict["decision"])}">{escape(verdict["decision"])}</span></h2>'
-                     f'<p>{escape(verdict["decided_by"])}</p><ul>{reasons}{notes}</ul>')
+    for baseline, verdict in page["verdicts"]:
+        reasons = "".join(f"<li>{escape(reason)}</li>" for reason in verdict.reasons)
+        notes = "".join(f"<li class=\"muted\">note: {escape(note)}</li>" for note in verdict.notes)
+        parts.append(f'<h2>Verdict vs <code>{escape(baseline)}</code>: <span class="decision '
+                     f'{escape(verdict.decision)}">{escape(verdict.decision)}</span></h2>'
+                     f'<p>{escape(verdict.decided_by)}</p><ul>{reasons}{notes}</ul>')
     metric_rows = [[escape(name), _num(entry.get("mean")), f'{_num(entry.get("low"))} .. {_num(entry.get("high"))}']
                    for name, entry in page["metrics"].items()]
     parts += [f"<h2>Metrics ({escape(level)}, {escape(page['method']['resampling'])})</h2>",
               _table(["metric", "mean", level], metric_rows, [1, 2], "metrics")]
     if page["comparisons"]:
-        rows = [[escape(c["metric"]), _num(c["baseline_mean"]), _num(c["challenger_mean"]),
-                 _num(c["delta"], signed=True), f'{_num(c["low"], signed=True)} .. {_num(c["high"], signed=True)}',
-                 escape(c["family"]), _num(c["p_adjusted"]), f'{c["improved"]} / {c["regressed"]} / {c["tied"]}']
+        rows = [[escape(c.metric), _num(c.baseline_mean), _num(c.challenger_mean), _num(c.delta, signed=True),
+                 f"{_num(c.low, signed=True)} .. {_num(c.high, signed=True)}", escape(c.family), _num(c.p_adjusted),
+                 f"{c.improved} / {c.regressed} / {c.tied}"]
                 for c in page["comparisons"]]
         descriptive = page["method"].get("descriptive_family", {})
         parts += [f"<h2>Against <code>{escape(page['baseline'])}</code>, paired</h2>",
@@ -167,8 +169,8 @@ def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: S
                   f'· <a href="explorer.html#system={escape(system)}&amp;moved=up">where the best relevant document '
                   "moved up</a></p>"]
     cost, measured = page["cost"], page["measured"]
-    latency_rows = [["p95 ms (the dedicated measurement the verdict read)", _num(measured["latency_p95_ms"], 1)]] \
-        if measured.get("latency_p95_ms") is not None else []
+    latency_rows = [["p95 ms (the dedicated measurement the verdict read)", escape(measured["p95"])]] \
+        if measured["latency_p95_ms"] is not None else []
     latency_rows += [[escape(QUALITY_RUN_LABELS.get(key, key)), escape(_num(value, 4) if isinstance(value, float)
                                                                      else str(value))] for key, value in cost.items()]
     for key in ("latency_source", "latency_untrusted"):
