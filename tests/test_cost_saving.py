@@ -46,6 +46,9 @@ def test_a_saving_established_above_min_saving_passes_and_one_established_below_
     interval, verdict = decided(routed(62))
     assert interval.low >= 0.2 and verdict.decision == "ACCEPT", verdict.reasons
     assert any(r.endswith("established at 20% (lower bound reaches it)") for r in verdict.reasons)
+    # the ACCEPT states the saving it rests on, with its CI, not only the quality bound
+    assert (f"; saving on cost (cold s per query) vs ce: {interval.estimate:.1%}, 95% CI [{interval.low:.1%}, "
+            f"{interval.high:.1%}]") in verdict.decided_by and verdict.decided_by.endswith("every other check passed")
     interval, verdict = decided(routed(6))
     assert interval.high < 0.2 and verdict.decision == "REJECT"
     assert verdict.decided_by.endswith("short of 20% (upper bound below it)")

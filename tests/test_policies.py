@@ -86,9 +86,11 @@ def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
         replayed = [setting.latency["replayed_s"].to_numpy() for setting in policy.settings]
         assert free.model_pairs == 0 and (replayed[0] == 0).all(), sweep.system
         assert paid.model_pairs > 0 and (replayed[1] >= 0.02 - 1e-9).all(), sweep.system
-        header, _, *rows = [[cell.strip() for cell in line.split("|")]
-                            for line in sweeps_section(points, {}, "RR@10").splitlines()[-4:]]
+        # the paid setting marked as a point elsewhere (settings_held_elsewhere): its row says which
+        header, _, *rows = [[cell.strip() for cell in line.split("|")] for line in sweeps_section(
+            points.assign(held=[False, True]), {}, "RR@10").splitlines()[-4:]]
         assert [row[header.index("model pairs")] for row in rows] == ["0", str(paid.model_pairs)], sweep.system
+        assert [row[header.index("setting")] for row in rows] == [free.value, f"{paid.value} (as configured)"]
 
 
 def test_override_reaches_nested_settings_and_refuses_unknown_ones():

@@ -50,6 +50,22 @@ def overlapping_labels(fig) -> list[tuple[str, str]]:
     return pairs
 
 
+def labels_over_marks(fig) -> list[str]:
+    """The placed labels (offset from their point) whose box covers something the axes draw: a line or a marker."""
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for axis in fig.axes:
+        marks = plots.drawn_marks(axis)
+        for text in axis.texts:
+            if getattr(text, "xyann", (0, 0)) == (0, 0):
+                continue  # not placed by place_labels
+            box = text.get_window_extent(renderer)
+            inside = (marks[:, 0] > box.x0) & (marks[:, 0] < box.x1) & (marks[:, 1] > box.y0) & (marks[:, 1] < box.y1)
+            if inside.any():
+                found.append(text.get_text())
+    return found
+
+
 def legends_over_data(fig) -> list[str]:
     """The titles of the axes whose legend lies over their data area."""
     renderer = fig.canvas.get_renderer()
@@ -81,7 +97,7 @@ def test_the_frontier_labels_never_overlap_and_the_bounds_stand_apart(tmp_path, 
                            {"oracle (ceiling)": 0.97, "random (floor)": 0.05})
     fig = figures[0]
     fits_a_page(tmp_path / "pareto.png")
-    assert overlapping_labels(fig) == []
+    assert overlapping_labels(fig) == [] and labels_over_marks(fig) == []
     assert legends_over_data(fig) == []
     texts = [text.get_text() for text in fig.axes[0].texts]
     # The frontier's points are labelled first, so they keep their labels; the floor is far below: written at the
@@ -161,3 +177,19 @@ def test_depth_plots_do_not_repeat_a_panel_and_keep_legends_off_the_lines(tmp_pa
     assert len(cost.axes) == 1  # the quality-by-depth panel is depth_curve's alone
     dashed = [line.get_label() for line in curve.axes[0].get_lines() if line.get_linestyle() == "--"]
     assert dashed == ["oracle (bound)", "random (bound)"]
+
+
+def test_first_stages_get_a_linear_panel_under_the_rerankers_and_the_legend_gives_each_cost(tmp_path, figures):
+    costs = pd.DataFrame([{"system": s, "depth": d, "quality": 0.6, "p95_ms": p * d, "cost_per_1k_queries": p * d / 1e4}
+                          for s, p in (("ce_minilm_ft", 13.0), ("fusion", 0.0002)) for d in DEPTHS])
+    plots.depth_cost(costs, "nDCG@10", tmp_path / "depth_cost.png")
+    [cost] = figures
+    fits_a_page(tmp_path / "depth_cost.png")
+    rerankers, first_stages = cost.axes
+    assert (rerankers.get_yscale(), first_stages.get_yscale()) == ("log", "linear")
+    assert [line.get_label() for line in first_stages.get_lines()] == [
+        f"fusion: ${0.0002 * DEPTHS[-1] / 1e4:.4f} / 1k at depth {DEPTHS[-1]}"]
+    assert [text.get_text() for text in rerankers.get_legend().get_texts()] == [
+        f"ce_minilm_ft: ${13.0 * DEPTHS[-1] / 1e4:.4f} / 1k at depth {DEPTHS[-1]}",
+        f"fusion: ${0.0002 * DEPTHS[-1] / 1e4:.4f} / 1k at depth {DEPTHS[-1]}"]
+    assert legends_over_data(cost) == []

@@ -15,7 +15,8 @@ from .markdown import fmt, plot_link, table
 def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mapping[str, float] | None = None) -> None:
     """Every policy a curve (its settings in sweep order), the Pareto frontier joined in red; ``bounds``: the
     reference systems' quality (``oracle (ceiling)``: 0.97), dashed lines apart from the configurations. Labels:
-    the frontier's points first, then each curve's ends, each where it overlaps no other (``plots.place_labels``)."""
+    the frontier's points first, then each curve's ends, each where it covers no other and no line or marker
+    (``plots.place_labels``)."""
     plt = plots._figure()
     fig, axis = plt.subplots(figsize=(11, 5.4))
     floor = max(points["p95_ms"].min(), 1e-3)
@@ -75,19 +76,28 @@ def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: M
     return text + ("\n\n" + sweeps_section(sweeps, pairs, measure) if sweeps is not None and len(sweeps) else "")
 
 
+HELD_MARK = {False: " (as configured)", True: " (the depth table's)"}
+"""A sweep setting that is a point elsewhere (``SweepPoint.held``): a system as configured, or a depth of the depth
+table."""
+
+
 def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]], measure: str) -> str:
     parts = ["### Policy sweeps (one pass over stored scores)",
              "Each setting is a full run of the configuration on the evaluated queries; Δ is against the baseline "
-             "with a paired bootstrap CI. A sweep's curve describes the settings on this split: a setting picked "
+             "with the setting's own paired bootstrap CI: descriptive, not adjusted for the many settings, and not "
+             "the release family's simultaneous interval that a verdict reads (a configured system's is on the "
+             "decision page). A sweep's curve describes the settings on this split: a setting picked "
              "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead). "
              "Each setting costs what it scored: model pairs are those its run needed from a model, 0 for a setting "
-             "that calls none."]
+             "that calls none. A setting that is a system as configured, or a depth of the depth table, is marked "
+             "and shows that configuration's one p95 and cost."]
     summary = [[policy, len(frame), *(pairs.get(policy, {}).get(key, "n/a") for key in ("scored", "from_cache",
                                                                                         "reused"))]
                for policy, frame in sweeps.groupby("policy", sort=False)]
     parts.append(table(["policy", "settings", "pairs scored (model calls)", "pairs read from the cache",
                         "pairs reused in memory"], summary))
-    rows = [[r.policy, r.value, fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
+    rows = [[r.policy, r.value + (HELD_MARK[r.parameter == "depth"] if r.held else ""),
+             fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
              f"{fmt(r.high, signed=True)}]", fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
              str(r.model_pairs), f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"]
             for r in sweeps.itertuples()]

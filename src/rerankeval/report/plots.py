@@ -1,8 +1,9 @@
 """PNG plots of the report (matplotlib, headless). Each function takes tidy data and writes one file atomically.
 
 Read at a glance: every figure fits a page (at most ``MAX_WIDTH_PX`` wide, no flatter than ``MAX_ASPECT``), small
-multiples share their axes, legends sit outside the data, point labels are placed so that none overlaps another
-(``place_labels``), and the reference systems (oracle, random) are drawn as bounds apart from the challengers."""
+multiples share their axes, legends sit outside the data, point labels are placed so that none covers another or a
+line or marker (``place_labels``), and the reference systems (oracle, random) are drawn as bounds apart from the
+challengers."""
 
 from __future__ import annotations
 
@@ -67,11 +68,12 @@ def grid(count: int, panel: tuple[float, float], sharex: bool = True, sharey: bo
 
 def place_labels(axis, points: Sequence[tuple[float, float, str, str]], fontsize: float = 6.5) -> int:
     """Label each (x, y, text, colour) in data coordinates, in the order given (put the important ones first): each
-    label takes the first offset around its point where it overlaps no label already placed and stays inside the
-    axes; a label with no free place is left out. Call after the axes' limits and the figure's layout are final.
-    Returns how many were left out."""
+    label takes the first offset around its point where it covers no label already placed and nothing drawn (a line,
+    a marker: ``drawn_marks``) and stays inside the axes; a label with no free place is left out. Call after the
+    axes' limits and the figure's layout are final. Returns how many were left out."""
     renderer = axis.figure.canvas.get_renderer()
     frame = axis.get_window_extent(renderer)
+    marks = drawn_marks(axis)
     placed, left_out = [text.get_window_extent(renderer) for text in axis.texts], 0  # e.g. the bounds' labels
     offsets = [(dx * r, dy * r) for r in (1, 2.2, 3.6) for dx, dy in ((4, 3), (4, -9), (-4, 3), (-4, -9), (0, 8),
                                                                        (0, -13), (9, -3), (-9, -3))]
@@ -81,13 +83,36 @@ def place_labels(axis, points: Sequence[tuple[float, float, str, str]], fontsize
                                   color=colour, ha="left" if dx >= 0 else "right", va="bottom")
             box = label.get_window_extent(renderer)
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-            if inside and not any(box.overlaps(other) for other in placed):
+            covers = ((marks[:, 0] > box.x0) & (marks[:, 0] < box.x1) & (marks[:, 1] > box.y0)
+                      & (marks[:, 1] < box.y1)).any()
+            if inside and not covers and not any(box.overlaps(other) for other in placed):
                 placed.append(box)
                 break
             label.remove()
         else:
             left_out += 1
     return left_out
+
+
+def drawn_marks(axis, step_px: float = 2.0):
+    """What the axes draw, as display points: each line's vertices and its segments sampled every ``step_px``
+    pixels (a dashed line as if solid), and each scatter's markers."""
+    import numpy as np
+
+    found = [np.empty((0, 2))]
+    for line in axis.lines:
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        found.append(xy)
+        if line.get_linestyle() not in ("None", "none", "", " "):
+            for start, end in zip(xy[:-1], xy[1:]):
+                steps = max(int(np.hypot(*(end - start)) / step_px), 1)
+                found.append(start + (end - start) * np.linspace(0, 1, steps + 1)[:, None])
+    for collection in axis.collections:
+        offsets = np.asarray(collection.get_offsets(), dtype=float)
+        if len(offsets):
+            found.append(collection.get_offset_transform().transform(offsets))
+    return np.vstack(found)
 
 
 def legend_outside(axis, fontsize: float = 7.5) -> None:
@@ -214,28 +239,41 @@ def delta_distribution(deltas: pd.DataFrame, metric: str, path: Path) -> None:
     _save(fig, path)
 
 
+FAST_MS = 1.0
+"""A system whose p95 stays under this at every depth (a first-stage order) is drawn in a panel of its own below the
+rerankers: on one log axis the two groups sit four decades apart and leave the canvas empty between them."""
+
+
 def depth_cost(rows: pd.DataFrame, measure: str, path: Path) -> None:
     """``rows``: system, depth, quality, p95_ms, cost_per_1k_queries. p95 latency by depth per system (the quality by
-    depth is depth_curve.png's), each curve's deepest point labelled with its cost per 1,000 queries, so one sees
-    where deeper reranking stops paying. Systems whose latency does not move with depth share one flat line."""
+    depth is depth_curve.png's), each system's cost per 1,000 queries at its deepest point in the legend, so one
+    sees where deeper reranking stops paying. The rerankers on a log axis; the systems under ``FAST_MS`` at every
+    depth (first-stage orders, whose latency does not move with depth) in a linear panel below."""
     plt = _figure()
-    fig, axis = plt.subplots(figsize=(9, 4.4))
-    floor = max(rows["p95_ms"].min(), 1e-3)
-    rows = rows.assign(y=rows["p95_ms"].clip(lower=floor))
     palette = colours(rows["system"].unique())
-    labels = []
-    for system, frame in rows.sort_values("depth").groupby("system"):
-        frame = frame.sort_values("depth")
-        axis.plot(frame["depth"], frame["y"], marker="o", markersize=4, label=system, color=palette[system])
-        last = frame.iloc[-1]
-        labels.append((last["depth"], last["y"], f"${last['cost_per_1k_queries']:.4f}", palette[system]))
-    axis.set(xlabel="rerank depth", ylabel="p95 latency per query (ms, log)", xscale="log", yscale="log",
-             title=f"p95 latency by depth (label: cost per 1k queries at the deepest; {measure} by depth: "
-                   "depth_curve.png)")
-    axis.title.set_fontsize(9)
-    legend_outside(axis)
+    deepest = rows.groupby("system")["p95_ms"].max()
+    fast = sorted(deepest[deepest < FAST_MS].index)
+    panels = [(systems, log) for systems, log in ((sorted(set(deepest.index) - set(fast)), True), (fast, False))
+              if systems]
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, figsize=(9, 4.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [4, 1.3][:len(panels)]})
+    axes = [row[0] for row in axes]
+    for axis, (systems, log) in zip(axes, panels):
+        for system in systems:
+            frame = rows[rows["system"] == system].sort_values("depth")
+            last = frame.iloc[-1]
+            axis.plot(frame["depth"], frame["p95_ms"], marker="o", markersize=4, color=palette[system],
+                      label=f"{system}: ${last['cost_per_1k_queries']:.4f} / 1k at depth {int(last['depth'])}")
+        axis.set(xscale="log", yscale="log" if log else "linear",
+                 ylabel="p95 ms (log)" if log else f"p95 ms (under {FAST_MS:g})")
+        if not log:
+            axis.set_ylim(0, float(deepest[systems].max()) * 1.6)
+        axis.yaxis.label.set_fontsize(8)
+    axes[-1].set_xlabel("rerank depth")
+    axes[0].set_title(f"p95 latency by depth (legend: cost per 1k queries at the deepest; {measure} by depth: "
+                      "depth_curve.png)", fontsize=9)
+    handles = [handle for axis in axes for handle in axis.get_legend_handles_labels()[0]]
+    axes[0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    axis.set_xlim(axis.get_xlim())
-    axis.set_ylim(axis.get_ylim())
-    place_labels(axis, sorted(labels, key=lambda label: -label[1]))
     _save(fig, path)
+

@@ -270,11 +270,11 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
         return Verdict(Decision.REJECT, violated[0], (*violated, *unmet), tuple(notes), checks)
     if unmet:
         return Verdict(Decision.INCONCLUSIVE, unmet[0], tuple(unmet), tuple(notes), checks)
-    primary = evidence.primary
+    primary, saving = evidence.primary, [c.message for c in checks if c.name == "saving"]  # stated in an ACCEPT
     bound = (f"above -margin {-claim.margin:+.4f}" if claim.claim == "noninferior"
              else f"above 0 and at least min_delta {rule.min_delta:+.4f}")
     summary = (f"{primary.metric} {primary.mean:+.4f}, {_ci_text(primary.ci_low, primary.ci_high, primary.confidence)}"
-               f" {bound}; every check passed")
+               f" {bound}; " + (f"{saving[0]}; every other check passed" if saving else "every check passed"))
     return Verdict(Decision.ACCEPT, summary, tuple(c.message for c in checks), tuple(notes), checks)
 
 
