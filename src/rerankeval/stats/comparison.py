@@ -10,9 +10,7 @@ DataFrames in, a JSON-ready dict out.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,63 +18,14 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from . import domains
-from .config import CompareConfig, ReleaseClaim, ReleaseRule, UnjudgedWatch
+from .config import CompareConfig, ReleaseRule, UnjudgedWatch
+from .decisions import (GuardrailInputs, ReleasePairs, RunFacts, decide_pairs, evidence_settings, family_label,
+                        family_of, finite)
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
 from .family import procedure, simultaneous_intervals
-from .resampling import Intervals
-from .power import power_statement
-from .saving import SavingInterval, cost_saving, p95_saving
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
-from .simulation import SIMULATED_DELTAS, family_characteristics
-from .guardrails import check_slice_budgets, guardrail_evidence, guardrail_table
-from .run_checks import CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence
-from .verdict import (Caveat, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SavingEvidence, SliceEvidence,
-                      UnjudgedEvidence, decide)
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """What the verdicts weigh besides the per-query metrics; each part is optional (the CLI has only runs).
-
-    ``latency_p95_ms``: per system, None when not measured; ``latency_untrusted``: why a system's figure may be
-    the machine's load (``serving.measure``). ``fallbacks``: per system, (fallback queries, queries); ``timeouts``:
-    per system, how many of its fallbacks were timeouts (``core.errors.is_timeout``).
-    ``identical_to_baseline``: challengers whose run equals the baseline's, with the number of queries.
-    ``baseline_flag``: why the baseline cannot carry a decision. ``positive_only``: why unjudged-based measures and
-    checks do not apply (``sanity.positive_only_reason``). ``cost_seconds``: per system, the cold seconds of each
-    timed query, indexed by query id (what a non-inferiority claim's ``saving_on: cost`` compares, paired by query:
-    ``stats.saving``). ``identical_to_baseline`` and ``baseline_flag``
-    concern the first baseline. ``caveats``: per challenger, where its quality evidence cannot carry a decision
-    (``stats.caveats``: the generator, the model's language)."""
-
-    latency_p95_ms: Mapping[str, float | None] = field(default_factory=dict)
-    latency_untrusted: Mapping[str, str] = field(default_factory=dict)
-    fallbacks: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    timeouts: Mapping[str, int] = field(default_factory=dict)
-    identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
-    baseline_flag: str | None = None
-    positive_only: str | None = None
-    cost_seconds: Mapping[str, pd.Series] = field(default_factory=dict)
-    caveats: Mapping[str, Sequence[Caveat]] = field(default_factory=dict)
-    invalid_outputs: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    """Per LLM reranker: (calls whose output was invalid, calls), from its run's ``describe`` (``systems.llm``)."""
-    served_parity: Mapping[str, ParityEvidence] = field(default_factory=dict)
-    """Per served system declared in ``compare.served_parity``: its scores against its in-process reference."""
-    latency_by_query: Mapping[str, pd.Series] = field(default_factory=dict)
-    """Per system, the per-query wall ms of the round its ``latency_p95_ms`` comes from (indexed by query id): what a
-    ``saving_on: latency_p95`` claim's CI resamples (``stats.saving.p95_saving``)."""
-    coverage: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    """Per external run (a ``trec_run`` system): (reranked queries its run ranked, reranked queries); the rule's
-    ``min_run_coverage`` applies to it on either side of a pair."""
-    reference_systems: frozenset[str] = frozenset()
-    """Systems that are reference points, not release challengers (first stages, the oracle, random: their
-    kind's role): each is decided alone, outside the release family, and shown as descriptive."""
-
-
-def finite(value: float) -> float | None:
-    """JSON has no infinities or NaN: those become null."""
-    value = float(value)
-    return round(value, 6) if math.isfinite(value) else None
+from .simulation import SIMULATED_DELTAS
+from .guardrails import check_slice_budgets, guardrail_table
 
 
 def _mean(values: np.ndarray) -> float:
@@ -125,7 +74,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     if len(systems) < 2:
         raise ValueError(f"nothing to compare: only the baseline {settings.baseline!r} was evaluated")
     references = settings.model_copy(update={"release": rule}).references(systems)
-    watch = [settings.unjudged.measure] + ([settings.unjudged.judged_only_measure] if settings.unjudged.judged_only_measure else [])
+    judged_only = settings.unjudged.judged_only_measure
+    watch = [settings.unjudged.measure] + ([judged_only] if judged_only else [])
     metrics = list(dict.fromkeys([*settings.metrics, rule.primary_metric]))
     scores = metric_arrays(per_query, systems, list(dict.fromkeys(metrics + watch)))
     query_ids = per_query[per_query["system"] == settings.baseline].sort_values("query_id")["query_id"].to_numpy()
@@ -137,24 +87,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
                  for rule in settings.guardrails if str(rule.measure) not in guarded]
     guard_scores = metric_arrays(per_query, systems, guarded) if guarded else {}
 
-    # Measures undefined on some queries (NaN: ranking measures without a relevant document, answer measures outside
-    # their domain) are averaged over their domain; see stats.domains. Complete measures are computed as before.
-    system_columns = [(system, metric) for system in systems for metric in metrics]
-    means = domains.mean_intervals(np.column_stack([scores[s][m] for s, m in system_columns]), **boot)
-    system_table: dict[str, dict] = {}
-    for j, (system, metric) in enumerate(system_columns):
-        system_table.setdefault(system, {})[metric] = {
-            "mean": finite(means.mean[j]), "low": finite(means.low[j]), "high": finite(means.high[j])}
-
-    on_baselines = {ref: found for ref, found in references.items() if ref in settings.baselines}
-    claimed = {ref: found for ref, found in references.items() if ref not in settings.baselines}
-    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline,
-                                   on_baselines)
-    if claimed:  # a claim against a system that is no baseline joins the family on what it decides: the primary
-        extra = domains.paired_family({s: {rule.primary_metric: scores[s][rule.primary_metric]} for s in systems},
-                                      settings.baseline, claimed)
-        paired = domains.PairedFamily(paired.comparisons + extra.comparisons, np.hstack([paired.base, extra.base]),
-                                      np.hstack([paired.challenger, extra.challenger]))
+    system_table = _system_means(scores, systems, metrics, boot)
+    paired = _paired(scores, systems, metrics, settings, rule, references)
     family = paired.comparisons
     # The descriptive intervals and tests (secondary metrics, reference systems): each pair's own percentile (or BCa)
     # interval; p-values adjusted over the descriptive family below.
@@ -164,11 +98,10 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     # The release decision's family: each baseline's release challengers on the primary metric, simultaneous
     # intervals and adjusted p from one procedure (stats.family); a reference system is decided alone.
     on_primary = [j for j, item in enumerate(family) if item.metric == rule.primary_metric]
-    groups = [_family_of(family[j], j, facts.reference_systems, settings.inference) for j in on_primary]
+    groups = [family_of(family[j], j, facts.reference_systems, settings.inference) for j in on_primary]
     primary_family = domains.PairedFamily(tuple(family[j] for j in on_primary), paired.base[:, on_primary],
                                           paired.challenger[:, on_primary])
-    simultaneous = simultaneous_intervals(primary_family, groups, n_samples=settings.samples, seed=settings.seed,
-                                          confidence=settings.confidence)
+    simultaneous = simultaneous_intervals(primary_family, groups, **settings.resampling(with_method=False))
     # A pair involving a system trained with several seeds: its primary-metric CI also counts the between-seed
     # variance (at the Bonferroni level of its family); it replaces the bootstrap's, in compare.json and the verdict.
     on_seeds, seed_p = _seed_family(per_query_seeds, family, on_primary, simultaneous.family_size, scores, query_ids,
@@ -191,7 +124,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             "challenger_mean": finite(_mean(scores[item.challenger][item.metric])),
             "delta": finite(shown[0].mean[shown[1]]), "low": finite(shown[0].low[shown[1]]),
             "high": finite(shown[0].high[shown[1]]),
-            "family": _family_label(groups[on_primary.index(j)]) if j in release_p else "descriptive",
+            "family": family_label(groups[on_primary.index(j)]) if j in release_p else "descriptive",
             "p_adjusted": finite(release_p[j] if j in release_p else descriptive_p[j]),
             "p_randomisation": finite(tests.p_randomisation[j]), "p_ttest": finite(tests.p_ttest[j]),
             "median_delta": finite(summary.median), "cohens_dz": finite(summary.cohens_dz),
@@ -205,95 +138,26 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     labels = {column: aligned[column].fillna("(none)").astype(str).to_numpy() for column in aligned.columns}
     every_query_labels = labels  # the guardrails are defined on every query (the primary metric's domain may not be)
     check_slice_budgets(settings.guardrails, every_query_labels, guarded)
-    # compare.json's slices are against the first baseline (the verdicts weigh every pair's own, see below).
-    first = [j for j, item in enumerate(family) if item.baseline == settings.baseline]
-    against_first = domains.PairedFamily(tuple(family[j] for j in first), paired.base[:, first],
-                                         paired.challenger[:, first])
-    slice_results = {}
-    for column, column_labels in labels.items():
-        result = domains.family_slices(against_first, column_labels, min_slice_size=settings.min_slice_size, **boot)
-        slice_results[column] = [
-            {"value": str(value),
-             "comparisons": [{"challenger": item.challenger, "metric": item.metric,
-                              "queries": int(result.sizes[k, j]), "too_small": bool(result.too_small[k, j]),
-                              "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
-                              "high": finite(result.high[k, j])} for j, item in enumerate(against_first.comparisons)]}
-            for k, value in enumerate(result.values)]
+    slice_results = _slice_table(paired, settings, labels)  # against the first baseline
 
     unjudged = unjudged_watch(scores, systems, settings.unjudged, rule.unjudged_margin, facts.positive_only)
     # The verdict reads the release family's own intervals of the primary metric (compare.json's, one set of
     # resamples); a slice outside the primary metric's domain (the demo's abstention questions for nDCG@10) gives it
     # no evidence and is not counted in its size.
-    evidence_settings = dict(min_slice_size=settings.min_slice_size, seed=settings.seed,
-                             confidence=settings.confidence, method=settings.ci_method)
     evidence = release_evidence(primary_family, labels, rule, groups, n_samples=settings.samples,
-                                overall=primary_intervals, **evidence_settings)
+                                overall=primary_intervals, **evidence_settings(settings))
     defined = verdict_queries(primary_family)
     primary = primary_family.deltas[defined]
     labels = {column: values[defined] for column, values in labels.items()}
-    verdicts: dict[str, dict[str, dict]] = {reference: {} for reference in references}
-    claims = [rule.claim_for(item.challenger, item.baseline, settings.baseline) for item in primary_family.comparisons]
-    simulated = {}
-    for group in dict.fromkeys(groups):
-        members = [k for k, found in enumerate(groups) if found == group]
-        simulated[group] = (members, family_characteristics(
-            primary[:, members], labels, rule, [claims[k] for k in members], trials=settings.simulation.trials,
-            n_samples=settings.simulation.samples, **evidence_settings))
-    families = {}
-    for group, (members, rates) in simulated.items():
-        families[_family_label(group)] = {
-            "members": [primary_family.comparisons[k].challenger for k in members],
-            "baseline": primary_family.comparisons[members[0]].baseline, **rates.family_record()}
-        for position, k in enumerate(members):
-            item = primary_family.comparisons[k]
-            verdict = _verdict(rule, claims[k], item.challenger, item.baseline, evidence[k],
-                               facts if item.baseline == settings.baseline else replace(
-                                   facts, identical_to_baseline={}, baseline_flag=None),
-                               unjudged["rate"], settings.confidence,
-                               saving_evidence(claims[k], item.challenger, item.baseline, facts, settings),
-                               guardrail_evidence(guard_scores, item.challenger, item.baseline, settings.guardrails,
-                                                  boot, every_query_labels, rule.critical_slices,
-                                                  settings.min_slice_size) if guarded else (), unguarded)
-            at_null, at_alternative = rates.at_null[position].to_dict(), rates.at_alternative[position].to_dict()
-            verdict["operating_characteristics"] = (
-                {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
-                else {"at_minus_margin": at_null, "at_zero": at_alternative})
-            verdict["family"] = _family_label(group)
-            verdict["p_adjusted"] = finite(release_p[on_primary[k]])
-            # An undecided verdict says how many queries would decide it (stats.power), at the claim's own effect.
-            verdict["power"] = (power_statement(primary_family.deltas[:, k], rule.min_delta, settings.confidence,
-                                                margin=claims[k].margin if claims[k].claim == "noninferior" else None)
-                                if verdict["decision"] == "INCONCLUSIVE" else None)
-            if on_primary[k] in on_seeds:  # its CI is the seed-aware one
-                verdict["ci_seeds"] = list(on_seeds[on_primary[k]].seeds)
-            verdicts[item.baseline][item.challenger] = verdict
-
-    family_size = slices_that_can_reject(rule, labels, settings.min_slice_size)
+    verdicts, families = decide_pairs(
+        ReleasePairs(primary_family, groups, evidence, [release_p[j] for j in on_primary],
+                     {k: list(on_seeds[j].seeds) for k, j in enumerate(on_primary) if j in on_seeds}),
+        primary, labels, rule, settings, facts, unjudged["rate"], references,
+        GuardrailInputs(guard_scores, guarded, unguarded, every_query_labels))
     # The slice tests the rule page states: the first baseline's release family's (a challenger alone: 1 member).
-    first_family = families.get(_family_label(("release", settings.baseline)))
-    first_family_size = len(first_family["members"]) if first_family else 1
-    method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
-              "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
-              "tests": ["paired randomisation (sign flip)", "paired t-test"],
-              "permutations": settings.permutations, "correction": settings.correction,
-              "inference": settings.inference,
-              "release_family": {
-                  "what": (f"per baseline, the release challengers (reference systems excluded) on "
-                           f"{rule.primary_metric}" if settings.inference == "family" else
-                           f"each pair alone on {rule.primary_metric} (compare.inference: per_comparison: no "
-                           "multiplicity control across challengers)"),
-                  "procedure": procedure(settings.inference), "families": families},
-              "descriptive_family": {
-                  "what": "every other comparison (secondary metrics; reference systems on them): descriptive, not "
-                          "read by any verdict",
-                  "size": len(descriptive), "ci": settings.ci_method,
-                  "p_adjusted": f"{settings.correction} over the descriptive family, paired randomisation test"},
-              "tie_tolerance": settings.tie_tolerance}
-    partial = sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined})
-    if partial:
-        method["undefined_on_some_queries"] = {
-            "metrics": partial, "rule": "mean over the queries where the measure is defined; percentile CI of the "
-            "difference of the two means under the same resamples; randomisation test by per-query swaps"}
+    first_family = families.get(family_label(("release", settings.baseline)))
+    method = _method_record(settings, rule, families, len(descriptive),
+                            sorted({item.metric for item, undefined in zip(family, paired.partial) if undefined}))
     others = [reference for reference in references if reference != settings.baseline]
     result = {
         "baseline": settings.baseline,
@@ -309,20 +173,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     if on_seeds:
         result["seeds"] = seeds_record(on_seeds, queries_only, rule.primary_metric, settings.confidence,
                                        settings.seed)
-    rule_text = {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
-                 "confidence": settings.confidence,
-                 "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
-                 "min_slice_size": settings.min_slice_size, "slices_that_can_reject": family_size,
-                 "slice_tests": family_size * first_family_size,
-                 "slice_confidence": round(adjusted_confidence(settings.confidence, family_size * first_family_size),
-                                           6),
-                 "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
-                 "max_invalid_rate": rule.max_invalid_rate, "min_run_coverage": rule.min_run_coverage,
-                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
-    if rule.claims:
-        rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
-    if settings.guardrails:
-        rule_text["guardrails"] = [guard.to_dict() for guard in settings.guardrails]
+    rule_text = _rule_record(rule, settings, slices_that_can_reject(rule, labels, settings.min_slice_size),
+                             len(first_family["members"]) if first_family else 1)
     decided = {
         "baseline": settings.baseline,
         **({"baselines": settings.baselines} if len(settings.baselines) > 1 else {}),
@@ -349,21 +201,103 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     return result, decided
 
 
-def _coverage(facts: RunFacts, system: str) -> CoverageEvidence | None:
-    return CoverageEvidence(*facts.coverage[system]) if system in facts.coverage else None
+def _system_means(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str], metrics: Sequence[str],
+                  boot: Mapping[str, Any]) -> dict[str, dict]:
+    """compare.json's ``systems``: each system's mean of each metric with its CI. A measure undefined on some
+    queries (NaN: a ranking measure without a relevant document, an answer measure outside its domain) is averaged
+    over its domain (``stats.domains``)."""
+    columns = [(system, metric) for system in systems for metric in metrics]
+    means = domains.mean_intervals(np.column_stack([scores[s][m] for s, m in columns]), **boot)
+    table: dict[str, dict] = {}
+    for j, (system, metric) in enumerate(columns):
+        table.setdefault(system, {})[metric] = {
+            "mean": finite(means.mean[j]), "low": finite(means.low[j]), "high": finite(means.high[j])}
+    return table
 
 
-def _family_of(item, index: int, reference_systems: frozenset[str], inference: str) -> tuple[str, str | int]:
-    """A primary-metric pair's multiplicity family: its baseline's release family, or itself alone (a reference
-    system, or any pair under ``per_comparison``)."""
-    if inference == "family" and item.challenger not in reference_systems:
-        return ("release", item.baseline)
-    return ("alone", f"{item.challenger} vs {item.baseline}")
+def _paired(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str], metrics: Sequence[str],
+            settings: CompareConfig, rule: ReleaseRule, references: Mapping[str, list[str]]) -> domains.PairedFamily:
+    """Every compared pair: each baseline's challengers on every metric, then each claim's ``against`` that is no
+    baseline on the primary metric only (what its claim decides)."""
+    on_baselines = {ref: found for ref, found in references.items() if ref in settings.baselines}
+    claimed = {ref: found for ref, found in references.items() if ref not in settings.baselines}
+    paired = domains.paired_family({s: {m: scores[s][m] for m in metrics} for s in systems}, settings.baseline,
+                                   on_baselines)
+    if not claimed:
+        return paired
+    extra = domains.paired_family({s: {rule.primary_metric: scores[s][rule.primary_metric]} for s in systems},
+                                  settings.baseline, claimed)
+    return domains.PairedFamily(paired.comparisons + extra.comparisons, np.hstack([paired.base, extra.base]),
+                                np.hstack([paired.challenger, extra.challenger]))
 
 
-def _family_label(group: tuple[str, str | int]) -> str:
-    kind, name = group
-    return f"release vs {name}" if kind == "release" else f"alone: {name}"
+def _slice_table(paired: domains.PairedFamily, settings: CompareConfig,
+                 labels: Mapping[str, np.ndarray]) -> dict[str, list[dict]]:
+    """compare.json's ``slices``: each slice value's deltas against the first baseline (the verdicts weigh every
+    pair's own slices, ``stats.evidence``)."""
+    first = [j for j, item in enumerate(paired.comparisons) if item.baseline == settings.baseline]
+    against_first = domains.PairedFamily(tuple(paired.comparisons[j] for j in first), paired.base[:, first],
+                                         paired.challenger[:, first])
+    found = {}
+    for column, column_labels in labels.items():
+        result = domains.family_slices(against_first, column_labels, min_slice_size=settings.min_slice_size,
+                                       **settings.resampling())
+        found[column] = [
+            {"value": str(value),
+             "comparisons": [{"challenger": item.challenger, "metric": item.metric,
+                              "queries": int(result.sizes[k, j]), "too_small": bool(result.too_small[k, j]),
+                              "delta": finite(result.mean[k, j]), "low": finite(result.low[k, j]),
+                              "high": finite(result.high[k, j])} for j, item in enumerate(against_first.comparisons)]}
+            for k, value in enumerate(result.values)]
+    return found
+
+
+def _method_record(settings: CompareConfig, rule: ReleaseRule, families: dict, descriptive: int,
+                   partial: list[str]) -> dict[str, Any]:
+    """compare.json's ``method``: the resampling, the tests, the release family and the descriptive one (``partial``:
+    the metrics undefined on some queries)."""
+    method = {"resampling": "paired bootstrap over queries", "ci": settings.ci_method,
+              "samples": settings.samples, "seed": settings.seed, "confidence": settings.confidence,
+              "tests": ["paired randomisation (sign flip)", "paired t-test"],
+              "permutations": settings.permutations, "correction": settings.correction,
+              "inference": settings.inference,
+              "release_family": {
+                  "what": (f"per baseline, the release challengers (reference systems excluded) on "
+                           f"{rule.primary_metric}" if settings.inference == "family" else
+                           f"each pair alone on {rule.primary_metric} (compare.inference: per_comparison: no "
+                           "multiplicity control across challengers)"),
+                  "procedure": procedure(settings.inference), "families": families},
+              "descriptive_family": {
+                  "what": "every other comparison (secondary metrics; reference systems on them): descriptive, not "
+                          "read by any verdict",
+                  "size": descriptive, "ci": settings.ci_method,
+                  "p_adjusted": f"{settings.correction} over the descriptive family, paired randomisation test"},
+              "tie_tolerance": settings.tie_tolerance}
+    if partial:
+        method["undefined_on_some_queries"] = {
+            "metrics": partial, "rule": "mean over the queries where the measure is defined; percentile CI of the "
+            "difference of the two means under the same resamples; randomisation test by per-query swaps"}
+    return method
+
+
+def _rule_record(rule: ReleaseRule, settings: CompareConfig, family_size: int, first_family_size: int) -> dict:
+    """verdicts.json's ``rule``: what the verdicts apply, the slice tests' size and level included (``family_size``:
+    the slices that can REJECT; ``first_family_size``: the first baseline's release family's members)."""
+    rule_text = {"primary_metric": rule.primary_metric, "min_delta": rule.min_delta,
+                 "confidence": settings.confidence,
+                 "critical_slices": [spec.label() + f" budget {spec.budget}" for spec in rule.critical_slices],
+                 "min_slice_size": settings.min_slice_size, "slices_that_can_reject": family_size,
+                 "slice_tests": family_size * first_family_size,
+                 "slice_confidence": round(adjusted_confidence(settings.confidence, family_size * first_family_size),
+                                           6),
+                 "unjudged_margin": rule.unjudged_margin, "max_fallback_rate": rule.max_fallback_rate,
+                 "max_invalid_rate": rule.max_invalid_rate, "min_run_coverage": rule.min_run_coverage,
+                 "latency_p95_max_ms": rule.latency_p95_max_ms, "latency_p95_max_ratio": rule.latency_p95_max_ratio}
+    if rule.claims:
+        rule_text["claims"] = {system: claim.to_dict() for system, claim in sorted(rule.claims.items())}
+    if settings.guardrails:
+        rule_text["guardrails"] = [guard.to_dict() for guard in settings.guardrails]
+    return rule_text
 
 
 def _seed_family(per_query_seeds: pd.DataFrame | None, family, on_primary: list[int], sizes: np.ndarray,
@@ -383,101 +317,6 @@ def _seed_family(per_query_seeds: pd.DataFrame | None, family, on_primary: list[
                 found[j] = comparison
                 p_adjusted[j] = min(1.0, size * 2.0 * float(scipy_stats.t.sf(t, float(interval.df[0]))))
     return found, p_adjusted
-
-
-def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference: str,
-             evidence: tuple[DeltaEvidence, tuple[SliceEvidence, ...]], facts: RunFacts,
-             unjudged_rate: Mapping[str, float | None], confidence: float,
-             saving: SavingEvidence | None, guardrails: tuple[GuardrailEvidence, ...] = (),
-             unguarded: Sequence[str] = ()) -> dict[str, Any]:
-    """``challenger``'s decision against ``reference`` for ``claim`` (``saving``: what its claim saves, if it
-    claims non-inferiority), as verdicts.json stores it (less its simulated operating characteristics)."""
-    delta, slice_evidence = evidence
-    # A caveat on the challenger's own model that the other side carries too (a language neither can read) cannot
-    # separate them: stated as a note, not a reason.
-    theirs = set(facts.caveats.get(reference, ()))
-    shared = [caveat for caveat in facts.caveats.get(challenger, ()) if caveat.per_system and caveat in theirs]
-    caveats = tuple(caveat for caveat in facts.caveats.get(challenger, ()) if caveat not in shared)
-    # Decided on the stored numbers (6 decimals), so that the reasons' text and verdicts.json agree digit for digit.
-    delta = replace(delta, mean=round(delta.mean, 6), ci_low=round(delta.ci_low, 6), ci_high=round(delta.ci_high, 6))
-    fallbacks = facts.fallbacks.get(challenger)
-    verdict = decide(rule, Evidence(
-        primary=delta, slices=slice_evidence,
-        unjudged=UnjudgedEvidence(unjudged_rate[reference], unjudged_rate[challenger], facts.positive_only),
-        latency=LatencyEvidence(facts.latency_p95_ms.get(challenger), facts.latency_p95_ms.get(reference),
-                                facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
-        fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
-        identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
-        saving=saving, caveats=caveats, guardrails=guardrails,
-        invalid_outputs=None if challenger not in facts.invalid_outputs else InvalidOutputEvidence(
-            *facts.invalid_outputs[challenger]), parity=facts.served_parity.get(challenger),
-        coverage=_coverage(facts, challenger), reference_coverage=_coverage(facts, reference)), claim)
-    entry: dict[str, Any] = {
-        "decision": str(verdict.decision), "decided_by": verdict.decided_by, "metric": rule.primary_metric,
-        "delta": finite(delta.mean), "ci": [finite(delta.ci_low), finite(delta.ci_high)],
-        "confidence": confidence, "reasons": list(verdict.reasons),
-        "notes": [*verdict.notes, *(f"{reference} too: {caveat.message} (the same for both sides, so not a reason "
-                                    "between them)" for caveat in shared), *unguarded]}
-    if guardrails:
-        failed = [check for check in verdict.checks if check.name.startswith("guardrail ") and not check.passed]
-
-        def outcome_of(measure: str) -> str:  # its own check and its critical slices' together
-            mine = [check for check in failed if check.name.split(" ")[1] == measure]
-            return "violated" if any(c.hard for c in mine) else "unsettled" if mine else "held"
-
-        entry["guardrails"] = [{"measure": found.measure, "outcome": outcome_of(found.measure),
-                                "challenger": found.challenger_mean,
-                                "against": found.reference_mean, "queries_with_any": found.queries_with_any,
-                                "queries": found.queries, **({"zero": True} if found.zero else {
-                                    "max_increase": found.max_increase, "increase": found.increase.mean,
-                                    "ci": [found.increase.ci_low, found.increase.ci_high],
-                                    "slices_above_budget": [f"{item.column}={item.value}" for item, allowed
-                                                            in found.budgeted_slices() if item.mean > allowed]})}
-                               for found in guardrails]
-    if claim.claim == "noninferior":
-        entry["claim"] = {**claim.to_dict(), "against": reference}
-    if saving is not None:
-        entry["saving"] = {"measure": saving.measure, "challenger": _finite_or_none(saving.challenger),
-                           "against": _finite_or_none(saving.reference)}
-        if saving.interval is not None:
-            found = saving.interval
-            entry["saving"].update(estimate=found.estimate, ci=[found.low, found.high], confidence=found.confidence,
-                                   queries=found.queries)
-    return entry
-
-
-def saving_evidence(claim: ReleaseClaim, challenger: str, reference: str, facts: RunFacts,
-                    settings: CompareConfig) -> SavingEvidence | None:
-    """What a non-inferiority claim saves (None for any other claim): the two p95 latencies with the p95 saving's
-    paired CI where both measurements kept their per-query times, or the cost saving with its paired CI, each over
-    the comparison's ``samples`` / ``seed`` / ``confidence`` (``stats.saving``)."""
-    if claim.claim != "noninferior":
-        return None
-    if claim.saving_on == "latency_p95":
-        figures, untrusted = facts.latency_p95_ms, facts.latency_untrusted
-        times = (facts.latency_by_query.get(challenger), facts.latency_by_query.get(reference))
-        found = None if times[0] is None or times[1] is None else p95_saving(
-            *times, **settings.resampling(with_method=False))
-        return SavingEvidence(claim.saving_on, reference, figures.get(challenger), figures.get(reference),
-                              untrusted.get(challenger), untrusted.get(reference), _stored(found))
-    seconds = (facts.cost_seconds.get(challenger), facts.cost_seconds.get(reference))
-    found = None if seconds[0] is None or seconds[1] is None else cost_saving(
-        *seconds, **settings.resampling(with_method=False))
-    if found is None:
-        return SavingEvidence(claim.saving_on, reference, None, None)
-    found = _stored(found)
-    return SavingEvidence(claim.saving_on, reference, found.challenger_mean, found.reference_mean, interval=found)
-
-
-def _stored(found: SavingInterval | None) -> SavingInterval | None:
-    """Decided on the stored numbers (6 decimals), as the delta: the reasons' text and verdicts.json agree."""
-    return None if found is None else replace(found, **{
-        name: round(getattr(found, name), 6) for name in ("estimate", "low", "high", "challenger_mean",
-                                                          "reference_mean")})
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    return None if value is None else finite(value)
 
 
 def unjudged_watch(scores: Mapping[str, Mapping[str, np.ndarray]], systems: Sequence[str], watch: UnjudgedWatch,
