@@ -126,6 +126,24 @@ def test_bad_input_exits_2_with_a_message(files, rerankeval):
     assert disjoint.returncode == 2 and "differ in letter case only" in disjoint.stderr
 
 
+def test_a_rule_file_states_the_rule_the_flags_would(files, rerankeval):
+    base = ["compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec", "--run",
+            files / "better.trec", "--run", files / "copy.trec", "--queries", files / "queries.jsonl", "--json", *FAST]
+    flags = rerankeval(*base, "--min-delta", "0.05", "--critical-slice", "language", "--slice-budget", "0.1")
+    (files / "rule.yaml").write_text("primary_metric: nDCG@10\nmin_delta: 0.05\nunjudged_margin: 0.1\n"
+                                     "critical_slices: [{column: language, budget: 0.1}]\n"
+                                     "claims: {copy: {claim: noninferior, margin: 0.02}}\n")
+    ruled = rerankeval(*base, "--rule", files / "rule.yaml")
+    by_flags, by_rule = (json.loads(result.stdout)["challengers"] for result in (flags, ruled))
+    assert by_rule["better"] == by_flags["better"]  # the same rule, the same verdict
+    assert by_rule["copy"]["claim"]["claim"] == "noninferior" and "claim" not in by_flags["copy"]  # per system
+    both = rerankeval(*base, "--rule", files / "rule.yaml", "--min-delta", "0.05", check=False)
+    assert both.returncode == 2 and "states the release rule: drop --min-delta" in both.stderr
+    (files / "list.yaml").write_text("- nDCG@10\n")
+    not_a_rule = rerankeval(*base, "--rule", files / "list.yaml", check=False)
+    assert not_a_rule.returncode == 2 and "not a release rule (a mapping with primary_metric)" in not_a_rule.stderr
+
+
 def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):
     lines = (files / "better.trec").read_text().splitlines()
     (files / "partial.trec").write_text("\n".join(line for line in lines if not line.startswith("Q00 ")) + "\n")

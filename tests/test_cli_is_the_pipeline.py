@@ -1,6 +1,8 @@
 """`rerankeval compare` is the pipeline's comparison: on the demo's exported runs, its qrels and its eval split's
 query ids, with the reference systems marked, it gives compare.json's primary intervals and adjusted p exactly, and
-writes (``--out``) a compare.json whose primary comparisons are the stage's, byte for byte."""
+writes (``--out``) a compare.json whose primary comparisons are the stage's, byte for byte; given the pipeline's rule
+(``--rule``: claims against other systems, critical slices) and its simulation settings, every verdict's interval,
+family, adjusted p and simulated error rates are verdicts.json's."""
 
 import json
 from pathlib import Path
@@ -78,3 +80,55 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     assert timings["queries"] == len(latency) and timings["wallclock s"] == round(latency["wall_s"].sum(), 3)
     assert 0 < timings["per query wall ms"]["p50"] <= timings["per query wall ms"]["p95"]
     assert read_trec_run(tmp_path / "described.trec").equals(read_trec_run(tmp_path / "plain.trec"))
+
+
+def test_the_cli_with_the_pipelines_rule_gives_every_verdicts_interval_and_simulated_error_rates(tmp_path):
+    import yaml
+
+    compared = json.loads(Path("reports/compare.json").read_text())
+    stage = json.loads(Path("reports/verdicts.json").read_text())
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    settings = params["compare"]
+    rule = {**settings["release"], "critical_slices": params["dataset"]["critical_slices"]}
+    (tmp_path / "rule.yaml").write_text(yaml.safe_dump(rule))
+    snapshot = Snapshot(PATHS.snapshot)
+    queries = snapshot.queries_of(compared["split"])
+    columns = sorted({spec["column"] for spec in rule["critical_slices"]})
+    (tmp_path / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": row["query_id"], "text": "", "metadata": {c: row[c] for c in columns if row[c] is not None}})
+        + "\n" for row in queries.to_dict("records")))
+    (tmp_path / "ids.txt").write_text("\n".join(sorted(queries["query_id"])) + "\n")
+    qrels = snapshot.table("qrels").to_pandas()
+    qrels = qrels[qrels["query_id"].isin(set(queries["query_id"]))]
+    (tmp_path / "qrels.txt").write_text("".join(f"{row.query_id} 0 {row.doc_id} {int(row.relevance)}\n"
+                                                for row in qrels.itertuples()))
+    systems = sorted(compared["systems"])
+    for system in systems:
+        export_run(PATHS, system, tmp_path / f"{system}.trec")
+    traits = load_traits(PATHS.run(SYSTEM_PLACEHOLDER), systems)
+    baseline = compared["baseline"]
+    arguments = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline",
+                 f"{baseline}={tmp_path / f'{baseline}.trec'}", "--query-ids", str(tmp_path / "ids.txt"),
+                 "--rule", str(tmp_path / "rule.yaml"), "--queries", str(tmp_path / "queries.jsonl"),
+                 "--samples", str(settings["samples"]), "--seed", str(settings["seed"]),
+                 "--confidence", str(settings["confidence"]), "--trials", str(settings["simulation"]["trials"]),
+                 "--out", str(tmp_path / "analysis")]
+    for system in systems:
+        if system != baseline:
+            arguments += ["--run", f"{system}={tmp_path / f'{system}.trec'}"]
+            arguments += ["--reference", system] if traits[system].reference else []
+    assert main(arguments) in (0, 1)
+    written = json.loads((tmp_path / "analysis" / "verdicts.json").read_text())
+
+    def by_pair(decided: dict) -> dict:
+        return {(reference, system): verdict for reference, found in
+                {decided["baseline"]: decided["verdicts"], **decided.get("verdicts_by_baseline", {})}.items()
+                for system, verdict in found.items()}
+
+    expected, found = by_pair(stage), by_pair(written)
+    assert set(found) == set(expected) and ("ce_minilm_ft", "ce_minilm_ft_int8") in found  # a claim's own pair
+    for pair, verdict in expected.items():
+        for key in ("delta", "ci", "family", "p_adjusted", "operating_characteristics"):
+            assert found[pair][key] == verdict[key], (pair, key)
+    assert written["inference"] == stage["inference"]  # each family's members and simulated family-wise rates
+    assert written["rule"]["slice_tests"] == stage["rule"]["slice_tests"]

@@ -53,13 +53,18 @@ NO_LABEL = "(none)"
                  help="also write DIR/compare.json and DIR/verdicts.json as the compare stage computes them, without "
                       "what the stage adds from the pipeline's other outputs (checked against that part of its "
                       "schema: stats.schema's ComparisonCore and DecisionCore)"),
-        argument("--min-delta", type=float, default=DEFAULT_MIN_DELTA,
+        argument("--rule", metavar="FILE",
+                 help="the release rule as a YAML (or JSON) file: params.yaml's compare.release mapping (primary "
+                      "metric, min_delta, claims, budgets) with the dataset's critical_slices, so the verdicts are "
+                      "the pipeline's; instead of --min-delta, --claim, --margin, --slice-budget and "
+                      "--critical-slice (--queries labels the slices)"),
+        argument("--min-delta", type=float,
                  help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
-        argument("--claim", choices=["superior", "noninferior"], default="superior",
+        argument("--claim", choices=["superior", "noninferior"],
                  help="what every challenger claims against the first baseline: superior (gains min-delta) or "
                       "noninferior (not worse by more than --margin); default superior"),
         argument("--margin", type=float, help="the non-inferiority margin δ (absolute, primary metric)"),
-        argument("--slice-budget", type=float, default=DEFAULT_SLICE_BUDGET,
+        argument("--slice-budget", type=float,
                  help=f"largest tolerated regression of a critical slice (default {DEFAULT_SLICE_BUDGET})"),
         argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)"),
         argument("--samples", type=int, default=10000, help="bootstrap resamples and sign flips (default 10000)"),
@@ -92,8 +97,7 @@ def run_compare(args: argparse.Namespace) -> int:
     names = [name for name, _ in [*baselines, *named]]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs are named alike ({', '.join(names)}); name them with NAME=FILE")
-    if (args.claim == "noninferior") != (args.margin is not None):
-        raise ValueError("--claim noninferior needs --margin (and --margin needs --claim noninferior)")
+    release = _release(args, [name for name, _ in named])
     unknown = sorted(set(args.references) - {name for name, _ in named})
     if unknown:
         raise ValueError(f"--reference {', '.join(unknown)}: not a --run's name ({', '.join(n for n, _ in named)})")
@@ -101,27 +105,22 @@ def run_compare(args: argparse.Namespace) -> int:
     runs = {name: read_run(path) for name, path in [*baselines, *named]}
     query_ids = _listed_queries(args.query_ids, runs) if args.query_ids else _query_set(qrels, runs, args.qrels)
     refuse_sparse(runs, query_ids, args.min_coverage, args.qrels, set(map(str, qrels["query_id"])))
-    metrics = args.metrics or [DEFAULT_METRIC]
+    metrics = list(dict.fromkeys([release["primary_metric"], *(args.metrics or [])]))
     per_query = pd.concat([
         # Every compared query stays (a listed one without a relevant document: NaN where a measure is undefined on
         # it), so the resamples are the pipeline's over the same query set.
         evaluate(run, qrels, list(dict.fromkeys([*metrics, UNJUDGED_MEASURE])), queries=query_ids)
         .reindex(query_ids).rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
     settings = CompareConfig.parse({
-        "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples, "permutations": args.samples,
-        "seed": args.seed, "confidence": args.confidence, "simulation": {"trials": args.trials},
-        "release": {"primary_metric": metrics[0], "min_delta": args.min_delta,
-                    "unjudged_margin": DEFAULT_UNJUDGED_MARGIN,
-                    "critical_slices": [{"column": column, "budget": args.slice_budget}
-                                        for column in args.critical_slices],
-                    "claims": {name: {"claim": "noninferior", "margin": args.margin} for name, _ in named
-                               if args.claim == "noninferior"}}}, "rerankeval compare")
-    facts = RunFacts(identical_to_baseline=identical_to_baseline({name: assign_ranks(run) for name, run in runs.items()},
-                                                                 baseline[0], query_ids),
+        "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples,
+        "permutations": args.samples, "seed": args.seed, "confidence": args.confidence,
+        "simulation": {"trials": args.trials}, "release": release}, "rerankeval compare")
+    ranked = {name: assign_ranks(run) for name, run in runs.items()}
+    facts = RunFacts(identical_to_baseline=identical_to_baseline(ranked, baseline[0], query_ids),
                      positive_only=positive_only_reason(qrels, query_ids),
                      reference_systems=frozenset(args.references))
-    analysis = analyze(per_query, _slices(args.queries, args.critical_slices, query_ids), settings, settings.release,
-                       facts)
+    columns = list(dict.fromkeys(spec.column for spec in settings.release.critical_slices))
+    analysis = analyze(per_query, _slices(args.queries, columns, query_ids), settings, settings.release, facts)
     files = analysis.files()
     result, verdicts = files["compare"], files["verdicts"]
     if args.out:
@@ -135,6 +134,46 @@ def run_compare(args: argparse.Namespace) -> int:
           else _as_markdown(analysis.compare, analysis.verdicts))
     rejected = any(verdict["decision"] == "REJECT" for verdict in verdicts["verdicts"].values())
     return 1 if args.fail_on_reject and rejected else 0
+
+
+RULE_FLAGS = {"min_delta": "--min-delta", "claim": "--claim", "margin": "--margin", "slice_budget": "--slice-budget",
+              "critical_slices": "--critical-slice"}
+
+
+def _release(args: argparse.Namespace, challengers: list[str]) -> dict[str, Any]:
+    """compare.release as the flags state it, or as ``--rule`` FILE does (then no flag of ``RULE_FLAGS`` may)."""
+    if args.rule:
+        given = [flag for name, flag in RULE_FLAGS.items() if getattr(args, name) not in (None, [])]
+        if given:
+            raise ValueError(f"--rule {args.rule} states the release rule: drop {', '.join(given)}, or state it in "
+                             "the file")
+        return _rule_file(Path(args.rule))
+    claim = args.claim or "superior"
+    if (claim == "noninferior") != (args.margin is not None):
+        raise ValueError("--claim noninferior needs --margin (and --margin needs --claim noninferior)")
+    budget = DEFAULT_SLICE_BUDGET if args.slice_budget is None else args.slice_budget
+    return {"primary_metric": (args.metrics or [DEFAULT_METRIC])[0],
+            "min_delta": DEFAULT_MIN_DELTA if args.min_delta is None else args.min_delta,
+            "unjudged_margin": DEFAULT_UNJUDGED_MARGIN,
+            "critical_slices": [{"column": column, "budget": budget} for column in args.critical_slices],
+            "claims": {name: {"claim": "noninferior", "margin": args.margin} for name in challengers
+                       if claim == "noninferior"}}
+
+
+def _rule_file(path: Path) -> dict[str, Any]:
+    """The release rule a ``--rule`` file states: a mapping (YAML or JSON), checked when the settings are parsed."""
+    import yaml
+
+    try:
+        found = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ValueError(f"--rule {path}: cannot read it ({type(error).__name__}: {str(error)[:200]}). Fix: a YAML "
+                         "mapping like params.yaml's compare.release, e.g. {primary_metric: nDCG@10, min_delta: "
+                         "0.03}") from None
+    if not isinstance(found, dict) or "primary_metric" not in found:
+        raise ValueError(f"--rule {path}: not a release rule (a mapping with primary_metric). Fix: a YAML mapping "
+                         "like params.yaml's compare.release, e.g. {primary_metric: nDCG@10, min_delta: 0.03}")
+    return found
 
 
 def _named(text: str) -> tuple[str, str]:
