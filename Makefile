@@ -15,7 +15,8 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 # pip byte-compiles every module it installs, most of an install's CPU time; a module is compiled instead when a stage
-# first imports it, and only the ones something imports (benchmarks/bench_install.py, results/benchmarks/install.yaml).
+# first imports it, and only the ones something imports (benchmarks/bench_install.py,
+# results/benchmarks/install_epyc.yaml).
 PIP_INSTALL = -m pip install --quiet --no-compile
 
 .PHONY: demo install test test-all bench llm llm-server repro clean-runs results screenshots

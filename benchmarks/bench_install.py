@@ -6,7 +6,7 @@ asserted. Packages come from pip's cache or the machine's registry mirror, so do
 
     .venv/bin/python benchmarks/bench_install.py
     .venv/bin/python benchmarks/bench_install.py record --commit C --command ... --conditions ... \\
-        --out results/benchmarks/install.yaml
+        --out results/benchmarks/install_epyc.yaml
     .venv/bin/python benchmarks/bench_install.py --smoke    # one small package, both ways: checks that it runs
 """
 
