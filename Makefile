@@ -14,10 +14,10 @@ export TRANSFORMERS_OFFLINE ?= 1
 export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
-# pip byte-compiles every module it installs, most of an install's CPU time; a module is compiled instead when a stage
-# first imports it, and only the ones something imports (benchmarks/bench_install.py,
-# results/benchmarks/install_epyc.yaml).
-PIP_INSTALL = -m pip install --quiet --no-compile
+# pip byte-compiles every module it installs, most of an install's CPU time, and it stays: where PYTHONDONTWRITEBYTECODE
+# is set (as on these machines) a module pip did not compile is compiled again by every process that imports it
+# (benchmarks/bench_install.py, results/benchmarks/install_epyc.yaml).
+PIP_INSTALL = -m pip install --quiet
 
 .PHONY: demo install test test-all bench llm llm-server repro clean-runs results screenshots
 

@@ -1,8 +1,10 @@
 """What `make demo`'s install costs on a fresh machine: a new venv given the core install (``-e '.[models,test]'``
 under requirements.lock, the Makefile's command), with pip's byte-compilation of every installed module (pip's
-default) against without it (``--no-compile``, which the Makefile passes), then the first import of what the stages
-import, when the modules they use are compiled instead. Run by hand with nothing else running; nothing here is
-asserted. Packages come from pip's cache or the machine's registry mirror, so download time is that of a local disk.
+default, which the Makefile keeps) against without it (``--no-compile``), then what the stages import, in two fresh
+processes one after the other. Without pip's compilation the first process compiles what it imports; the second
+compiles it again where PYTHONDONTWRITEBYTECODE is set (nothing is written back), as every stage and test would. Run
+by hand with nothing else running; nothing here is asserted. Packages come from pip's cache or the machine's registry
+mirror, so download time is that of a local disk.
 
     .venv/bin/python benchmarks/bench_install.py
     .venv/bin/python benchmarks/bench_install.py record --commit C --command ... --conditions ... \\
@@ -13,6 +15,7 @@ asserted. Packages come from pip's cache or the machine's registry mirror, so do
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -41,9 +44,9 @@ def install_row(folder: Path, compile_modules: bool, packages: list[str], smoke:
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)  # as the Makefile does
     flags = [] if compile_modules else ["--no-compile"]
     install = timed([python, "-m", "pip", "install", "--quiet", *flags, "-c", "requirements.lock", *packages])
-    first = timed([python, "-c", "import yaml" if smoke else FIRST_IMPORT])
+    first, second = (timed([python, "-c", "import yaml" if smoke else FIRST_IMPORT]) for _ in range(2))
     return ["pip's default (compile every module)" if compile_modules else "--no-compile", round(install, 1),
-            round(first, 1), round(install + first, 1)]
+            round(first, 1), round(second, 1)]
 
 
 def main() -> None:
@@ -55,9 +58,12 @@ def main() -> None:
     packages = SMOKE if args.smoke else CORE
     with TemporaryDirectory() as folder:
         rows = [install_row(Path(folder), compile_modules, packages, args.smoke) for compile_modules in (True, False)]
-    table = {"title": f"A fresh venv: pip install {' '.join(packages)} (seconds), then the first import of what the "
-                      "stages import",
-             "columns": ["install", "pip install", "first import", "both"], "rows": rows}
+    written = "not written back" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written back"
+    table = {"title": f"A fresh venv: pip install {' '.join(packages)} (seconds), then what the stages import, in "
+                      f"two processes (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!s}: "
+                      f"bytecode compiled at import is {written})",
+             "columns": ["install", "pip install", "first process's imports", "second process's imports"],
+             "rows": rows}
     print_benchmark(args, "the demo's install: pip's byte-compilation on and off", [], [table])
 
 

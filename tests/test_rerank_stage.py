@@ -68,6 +68,8 @@ def test_run_files_are_byte_identical_across_reruns_and_deadlines_ignore_the_cac
                        pair_tokens_p95=None, truncation_rate=None, latency_scale=1.0, cost_per_1k_queries=0.0)
     section = cost_section({"slow": costs}, 1.0, {"slow": 12.5})
     assert "| `slow` | 12.5 | 6 | 3 |" in section and "| system | p95 ms | queries | fallbacks |" in section
+    # a first stage's p95 as the decision page writes it (decision.p95_text, markdown.ms), not rounded to 0.0
+    assert "| `slow` | 0.02 | 6 | 3 |" in cost_section({"slow": costs}, 1.0, {"slow": 0.0167})
 
 
 def test_a_run_copied_over_another_systems_or_from_other_candidates_is_refused(stage):

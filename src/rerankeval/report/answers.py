@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..stats.answers import HEADLINE, deltas_frame
 from ..stats.schema import AnswerCounts, Answers, Compare, EndToEnd, Outcomes, Reach, SliceComparison
 from .caveats import generator_lines
-from .markdown import ci, fmt, p_value, slice_size, table
+from .markdown import ci, fmt, ms, p_value, slice_size, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +76,7 @@ def end_to_end(measured: Mapping[str, EndToEnd], means: Mapping[str, Mapping[str
     for system, found in measured.items():
         own = means.get(system, {})
         tokens, cost = own.get("AnswerTokens"), own.get("AnswerCost")
-        rows.append([f"`{system}`", fmt(found.p50_ms, 1), fmt(found.p95_ms, 1), fmt(found.generate_mean_ms, 2),
+        rows.append([f"`{system}`", ms(found.p50_ms), ms(found.p95_ms), fmt(found.generate_mean_ms, 2),
                      found.cached_answers, fmt(tokens, 1), fmt(None if cost is None else cost * 1000, 4)])
     return rows
 

@@ -14,7 +14,7 @@ from ..stats.verdict import ci_label
 from ..systems.roles import KindTraits
 from . import claims
 from .guardrails import guardrail_section
-from .markdown import ci, delta_ci, fmt, table, verdict_rule
+from .markdown import ci, delta_ci, fmt, ms, table, verdict_rule
 
 ROLE_NAMES = {"ceiling": "ceiling (bound)", "floor": "floor (bound)", "first_stage": "first-stage order"}
 DECISION_PLOTS = (("pareto.png", "quality against p95 latency, the frontier"),
@@ -89,10 +89,7 @@ def decision_table(inputs: DecisionInputs) -> str:
 
 def p95_text(verdicts: Verdicts, system: str) -> str:
     """The system's one p95 (the verdict's), as every page writes it."""
-    value = verdicts.latency_p95_ms.get(system)
-    if value is None:
-        return "n/a"
-    return fmt(value, 1) if value >= 10 else fmt(value, 2)  # a first stage's 0.03 ms is no 0.0
+    return ms(verdicts.latency_p95_ms.get(system))
 
 
 def p95_cell(verdicts: Verdicts, system: str) -> str:

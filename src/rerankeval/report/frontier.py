@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import plots
-from .markdown import fmt, plot_link, table
+from .markdown import fmt, ms, plot_link, table
 
 
 def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mapping[str, float] | None = None) -> None:
@@ -62,9 +62,9 @@ def frontier_section(points: pd.DataFrame, sweeps: pd.DataFrame | None, pairs: M
     """``resolution``: costs.json's ``latency_resolution``, stated beside the frontier it decided."""
     header = ["configuration", "policy", measure, "p95 ms", "cost / 1k queries"]
     ordered = points.sort_values(["p95_ms", "quality"], ascending=[True, False])
-    rows = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5)]
+    rows = [[f"`{r.label}`", r.policy, fmt(r.quality), ms(r.p95_ms), fmt(r.cost_per_1k_queries, 5)]
             for r in ordered.itertuples() if r.frontier]
-    every = [[f"`{r.label}`", r.policy, fmt(r.quality), fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
+    every = [[f"`{r.label}`", r.policy, fmt(r.quality), ms(r.p95_ms), fmt(r.cost_per_1k_queries, 5),
               "frontier" if r.frontier else ""] for r in ordered.itertuples()]
     text = (f"## Quality-cost frontier: {measure} vs p95 latency (systems x depth, configurations, policy sweeps)\n\n"
             f"The configurations no other beats on both axes ({len(rows)} of {len(points)} points; p95 latencies "
@@ -98,7 +98,7 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
                         "pairs reused in memory"], summary))
     rows = [[r.policy, r.value + (HELD_MARK[r.parameter == "depth"] if r.held else ""),
              fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
-             f"{fmt(r.high, signed=True)}]", fmt(r.p95_ms, 2), fmt(r.cost_per_1k_queries, 5),
+             f"{fmt(r.high, signed=True)}]", ms(r.p95_ms), fmt(r.cost_per_1k_queries, 5),
              str(r.model_pairs), f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"]
             for r in sweeps.itertuples()]
     parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p95 ms", "cost / 1k",

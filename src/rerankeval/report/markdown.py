@@ -22,6 +22,13 @@ def fmt(value: float | None, digits: int = 4, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def ms(value: float | None) -> str:
+    """A latency as every page writes it: one decimal from 10 ms, two below (a first stage's 0.02 ms is no 0.0)."""
+    if value is None:
+        return "n/a"
+    return fmt(value, 1) if value >= 10 else fmt(value, 2)
+
+
 def ci(entry: Interval | Comparison | SliceComparison, signed: bool = False) -> str:
     """A compared value's interval: ``-0.0100 .. +0.0624``."""
     return interval_text(entry.low, entry.high, signed)
@@ -482,8 +489,8 @@ def cost_section(costs: Mapping[str, SystemCost], hourly_price: float,
                  measured_p95_ms: Mapping[str, float | None]) -> str:
     """``costs``: costs.json's ``systems`` in the order to show them; ``measured_p95_ms``: verdicts.json's
     ``latency_p95_ms``, the p95 each verdict read."""
-    rows = [[f"`{system}`", fmt(measured_p95_ms.get(system), 1), v.queries, v.fallbacks, v.cache_hits,
-             fmt(v.p50_ms, 1), fmt(v.p95_ms, 1), fmt(v.p99_ms, 1), fmt(v.measured_p95_ms, 1),
+    rows = [[f"`{system}`", ms(measured_p95_ms.get(system)), v.queries, v.fallbacks, v.cache_hits,
+             ms(v.p50_ms), ms(v.p95_ms), ms(v.p99_ms), ms(v.measured_p95_ms),
              fmt(v.latency_scale, 3), fmt(v.pairs_per_s, 1), fmt(v.tokens_per_s, 0),
              fmt(v.pair_tokens_p50, 0), fmt(v.pair_tokens_p95, 0),
              "n/a" if v.truncation_rate is None else f"{v.truncation_rate:.1%}",
@@ -504,7 +511,7 @@ def cost_section(costs: Mapping[str, SystemCost], hourly_price: float,
 
 
 def depth_cost_section(table_rows: pd.DataFrame, measure: str, plots: str) -> str:
-    rows = [[f"`{r.system}`", r.depth, fmt(r.candidate_recall), fmt(r.quality), fmt(r.p95_ms, 1),
+    rows = [[f"`{r.system}`", r.depth, fmt(r.candidate_recall), fmt(r.quality), ms(r.p95_ms),
              fmt(r.cost_per_1k_queries, 5)] for r in table_rows.itertuples()]
     return ("## Depth vs cost (latency at depth d estimated from the full-depth pass: model time scaled by the share "
             "of the query's scored tokens in the top d, on the dedicated measurement's scale)\n\n"

@@ -15,17 +15,13 @@ from . import markdown as md
 from .plots import _figure, _save
 
 
-def _ms(value: float | None) -> str:
-    return md.fmt(value, 1)
-
-
 def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapping[str, str],
                     untrusted: Mapping[str, str] = {}) -> str:
     """``untrusted``: verdicts.json's reason, per system, why its figure cannot REJECT."""
     if not measurements:
         return ""
-    rows = [[f"`{system}`", m["queries"], m["repeats"], _ms(m["p50_ms"]), _ms(m["p95_ms"]), _ms(m["p99_ms"]),
-             " / ".join(_ms(v) for v in m["p95_ms_by_round"]), _ms(m["cpu_p95_ms"]), md.fmt(m["pairs_per_s"], 1),
+    rows = [[f"`{system}`", m["queries"], m["repeats"], md.ms(m["p50_ms"]), md.ms(m["p95_ms"]), md.ms(m["p99_ms"]),
+             " / ".join(md.ms(v) for v in m["p95_ms_by_round"]), md.ms(m["cpu_p95_ms"]), md.fmt(m["pairs_per_s"], 1),
              " / ".join(str(v) for v in m["other_cpus_by_round"]) + f" of {m['cpus']}",
              f"{m['load_average_1m']['before']} / {m['load_average_1m']['after']}",
              sources.get(system, "in-process").split(",")[0]
@@ -48,14 +44,14 @@ def loadtest_section(loadtest: Mapping[str, Any] | None, plots_link: str) -> str
     if not loadtest or not loadtest.get("ran"):
         return ("## Served under load\n\nNo load test ran (`serving.loadtest.enabled` is false): "
                 "`dvc exp run -S serving.loadtest.enabled=true` or `rerankeval loadtest --out FILE` runs one.")
-    rows = [[level["concurrency"], level["requests"], _ms(level["p50_ms"]), _ms(level["p95_ms"]),
-             _ms(level["p99_ms"]), md.fmt(level["requests_per_s"], 2), md.fmt(level["pairs_per_s"], 1),
+    rows = [[level["concurrency"], level["requests"], md.ms(level["p50_ms"]), md.ms(level["p95_ms"]),
+             md.ms(level["p99_ms"]), md.fmt(level["requests_per_s"], 2), md.fmt(level["pairs_per_s"], 1),
              md.fmt(level["input_tokens_per_s"], 0), f"{level['timeout_rate']:.1%}", f"{level['retry_rate']:.1%}",
-             f"{level['error_rate']:.1%}", _ms(level["server_compute_p50_ms"])] for level in loadtest["levels"]]
+             f"{level['error_rate']:.1%}", md.ms(level["server_compute_p50_ms"])] for level in loadtest["levels"]]
     local = loadtest.get("in_process")
     if local:
-        rows.append(["in-process, 1 at a time", local["requests"], _ms(local["p50_ms"]), _ms(local["p95_ms"]),
-                     _ms(local["p99_ms"]), "", md.fmt(local["pairs_per_s"], 1), "", "", "", "", ""])
+        rows.append(["in-process, 1 at a time", local["requests"], md.ms(local["p50_ms"]), md.ms(local["p95_ms"]),
+                     md.ms(local["p99_ms"]), "", md.fmt(local["pairs_per_s"], 1), "", "", "", "", ""])
     text = (f"## Served under load: `{loadtest['system']}` at {loadtest['endpoint']}\n\n"
             f"Each request is one query's frozen candidates (depth {loadtest['depth']}, {loadtest['queries']} queries "
             f"cycled); {loadtest['warmup_requests']} warm-up requests per level are not timed. Latency is the "
