@@ -21,28 +21,37 @@ pytestmark = pytest.mark.skipif(not (PATHS.runs.exists() and (PATHS.snapshot / "
                                 reason="needs the demo's runs and snapshot (`make demo`)")
 
 
+def exported_demo(folder: Path, compared: dict, *options: str) -> list[str]:
+    """`rerankeval compare`'s arguments on the demo as the pipeline compared it: each system's run exported to
+    ``folder``, the eval split's query ids and qrels, the baseline and the reference systems marked, then
+    ``options``."""
+    snapshot = Snapshot(PATHS.snapshot)
+    query_ids = sorted(snapshot.queries_of(compared["split"])["query_id"])
+    (folder / "ids.txt").write_text("\n".join(query_ids) + "\n")
+    qrels = snapshot.table("qrels").to_pandas()
+    qrels = qrels[qrels["query_id"].isin(query_ids)]
+    (folder / "qrels.txt").write_text("".join(f"{row.query_id} 0 {row.doc_id} {int(row.relevance)}\n"
+                                              for row in qrels.itertuples()))
+    systems = sorted(compared["systems"])
+    for system in systems:
+        export_run(PATHS, system, folder / f"{system}.trec")
+    traits = load_traits(PATHS.run(SYSTEM_PLACEHOLDER), systems)
+    baseline = compared["baseline"]
+    arguments = ["compare", "--qrels", str(folder / "qrels.txt"), "--baseline",
+                 f"{baseline}={folder / f'{baseline}.trec'}", "--query-ids", str(folder / "ids.txt"), *options]
+    for system in systems:
+        if system != baseline:
+            arguments += ["--run", f"{system}={folder / f'{system}.trec'}"]
+            arguments += ["--reference", system] if traits[system].reference else []
+    return arguments
+
+
 def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_intervals(tmp_path, capsys):
     compared = json.loads(Path("reports/compare.json").read_text())
     primary = json.loads(Path("reports/verdicts.json").read_text())["rule"]["primary_metric"]
-    snapshot = Snapshot(PATHS.snapshot)
-    query_ids = sorted(snapshot.queries_of(compared["split"])["query_id"])
-    (tmp_path / "ids.txt").write_text("\n".join(query_ids) + "\n")
-    qrels = snapshot.table("qrels").to_pandas()
-    qrels = qrels[qrels["query_id"].isin(query_ids)]
-    (tmp_path / "qrels.txt").write_text("".join(f"{row.query_id} 0 {row.doc_id} {int(row.relevance)}\n"
-                                                for row in qrels.itertuples()))
-    systems = sorted(compared["systems"])
-    for system in systems:
-        export_run(PATHS, system, tmp_path / f"{system}.trec")
-    traits = load_traits(PATHS.run(SYSTEM_PLACEHOLDER), systems)
+    arguments = exported_demo(tmp_path, compared, "--json", "--trials", "20", "--metric", primary, "--out",
+                              str(tmp_path / "analysis"))
     baseline = compared["baseline"]
-    arguments = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline",
-                 f"{baseline}={tmp_path / f'{baseline}.trec'}", "--query-ids", str(tmp_path / "ids.txt"),
-                 "--json", "--trials", "20", "--metric", primary, "--out", str(tmp_path / "analysis")]
-    for system in systems:
-        if system != baseline:
-            arguments += ["--run", f"{system}={tmp_path / f'{system}.trec'}"]
-            arguments += ["--reference", system] if traits[system].reference else []
     assert main(arguments) == 0
     found = json.loads(capsys.readouterr().out)
     expected = {c["challenger"]: c for c in compared["comparisons"] if c["metric"] == primary}
@@ -97,26 +106,10 @@ def test_the_cli_with_the_pipelines_rule_gives_every_verdicts_interval_and_simul
     (tmp_path / "queries.jsonl").write_text("".join(
         json.dumps({"_id": row["query_id"], "text": "", "metadata": {c: row[c] for c in columns if row[c] is not None}})
         + "\n" for row in queries.to_dict("records")))
-    (tmp_path / "ids.txt").write_text("\n".join(sorted(queries["query_id"])) + "\n")
-    qrels = snapshot.table("qrels").to_pandas()
-    qrels = qrels[qrels["query_id"].isin(set(queries["query_id"]))]
-    (tmp_path / "qrels.txt").write_text("".join(f"{row.query_id} 0 {row.doc_id} {int(row.relevance)}\n"
-                                                for row in qrels.itertuples()))
-    systems = sorted(compared["systems"])
-    for system in systems:
-        export_run(PATHS, system, tmp_path / f"{system}.trec")
-    traits = load_traits(PATHS.run(SYSTEM_PLACEHOLDER), systems)
-    baseline = compared["baseline"]
-    arguments = ["compare", "--qrels", str(tmp_path / "qrels.txt"), "--baseline",
-                 f"{baseline}={tmp_path / f'{baseline}.trec'}", "--query-ids", str(tmp_path / "ids.txt"),
-                 "--rule", str(tmp_path / "rule.yaml"), "--queries", str(tmp_path / "queries.jsonl"),
-                 "--samples", str(settings["samples"]), "--seed", str(settings["seed"]),
-                 "--confidence", str(settings["confidence"]), "--trials", str(settings["simulation"]["trials"]),
-                 "--out", str(tmp_path / "analysis")]
-    for system in systems:
-        if system != baseline:
-            arguments += ["--run", f"{system}={tmp_path / f'{system}.trec'}"]
-            arguments += ["--reference", system] if traits[system].reference else []
+    arguments = exported_demo(tmp_path, compared, "--rule", str(tmp_path / "rule.yaml"), "--queries",
+                              str(tmp_path / "queries.jsonl"), "--samples", str(settings["samples"]), "--seed",
+                              str(settings["seed"]), "--confidence", str(settings["confidence"]), "--trials",
+                              str(settings["simulation"]["trials"]), "--out", str(tmp_path / "analysis"))
     assert main(arguments) in (0, 1)
     written = json.loads((tmp_path / "analysis" / "verdicts.json").read_text())
 
