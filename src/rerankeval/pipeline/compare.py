@@ -16,7 +16,8 @@ from ..serving.measure import verdict_latencies, verdict_times_by_query
 from ..stats.agreement import agreement_summary, score_parity
 from ..stats.caveats import generator_caveat, generator_sanity, language_caveats
 from ..stats.analysis import PipelineRecords, RankingEvidence, analyze
-from ..stats.comparison import RunFacts, finite, relevant_doc_type
+from ..stats.comparison import relevant_doc_type
+from ..stats.decisions import RunFacts, finite
 from ..stats.guardrails import invalid_output_record
 from ..stats.run_checks import ParityEvidence
 from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason

@@ -125,26 +125,11 @@ def _on_the_comparisons_intervals(variants: Mapping[str, Any], result: Mapping[s
 
 
 def _typed(result: dict[str, Any], decided: dict[str, Any], costs: dict[str, Any] | None, stage: bool) -> Analysis:
-    from pydantic import ValidationError
-
     models = (Compare, Verdicts) if stage else (ComparisonCore, DecisionCore)
-    parts = {"compare": (models[0], result), "verdicts": (models[1], decided)}
-    if costs is not None:
-        parts["costs"] = (Costs, costs)
-    typed = {}
-    for name, (model, data) in parts.items():
-        try:
-            typed[name] = model.model_validate(data)
-        except ValidationError as err:
-            raise ContractError(f"{name}.json: {_first_error(err)} (stats.schema.{model.__name__} declares what the "
-                                "file holds: a new field is declared there first, and docs/schemas/ "
-                                "regenerated)") from None
-    return Analysis(**typed)
-
-
-def _first_error(err) -> str:
-    first = err.errors()[0]
-    return ".".join(str(part) for part in first["loc"]) + f": {first['msg']}"
+    parts = [("compare", models[0], result, "compare.json"), ("verdicts", models[1], decided, "verdicts.json")]
+    parts += [("costs", Costs, costs, "costs.json")] if costs is not None else []
+    return _validated(parts, lambda model: f"stats.schema.{model.__name__} declares what the file holds: a new field "
+                                           "is declared there first, and docs/schemas/ regenerated")
 
 
 def read_analysis(compare_path: str | Path, verdicts_path: str | Path,
@@ -152,16 +137,26 @@ def read_analysis(compare_path: str | Path, verdicts_path: str | Path,
     """The compare stage's analysis, read back for the pages (without costs when ``costs_path`` is None): refused,
     naming the file and the first field that is not what this version's compare stage writes, when another version
     wrote it or it was edited by hand."""
-    from pydantic import ValidationError
-
     from ..core.io import read_json
 
-    typed = {}
     files = [("compare", Compare, compare_path), ("verdicts", Verdicts, verdicts_path)]
-    for name, model, path in files + ([("costs", Costs, costs_path)] if costs_path is not None else []):
+    files += [("costs", Costs, costs_path)] if costs_path is not None else []
+    return _validated([(name, model, read_json(path), str(path)) for name, model, path in files],
+                      lambda model: "not what this version's compare stage writes. Fix: re-run it: "
+                                    "`dvc repro compare`")
+
+
+def _validated(parts, why) -> Analysis:
+    """``parts``: (field, model, data, where); the first field that is not what its model declares is a
+    ``ContractError`` naming ``where``, the field and ``why(model)``."""
+    from pydantic import ValidationError
+
+    typed = {}
+    for name, model, data, where in parts:
         try:
-            typed[name] = model.model_validate(read_json(path))
+            typed[name] = model.model_validate(data)
         except ValidationError as err:
-            raise ContractError(f"{path}: {_first_error(err)} (not what this version's compare stage writes. "
-                                "Fix: re-run it: `dvc repro compare`)") from None
+            first = err.errors()[0]
+            field_name = ".".join(str(part) for part in first["loc"])
+            raise ContractError(f"{where}: {field_name}: {first['msg']} ({why(model)})") from None
     return Analysis(**typed)
