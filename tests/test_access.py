@@ -283,7 +283,7 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
     fake endpoint) and a served endpoint (the load test's requests) see no restricted text or id; the same pipeline with ``access_filter: false`` does send it, so the
     recording would catch a leak."""
     from rerankeval.core.io import read_table
-    from rerankeval.pipeline import generate, loadtest, rerank, select
+    from rerankeval.pipeline import answer, loadtest, rerank
     from rerankeval.pipeline.params import load_params
     from rerankeval.retrieval.freeze import freeze
     from rerankeval.retrieval.sources.base import FrozenSet
@@ -363,8 +363,7 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
             before_api, before_llm = len(server.requests), len(llm.requests)
             loaded = load_params(tmp_path / "params.yaml")
             rerank.run(loaded, paths, name)
-            select.run(loaded, paths, name)
-            generate.run(loaded, paths, name)
+            answer.run(loaded, paths, name)
             sent_by[name] = (json.dumps([body for _, body, _ in server.requests[before_api:]]),
                              json.dumps(llm.requests[before_llm:], ensure_ascii=False))
 

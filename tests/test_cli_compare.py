@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from rerankeval.cli import compare as cli_compare
-from rerankeval.cli.main import main
+from rerankeval.cli.main import build_parser, main
+from rerankeval.stats import defaults
 from rerankeval.data.trec import read_qrels, read_run
 from tests.test_cli_evaluate import rerankeval as console
 
@@ -142,6 +143,10 @@ def test_a_rule_file_states_the_rule_the_flags_would(files, rerankeval):
     (files / "list.yaml").write_text("- nDCG@10\n")
     not_a_rule = rerankeval(*base, "--rule", files / "list.yaml", check=False)
     assert not_a_rule.returncode == 2 and "not a release rule (a mapping with primary_metric)" in not_a_rule.stderr
+    (files / "negative.yaml").write_text("primary_metric: nDCG@10\nmin_delta: -0.01\n")
+    negative = rerankeval(*base, "--rule", files / "negative.yaml", check=False)
+    assert negative.returncode == 2 and f"--rule {files / 'negative.yaml'}: " in negative.stderr
+    assert "min_delta: Input should be greater than or equal to 0 (got -0.01)" in negative.stderr
 
 
 def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):
@@ -156,12 +161,19 @@ def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeva
 def test_defaults_are_the_pipelines():
     conf = yaml.safe_load((REPO / "conf" / "compare" / "default.yaml").read_text())
     release = conf["release"]
-    assert (cli_compare.DEFAULT_METRIC, cli_compare.DEFAULT_MIN_DELTA, cli_compare.DEFAULT_UNJUDGED_MARGIN) == (
+    assert (defaults.DEFAULT_PRIMARY_METRIC, defaults.DEFAULT_MIN_DELTA, defaults.DEFAULT_UNJUDGED_MARGIN) == (
         release["primary_metric"], release["min_delta"], release["unjudged_margin"])
-    assert cli_compare.DEFAULT_MIN_COVERAGE == release["min_run_coverage"]
-    assert cli_compare.UNJUDGED_MEASURE == conf["unjudged"]["measure"]
+    assert defaults.DEFAULT_MIN_RUN_COVERAGE == release["min_run_coverage"]
+    assert defaults.DEFAULT_UNJUDGED_MEASURE == conf["unjudged"]["measure"]
+    assert (defaults.DEFAULT_N_SAMPLES, defaults.DEFAULT_SEED, defaults.DEFAULT_CONFIDENCE, defaults.DEFAULT_TRIALS) == (
+        conf["samples"], conf["seed"], conf["confidence"], conf["simulation"]["trials"])
     demo = yaml.safe_load((REPO / "conf" / "dataset" / "demo.yaml").read_text())
-    assert {spec["budget"] for spec in demo["critical_slices"]} == {cli_compare.DEFAULT_SLICE_BUDGET}
+    assert {spec["budget"] for spec in demo["critical_slices"]} == {defaults.DEFAULT_SLICE_BUDGET}
+    # the CLI has no defaults of its own: each of its flags' is the statistics' default
+    parsed = build_parser().parse_args(["compare", "--qrels", "q", "--baseline", "b", "--run", "r"])
+    assert (parsed.samples, parsed.seed, parsed.confidence, parsed.trials, parsed.min_coverage) == (
+        defaults.DEFAULT_N_SAMPLES, defaults.DEFAULT_SEED, defaults.DEFAULT_CONFIDENCE, defaults.DEFAULT_TRIALS,
+        defaults.DEFAULT_MIN_RUN_COVERAGE)
 
 
 def test_a_baseline_that_ranks_one_of_twenty_queries_is_refused_not_accepted(tmp_path, capsys):

@@ -143,7 +143,7 @@ def _mini_pipeline_inputs(tmp_path):
 
 
 def test_the_api_key_never_appears_in_any_written_file(tmp_path, monkeypatch, capsys):
-    from rerankeval.pipeline.generate import run as generate
+    from rerankeval.pipeline.answer import generate
     from rerankeval.pipeline.params import load_params
 
     monkeypatch.setenv("RERANKEVAL_TEST_KEY", SECRET)

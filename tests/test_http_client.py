@@ -216,7 +216,7 @@ def test_absurd_usage_is_a_bad_response_and_not_cached(api, tmp_path, monkeypatc
 
 def test_no_secret_reaches_any_file_a_stage_writes(api, tmp_path, monkeypatch, capsys, caplog):
     from rerankeval.core.io import write_table
-    from rerankeval.pipeline.generate import run as generate
+    from rerankeval.pipeline.answer import generate
     from rerankeval.pipeline.params import load_params
     from rerankeval.rerank.assemble import run_table
     from rerankeval.rerank.latency import latency_table

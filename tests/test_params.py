@@ -45,7 +45,7 @@ def test_every_system_becomes_a_rerank_stage_watching_its_own_model():
     assert rerank["foreach"] == "${systems}"
     # its settings (systems.<name>, its components') are in its code dep, written by the code stage from its params
     assert "systems" in dvc["stages"]["code"]["params"] and "params" not in rerank["do"]
-    assert "${paths.code}/rerank_${key}.json" in rerank["do"]["deps"] and "${item.depends_on}" in rerank["do"]["deps"]
+    assert "data/code/rerank_${key}.json" in rerank["do"]["deps"] and "${item.depends_on}" in rerank["do"]["deps"]
     # The model or run a system reads comes through its depends_on alone (code deps, src/..., are the import closure).
     data_deps = [dep for dep in rerank["do"]["deps"] if "item" not in dep and not dep.startswith(("src/", "stages/"))]
     assert not any("models" in dep or "train" in dep for dep in data_deps), data_deps

@@ -15,7 +15,7 @@ from rerankeval.pipeline.__main__ import instance_params
 from rerankeval.pipeline.params import UndeclaredSetting, load_params
 from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
-from rerankeval.pipeline.table import BY_NAME, STAGES, SYSTEM, code_file
+from rerankeval.pipeline.table import BY_NAME, PATHS, STAGES, SYSTEM, code_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,8 +79,8 @@ def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_ot
     settings = written[f"rerank_{blend}.json"]["settings"]
     # a system it builds reads its components' settings too, and no other system's
     assert set(settings["systems"]) == {blend, *systems[blend]["components"]}
-    assert set(written["select_bm25.json"]["settings"]["systems"]) == {"bm25"}
-    assert "systems" not in written["generate_bm25.json"]["settings"]
+    assert set(written["answer_bm25.json"]["settings"]["systems"]) == {"bm25"}
+    assert set(written["answer_bm25.json"]["settings"]["rag"]) == {"select", "generator", "claims"}
     paths = PipelinePaths.load(REPO / "dvc.yaml")
     (tmp_path / paths.code).mkdir(parents=True)
     (tmp_path / paths.code / f"rerank_{blend}.json").write_text(json.dumps(written[f"rerank_{blend}.json"]))
@@ -183,7 +183,7 @@ def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(
 
 def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
     before = fingerprints()
-    assert before["generate_bm25.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
+    assert before["answer_bm25.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
     assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
 
 
@@ -219,9 +219,9 @@ def test_each_stage_s_one_code_dep_is_its_fingerprint():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage in STAGES:
         deps = stages[stage.name].get("do", stages[stage.name])["deps"]
-        code = [dep for dep in deps if dep.startswith(("src/", "stages/", "${paths.code}"))]
+        code = [dep for dep in deps if dep.startswith(("src/", "stages/", PATHS["code"]))]
         assert code == (["stages/python", "src/rerankeval"] if stage.name == "code"
-                        else [f"${{paths.code}}/{code_file(stage).replace(SYSTEM, '${key}')}"]), stage.name
+                        else [f"{PATHS['code']}/{code_file(stage).replace(SYSTEM, '${key}')}"]), stage.name
 
 
 def test_a_name_with_a_dot_is_one_key_of_an_instance_s_settings(tmp_path, monkeypatch):
@@ -248,3 +248,14 @@ def test_a_name_with_a_dot_is_one_key_of_an_instance_s_settings(tmp_path, monkey
     (tmp_path / "data" / "code" / "rerank_bm25.v2.json").write_text(json.dumps({"code": {}}))  # an older code stage
     with pytest.raises(ConfigError, match="holds no settings.*dvc repro"):
         instance_params("rerank", "bm25.v2", paths)
+
+
+def test_dvc_lock_holds_the_stages_of_the_rendered_pipeline_and_no_other():
+    # DVC keeps a removed or renamed stage's entry in dvc.lock, and every `dvc status` and `dvc repro` parses it.
+    params = load_params(REPO / "params.yaml")
+    stages = {name for stage in STAGES
+              for name in ([f"{stage.name}@{item}" for item in code_stage.instances(params, stage)]
+                           if stage.per_system else [stage.name])}
+    locked = set(yaml.safe_load((REPO / "dvc.lock").read_text(encoding="utf-8"))["stages"])
+    assert locked == stages, (f"dvc.lock's entries of no stage: {sorted(locked - stages)}; stages without one: "
+                              f"{sorted(stages - locked)}. Fix: delete the stale entries, then `dvc repro`")

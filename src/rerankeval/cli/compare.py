@@ -13,17 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..stats.defaults import (DEFAULT_CONFIDENCE, DEFAULT_MIN_DELTA, DEFAULT_MIN_RUN_COVERAGE, DEFAULT_N_SAMPLES,
+                              DEFAULT_PRIMARY_METRIC, DEFAULT_SEED, DEFAULT_SLICE_BUDGET, DEFAULT_TRIALS,
+                              DEFAULT_UNJUDGED_MARGIN, DEFAULT_UNJUDGED_MEASURE)
 from .registry import argument, measure_name, subcommand
 
 if TYPE_CHECKING:  # imported where the command runs, as the CLI modules import their other dependencies
     from ..stats.schema import ComparisonCore, DecisionCore
 
-# The defaults of conf/compare/default.yaml (tests/test_cli_compare.py keeps them equal).
-DEFAULT_METRIC, DEFAULT_MIN_DELTA, DEFAULT_SLICE_BUDGET, DEFAULT_UNJUDGED_MARGIN = "nDCG@10", 0.03, 0.05, 0.10
-UNJUDGED_MEASURE = "Judged@10"
-DEFAULT_MIN_COVERAGE = 0.5
-"""A run below this share of the compared queries is refused: its missing queries would score 0 (trec_eval -c) and
-decide the verdict, as a baseline whose ids differ from the qrels' in letter case does."""
 NO_LABEL = "(none)"
 
 
@@ -47,7 +44,8 @@ NO_LABEL = "(none)"
         argument("--critical-slice", action="append", default=[], metavar="COLUMN", dest="critical_slices",
                  help="a metadata column of --queries; no value of it may regress beyond --slice-budget; repeat"),
         argument("--metric", action="append", type=measure_name, metavar="MEASURE", dest="metrics",
-                 help=f"a compared metric, repeat for several; the first decides the verdict (default {DEFAULT_METRIC})"),
+                 help="a compared metric, repeat for several; the first decides the verdict (default "
+                      f"{DEFAULT_PRIMARY_METRIC})"),
         argument("--json", action="store_true", help="print JSON (each challenger's decision, CI and reasons)"),
         argument("--out", metavar="DIR",
                  help="also write DIR/compare.json and DIR/verdicts.json as the compare stage computes them, without "
@@ -66,17 +64,19 @@ NO_LABEL = "(none)"
         argument("--margin", type=float, help="the non-inferiority margin δ (absolute, primary metric)"),
         argument("--slice-budget", type=float,
                  help=f"largest tolerated regression of a critical slice (default {DEFAULT_SLICE_BUDGET})"),
-        argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)"),
-        argument("--samples", type=int, default=10000, help="bootstrap resamples and sign flips (default 10000)"),
-        argument("--trials", type=int, default=400,
-                 help="simulated query sets per effect for the verdict's error rates (default 400)"),
-        argument("--seed", type=int, default=17,
+        argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                 help=f"CI level (default {DEFAULT_CONFIDENCE})"),
+        argument("--samples", type=int, default=DEFAULT_N_SAMPLES,
+                 help=f"bootstrap resamples and sign flips (default {DEFAULT_N_SAMPLES})"),
+        argument("--trials", type=int, default=DEFAULT_TRIALS,
+                 help=f"simulated query sets per effect for the verdict's error rates (default {DEFAULT_TRIALS})"),
+        argument("--seed", type=int, default=DEFAULT_SEED,
                  help="seed of the bootstrap, the sign flips and the simulation: the same seed, the same numbers "
-                      "(default 17)"),
-        argument("--min-coverage", type=float, default=DEFAULT_MIN_COVERAGE, metavar="SHARE",
+                      f"(default {DEFAULT_SEED})"),
+        argument("--min-coverage", type=float, default=DEFAULT_MIN_RUN_COVERAGE, metavar="SHARE",
                  help="refuse a run (a baseline too) that ranks fewer than this share of the compared queries: a "
                       "verdict on queries it never ranked compares nothing (default "
-                      f"{DEFAULT_MIN_COVERAGE}; 0 accepts any run that ranks one)"),
+                      f"{DEFAULT_MIN_RUN_COVERAGE}; 0 accepts any run that ranks one)"),
         argument("--fail-on-reject", action="store_true",
                  help="exit 1 when any challenger's verdict against the first baseline is REJECT, for a CI job to gate "
                       "on (exit codes: 0 done, 1 a REJECT with this flag, 2 bad input)"),
@@ -109,7 +109,7 @@ def run_compare(args: argparse.Namespace) -> int:
     per_query = pd.concat([
         # Every compared query stays (a listed one without a relevant document: NaN where a measure is undefined on
         # it), so the resamples are the pipeline's over the same query set.
-        evaluate(run, qrels, list(dict.fromkeys([*metrics, UNJUDGED_MEASURE])), queries=query_ids)
+        evaluate(run, qrels, list(dict.fromkeys([*metrics, DEFAULT_UNJUDGED_MEASURE])), queries=query_ids)
         .reindex(query_ids).rename_axis("query_id").reset_index().assign(system=name) for name, run in runs.items()])
     settings = CompareConfig.parse({
         "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples,
@@ -152,7 +152,7 @@ def _release(args: argparse.Namespace, challengers: list[str]) -> dict[str, Any]
     if (claim == "noninferior") != (args.margin is not None):
         raise ValueError("--claim noninferior needs --margin (and --margin needs --claim noninferior)")
     budget = DEFAULT_SLICE_BUDGET if args.slice_budget is None else args.slice_budget
-    return {"primary_metric": (args.metrics or [DEFAULT_METRIC])[0],
+    return {"primary_metric": (args.metrics or [DEFAULT_PRIMARY_METRIC])[0],
             "min_delta": DEFAULT_MIN_DELTA if args.min_delta is None else args.min_delta,
             "unjudged_margin": DEFAULT_UNJUDGED_MARGIN,
             "critical_slices": [{"column": column, "budget": budget} for column in args.critical_slices],
@@ -173,6 +173,13 @@ def _rule_file(path: Path) -> dict[str, Any]:
     if not isinstance(found, dict) or "primary_metric" not in found:
         raise ValueError(f"--rule {path}: not a release rule (a mapping with primary_metric). Fix: a YAML mapping "
                          "like params.yaml's compare.release, e.g. {primary_metric: nDCG@10, min_delta: 0.03}")
+    from ..core.errors import ConfigError
+    from ..stats.config import ReleaseRule
+
+    try:  # checked here too, so that a wrong setting is named with the file that states it
+        ReleaseRule.parse(found, "")
+    except ConfigError as error:
+        raise ConfigError(f"--rule {path}: {error}") from None
     return found
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..stats.defaults import DEFAULT_PRIMARY_METRIC
 from .registry import argument, measure_name, subcommand
 
-DEFAULT_METRIC, DEFAULT_TOP = "nDCG@10", 10
+DEFAULT_TOP = 10
 
 
 @subcommand(
@@ -25,8 +26,8 @@ DEFAULT_METRIC, DEFAULT_TOP = "nDCG@10", 10
         argument("--baseline", metavar="NAME", help="the baseline run's name (default: the first --run)"),
         argument("--corpus", required=True, metavar="FILE", help="BEIR corpus.jsonl: each document's title and text"),
         argument("--queries", metavar="FILE", help="BEIR queries.jsonl: each query's text (else left empty)"),
-        argument("--metric", type=measure_name, default=DEFAULT_METRIC,
-                 help=f"the metric whose Δ judging moves (default {DEFAULT_METRIC})"),
+        argument("--metric", type=measure_name, default=DEFAULT_PRIMARY_METRIC,
+                 help=f"the metric whose Δ judging moves (default {DEFAULT_PRIMARY_METRIC})"),
         argument("--top", type=int, default=DEFAULT_TOP, metavar="K",
                  help=f"pairs in the top K of any run (default {DEFAULT_TOP}, as Judged@{DEFAULT_TOP})"),
         argument("--no-relevant", choices=("zero", "drop"), default="drop",

@@ -35,7 +35,7 @@ PATHS = {
     "reports": "reports",
 }
 """Every artefact folder and file, rendered as dvc.yaml's ``vars: paths`` (``PipelinePaths`` reads them there, in any
-revision's dvc.yaml)."""
+revision's dvc.yaml) and written out in the stages' deps and outs (``pipeline.render._dvc``)."""
 
 SYSTEM = "{system}"
 """In a per-system stage's ``reads`` and files: the system the stage instance runs (``${key}`` in dvc.yaml)."""
@@ -126,19 +126,18 @@ _STAGES: tuple[Stage, ...] = (
           outputs=(Output("${paths.latency}", cache=False, persist=True),
                    Output("${paths.reports}/loadtest.json", cache=False, metric=True)),
           kinds="systems"),
-    Stage("select", "Stage 3 of the funnel: the context each system's ranking gives the generator "
-          "(rerankeval.rag.select).",
-          reads=("rag.select", "retrieval", f"systems.{SYSTEM}", "dataset.eval_split"),
-          inputs=(*FROZEN, f"${{paths.runs}}/run_{SYSTEM}.parquet"),
-          outputs=(Output(f"${{paths.contexts}}/context_{SYSTEM}.parquet"),), per_system=True),
     Stage("calibrate", "The generator's calibrated settings (the extractive abstention threshold), fitted once on the "
           "train split.",
           reads=("rag.select", "rag.generator", "rag.calibration_split", "retrieval.access", TENANT),
           inputs=FROZEN, outputs=(Output("${paths.calibration}"),), kinds="generator"),
-    Stage("generate", "Stage 4: one generator, prompt and budget for every system (rerankeval.rag.generators).",
-          reads=("rag.generator", "rag.claims", "dataset.eval_split", TENANT),
-          inputs=(*FROZEN, f"${{paths.contexts}}/context_{SYSTEM}.parquet", "${paths.calibration}"),
-          outputs=(Output(f"${{paths.answers}}/answers_{SYSTEM}.parquet"),
+    Stage("answer", "Steps 3 and 4 of the funnel, per system: the context its ranking gives the generator "
+          "(rerankeval.rag.select), then the answer one generator, prompt and budget writes from it for every "
+          "system (rerankeval.rag.generators).",
+          reads=("rag.select", "rag.generator", "rag.claims", "retrieval", f"systems.{SYSTEM}", "dataset.eval_split",
+                 TENANT),
+          inputs=(*FROZEN, f"${{paths.runs}}/run_{SYSTEM}.parquet", "${paths.calibration}"),
+          outputs=(Output(f"${{paths.contexts}}/context_{SYSTEM}.parquet"),
+                   Output(f"${{paths.answers}}/answers_{SYSTEM}.parquet"),
                    Output(f"${{paths.answers}}/timing_{SYSTEM}.parquet")),
           per_system=True, kinds="generator"),
     Stage("evaluate", "Per-query measures under their declared conventions (rerankeval.eval).",

@@ -15,7 +15,8 @@ from pydantic import Field, field_validator, model_validator
 from ..core.config import StrictConfig
 from ..eval.measure_names import MeasureName
 from .critical_slices import CriticalSlice
-from .defaults import DEFAULT_CONFIDENCE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED, DEFAULT_TIE_TOL
+from .defaults import (DEFAULT_CONFIDENCE, DEFAULT_MIN_RUN_COVERAGE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED,
+                       DEFAULT_TIE_TOL, DEFAULT_TRIALS)
 
 
 class ReleaseClaim(StrictConfig):
@@ -70,7 +71,7 @@ class ReleaseRule(StrictConfig):
     max_invalid_rate: float | None = Field(None, ge=0, le=1)
     """Largest share of an LLM reranker's calls whose output was invalid (a malformed permutation, an unreadable
     label: ``systems.llm``); above it the system cannot be ACCEPTed. None skips it; systems without LLM calls pass."""
-    min_run_coverage: float = Field(0.5, ge=0, le=1)
+    min_run_coverage: float = Field(DEFAULT_MIN_RUN_COVERAGE, ge=0, le=1)
     """Smallest share of the reranked queries an external run (a ``trec_run`` system) must rank itself: below it the
     rest keep the fused order, so the run's delta is mostly the baseline's and the system cannot be ACCEPTed (nor
     can any challenger of a baseline below it). ``rerankeval compare --min-coverage`` refuses such a run."""
@@ -105,7 +106,7 @@ class SimulationConfig(StrictConfig):
     """``compare.simulation``: trials per simulated effect and bootstrap resamples per trial (fewer than the
     comparison's own: the rates move by less than their Monte Carlo error, and the stage stays fast)."""
 
-    trials: int = Field(400, ge=20)
+    trials: int = Field(DEFAULT_TRIALS, ge=20)
     samples: int = Field(2000, ge=100)
 
 

@@ -146,7 +146,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
     decided = simultaneous_intervals(
         domains.PairedFamily(tuple(paired.comparisons[j] for j in primary), paired.base[:, primary],
                              paired.challenger[:, primary]), [0] * len(primary),
-        n_samples=settings.samples, seed=settings.seed, confidence=settings.confidence)
+        **settings.resampling(with_method=False))
     at = {j: k for k, j in enumerate(primary)}
     descriptive = [j for j in range(len(family)) if j not in at]
     holm = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive], settings.correction)))
