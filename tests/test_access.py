@@ -27,6 +27,7 @@ from rerankeval.systems.registry import build_system
 from tests.composite_fixtures import systems  # noqa: F401  (the word-count scorer's systems, a fixture)
 from tests.conftest import write_beir
 from tests.test_http_rerank import fake_api  # noqa: F401  (the recording HTTP reranker, a fixture)
+from tests.analysis_records import method, rule
 
 MARKER = "SECRET-7731"
 NEIGHBOUR_MARKER = "SECRET-NEIGHBOUR-4412"
@@ -626,7 +627,7 @@ def guarded_verdicts(guardrails: list[dict], **fields):
     from rerankeval.stats.schema import Verdicts
 
     return Verdicts.model_validate({
-        "baseline": "fusion", "queries": 50, "verdict_queries": 50, "rule": {"guardrails": guardrails},
+        "baseline": "fusion", "queries": 50, "verdict_queries": 50, "rule": rule(guardrails=guardrails),
         "baseline_flag": None, "simulation": {}, "latency_p95_ms": {}, "fallbacks": {}, "verdicts": {},
         "inference": {"mode": "family", "release_family": "release vs fusion", "procedure": "", "families": {}},
         "latency_source": {}, "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [], "variants": {},
@@ -637,7 +638,7 @@ def test_the_guardrail_table_puts_timeouts_beside_empty_results_and_fallbacks():
     from rerankeval.report.guardrails import guardrail_table
     from rerankeval.stats.schema import ComparisonCore, Verdict
 
-    compare = ComparisonCore(baseline="fusion", queries=50, method={}, systems={}, comparisons=[], slices={},
+    compare = ComparisonCore(baseline="fusion", queries=50, method=method(), systems={}, comparisons=[], slices={},
                              unjudged={}, guardrails={"Stale@5": {"fusion": {"mean": 0.1, "low": 0.05, "high": 0.15},
                                                                   "slow": {"mean": 0.2, "low": 0.1, "high": 0.3}}})
     violated = Verdict(decision="REJECT", decided_by="guardrail Stale@5", metric="nDCG@10", delta=None,

@@ -29,6 +29,7 @@ from rerankeval.retrieval.config import ReplayConfig, RunConfig
 from rerankeval.retrieval.sources import freeze_candidates
 from rerankeval.retrieval.text import passage_text
 from tests.stage_fixtures import REPO, frozen_tiny_project, tiny_paths
+from tests.analysis_records import method
 
 SYSTEMS = ("fusion", "bm25", "dense", "oracle")
 
@@ -319,7 +320,7 @@ def test_the_systems_table_names_the_source_whose_order_the_fusion_kind_system_i
 
     means = {"CandidateRecall@100": 0.9}
     compare = ComparisonCore.model_validate({
-        "baseline": "fusion", "queries": 40, "method": {"confidence": 0.95}, "comparisons": [], "slices": {},
+        "baseline": "fusion", "queries": 40, "method": method(), "comparisons": [], "slices": {},
         "unjudged": {}, "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "ce")}})
     section = systems_section(compare, {"systems": {"fusion": means, "ce": means}}, ["nDCG@10"], [], 100,
                               source_orders=_source_orders("run", run, traits))

@@ -28,6 +28,7 @@ from rerankeval.stats.schema import ComparisonCore
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED
 from tests.overlap_scorer import KIND
 from tests.stage_fixtures import REPO, frozen_tiny_project, tiny_paths
+from tests.analysis_records import method
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_a_trec_run_with_documents_outside_the_candidates_is_counted_logged_and_
     assert list(warnings) == ["team"]
     means = {"CandidateRecall@5": 1.0}
     compare = ComparisonCore.model_validate({
-        "baseline": "fusion", "queries": 6, "method": {"confidence": 0.95}, "comparisons": [], "slices": {},
+        "baseline": "fusion", "queries": 6, "method": method(), "comparisons": [], "slices": {},
         "unjudged": {},
         "systems": {s: {"nDCG@10": {"mean": 0.5, "low": 0.4, "high": 0.6}} for s in ("fusion", "team")}})
     section = systems_section(compare, {"systems": {"fusion": means, "team": means}}, ["nDCG@10"], [], 5, warnings)

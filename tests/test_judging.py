@@ -14,6 +14,7 @@ from rerankeval.eval.engine import evaluate
 from rerankeval.eval.judging import (QUEUE_COLUMNS, judging_queue, queue_tsv, read_queue_tsv, with_assessor_text)
 from rerankeval.report.judging import judging_section, power_section
 from rerankeval.stats.schema import DecisionCore, Inference, Verdict
+from tests.analysis_records import rule
 
 DOCS = [f"d{i}" for i in range(12)]
 
@@ -134,7 +135,7 @@ def test_the_report_lists_the_first_pairs_from_the_tsv(case):
 def decided_against_base(**verdicts: tuple[str, dict | None]) -> DecisionCore:
     """A decision against ``base`` with each system's (decision, power statement) and nothing else."""
     return DecisionCore(
-        baseline="base", queries=50, verdict_queries=50, rule={}, baseline_flag=None, simulation={},
+        baseline="base", queries=50, verdict_queries=50, rule=rule(), baseline_flag=None, simulation={},
         inference=Inference(mode="family", release_family="release vs base", procedure="", families={}),
         latency_p95_ms={}, fallbacks={},
         verdicts={system: Verdict(decision=decision, decided_by="", metric="nDCG@10", delta=None, ci=(None, None),

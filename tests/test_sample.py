@@ -84,11 +84,10 @@ def test_a_sample_of_no_queries_or_by_a_missing_column_is_refused(tmp_path, coll
 
 def test_the_report_states_the_sample(tmp_path, collection):
     manifest = snapshot_with(tmp_path, collection, {"queries": 8, "stratify": "language"}).manifest
-    method = {"resampling": "paired bootstrap", "ci": "percentile", "confidence": 0.95, "samples": 1000, "seed": 0,
-              "permutations": 1000, "correction": "holm", "inference": "family",
-              "release_family": {"what": "per baseline, the release challengers on nDCG@10", "procedure": "max-t",
-                                 "families": {}},
-              "descriptive_family": {"what": "the rest", "size": 0, "ci": "percentile", "p_adjusted": "holm"}}
+    from rerankeval.stats.schema import Method
+    from tests.analysis_records import METHOD
+
+    method = Method.model_validate(METHOD)
     context = {"dataset": "c", "split": "test", "queries": 8, "ranked_queries": 8, "no_relevant": "drop",
                "snapshot": {name: entry["content_sha256"] for name, entry in manifest["tables"].items()},
                "retrieval": composed()["retrieval"], "tie_break": "score", "method": method,
@@ -96,7 +95,7 @@ def test_the_report_states_the_sample(tmp_path, collection):
     header = header_section(context)
     assert "- Query sample: sampled 8 of 40 queries, stratified by language, seed 17 (the test split" in header
     assert "Query sample" not in header_section({**context, "sample": None})
-    compare = ComparisonCore(baseline="fusion", queries=8, method={**method, "tests": []}, systems={},
+    compare = ComparisonCore(baseline="fusion", queries=8, method=method, systems={},
                              comparisons=[], slices={}, unjudged={})
     record = evaluation_record(load_params(REPO / "params.yaml"), manifest, compare, {"systems": {}})
     assert record["dataset"]["sample"] == {key: value for key, value in manifest["sample"].items()

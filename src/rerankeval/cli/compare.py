@@ -338,6 +338,6 @@ def _as_markdown(result: ComparisonCore, verdicts: DecisionCore) -> str:
     sections = [f"# rerankeval compare: {result.queries} queries, baseline `{result.baseline}`",
                 md.verdict_section(verdicts), md.deltas_section(result)]
     if result.slices:
-        sections.append(md.slices_section(result, verdicts.rule["primary_metric"], plots=None))
+        sections.append(md.slices_section(result, verdicts.rule.primary_metric, plots=None))
     sections.append(md.unjudged_section(result))
     return md.render(sections)

@@ -148,7 +148,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     slice_rows = _slice_rows(compare, primary)
     critical = params.dataset.critical_slices
     plots.slice_deltas(slice_rows[~slice_rows["challenger"].isin(reference)] if len(slice_rows) else slice_rows,
-                       primary, plots_dir / "slice_deltas.png", compare.method["confidence"],
+                       primary, plots_dir / "slice_deltas.png", compare.method.confidence,
                        lambda label: any(spec.matches(*label.split("=", 1)) for spec in critical))
 
     analysed = inputs.costs  # latency, cost and the frontier: the compare stage's analysis (pipeline.compare)

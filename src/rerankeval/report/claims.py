@@ -35,7 +35,7 @@ def rule_text(verdicts: DecisionCore, level: str) -> str | None:
     """The non-inferiority rule in one sentence, when some challenger claims it."""
     if not any(verdict.claim is not None for _, _, verdict in decided(verdicts)):
         return None
-    one_sided = (1 - verdicts.rule["confidence"]) / 2
+    one_sided = (1 - verdicts.rule.confidence) / 2
     return (f"A `noninferior` claim ACCEPTs when the lower bound of its {level} of Δ lies above -margin (a one-sided "
             f"test at {one_sided:.1%}), its saving is established and no other check fails; it REJECTs when the "
             "whole CI lies below -margin or the saving is established short of min_saving. A saving (on cost, or "

@@ -66,10 +66,10 @@ def challengers(inputs: DecisionInputs) -> list[tuple[str, str, Verdict]]:
 def decision_table(inputs: DecisionInputs) -> str:
     verdicts = inputs.verdicts
     plain = claims.plain(verdicts)
-    level = ci_label(verdicts.rule["confidence"])
+    level = ci_label(verdicts.rule.confidence)
     answer = _answer_metric(inputs)
     header = ["challenger", *([] if plain else ["vs", "claim"]), "decision", "decided by",
-              f"Δ {verdicts.rule['primary_metric']} [{level}]", *([f"Δ {answer} [{level}]"] if answer else []),
+              f"Δ {verdicts.rule.primary_metric} [{level}]", *([f"Δ {answer} [{level}]"] if answer else []),
               "p95 ms", "cost / 1k queries", "false ACCEPT / power"]
     rows = []
     for system, reference, verdict in challengers(inputs):
@@ -152,8 +152,8 @@ def reference_table(inputs: DecisionInputs) -> str:
                          delta_ci(verdict), p95_cell(verdicts, system), cost_cell(inputs.costs, system)])
     if len(rows) == 1:
         return ""
-    level = ci_label(verdicts.rule["confidence"])
-    return table(["system", "role", f"Δ {verdicts.rule['primary_metric']} [{level}]", "p95 ms",
+    level = ci_label(verdicts.rule.confidence)
+    return table(["system", "role", f"Δ {verdicts.rule.primary_metric} [{level}]", "p95 ms",
                   "cost / 1k queries"], rows)
 
 

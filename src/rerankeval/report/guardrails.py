@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..stats.config import GuardrailRule
 from ..stats.schema import ComparisonCore, DecisionCore, Verdict, Verdicts
 from .markdown import fmt
 
@@ -21,7 +22,7 @@ def guardrail_table(compare: ComparisonCore, verdicts: Verdicts) -> tuple[list[s
         return [], []
     measures = list(found)
     systems = list(next(iter(found.values())))
-    zero = {rule["measure"]: rule.get("zero", False) for rule in verdicts.rule.get("guardrails", [])}
+    zero = {rule.measure: rule.zero for rule in verdicts.rule.guardrails or []}
     baseline = verdicts.baseline
     header = ["system", *measures, "empty results", "timeouts", "fallbacks", "guardrails"]
     rows = []
@@ -76,20 +77,20 @@ def access_line(access: Mapping[str, Any] | None) -> str:
 
 def guardrail_rule_text(verdicts: DecisionCore) -> str:
     """The guardrails in a sentence (verdicts.json ``rule.guardrails``): checked before any quality check."""
-    rules = verdicts.rule.get("guardrails") or []
+    rules = verdicts.rule.guardrails or []
     if not rules:
         return ""
-    budgets = [f"{rule['measure']}: none allowed" if rule.get("zero") else
-               f"{rule['measure']}: at most {rule['max_increase']:+.4f} over the compared system (REJECT when the "
+    budgets = [f"{rule.measure}: none allowed" if rule.zero else
+               f"{rule.measure}: at most {rule.max_increase:+.4f} over the compared system (REJECT when the "
                "increase's CI lies above it)" + _own_slice_budgets(rule) for rule in rules]
     return ("Guardrails are checked before any quality check and no quality gain buys them back: "
             + "; ".join(budgets) + ".")
 
 
-def _own_slice_budgets(rule: Mapping[str, Any]) -> str:
+def _own_slice_budgets(rule: GuardrailRule) -> str:
     """`` and within slices intent=billing at most +0.0000``: the slices a guardrail holds to budgets of their own."""
-    own = [f"{budget['column']}={budget['value'] if budget.get('value') is not None else '*'} at most "
-           f"{budget['budget']:+.4f}" for budget in rule.get("slice_budgets") or []]
+    own = [f"{budget.column}={budget.value if budget.value is not None else '*'} at most {budget.budget:+.4f}"
+           for budget in rule.slice_budgets]
     return f" and within slices {', '.join(own)}" if own else ""
 
 

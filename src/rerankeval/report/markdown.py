@@ -10,8 +10,8 @@ import pandas as pd
 
 from ..data.sample import sample_text
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
-from ..stats.schema import (Compare, Comparison, ComparisonCore, DecisionCore, Interval, SliceComparison, SystemCost,
-                            Verdict, Verdicts)
+from ..stats.schema import (Compare, Comparison, ComparisonCore, DecisionCore, Interval, Method, SliceComparison,
+                            SystemCost, Verdict, Verdicts)
 from ..stats.verdict import ci_label
 from . import claims
 
@@ -71,8 +71,7 @@ def _split_lines(context: Mapping[str, Any]) -> list[str]:
 
 def header_section(context: Mapping[str, Any], subtitle: str | None = None) -> str:
     """The details page's head: what was evaluated and how (``subtitle``: after the title, e.g. a link back)."""
-    snapshot = context["snapshot"]
-    retrieval = context["retrieval"]
+    snapshot, retrieval, method = context["snapshot"], context["retrieval"], context["method"]
     return "\n".join([
         f"# rerankeval report: {context['dataset']}" + (f", {subtitle}" if subtitle else ""),
         "",
@@ -84,22 +83,21 @@ def header_section(context: Mapping[str, Any], subtitle: str | None = None) -> s
         "- Metric names carry their conventions: `nDCG@10` is trec_eval's (linear gain, IDCG over every judged "
         "document); `[idcg=candidates]` uses the candidates' ideal order (the reranker's ordering skill alone); "
         "`[gain=exp]` uses 2^rel - 1; `[judged_only=true]` removes unjudged documents before scoring.",
-        f"- Uncertainty: {context['method']['resampling']}, {context['method']['ci']} "
-        f"{ci_label(context['method']['confidence'])}s from {context['method']['samples']} resamples (seed {context['method']['seed']}); p-values from "
-        f"{context['method']['permutations']} sign flips and a paired t-test.",
-        f"- {family_statement(context['method'])}",
+        f"- Uncertainty: {method.resampling}, {method.ci} {ci_label(method.confidence)}s from {method.samples} "
+        f"resamples (seed {method.seed}); p-values from {method.permutations} sign flips and a paired t-test.",
+        f"- {family_statement(method)}",
     ])
 
 
-def family_statement(method: Mapping[str, Any]) -> str:
+def family_statement(method: Method) -> str:
     """What the release decision's multiplicity family and procedure are, and what is descriptive."""
-    release, descriptive = method["release_family"], method["descriptive_family"]
-    families = "; ".join(f"{name}: {', '.join(f'`{member}`' for member in found['members'])}"
-                         for name, found in release["families"].items() if name.startswith("release"))
-    return (f"Release decision: {release['what']} ({families or 'none'}); intervals and adjusted p by "
-            f"{release['procedure']}, so a verdict's interval excludes 0 exactly when its adjusted p is below "
-            f"{1 - method['confidence']:.2f}. Everything else is descriptive ({descriptive['size']} comparisons; "
-            f"{descriptive['ci']} intervals, {descriptive['p_adjusted']}).")
+    release, descriptive = method.release_family, method.descriptive_family
+    families = "; ".join(f"{name}: {', '.join(f'`{member}`' for member in found.members)}"
+                         for name, found in release.families.items() if name.startswith("release"))
+    return (f"Release decision: {release.what} ({families or 'none'}); intervals and adjusted p by "
+            f"{release.procedure}, so a verdict's interval excludes 0 exactly when its adjusted p is below "
+            f"{1 - method.confidence:.2f}. Everything else is descriptive ({descriptive.size} comparisons; "
+            f"{descriptive.ci} intervals, {descriptive.p_adjusted}).")
 
 
 def candidates_line(retrieval: Mapping[str, Any], source: str) -> str:
@@ -133,29 +131,29 @@ def verdict_section(verdicts: DecisionCore) -> str:
     rows = [[f"`{system}`", *([] if claims.plain(verdicts) else [f"`{reference}`", claims.claim_cell(verdict)]),
              f"**{verdict.decision}**", delta_ci(verdict), _cell(verdict.decided_by)]
             for system, reference, verdict in claims.decided(verdicts)]
-    level = ci_label(verdicts.rule["confidence"])
+    level = ci_label(verdicts.rule.confidence)
     header = ["challenger", *([] if claims.plain(verdicts) else ["vs", "claim"]), "decision",
-              f"Δ {verdicts.rule['primary_metric']} [{level}]", "decided by"]
+              f"Δ {verdicts.rule.primary_metric} [{level}]", "decided by"]
     return "\n\n".join([*verdict_rule(verdicts), table(header, rows), *verdict_reasons(verdicts)])
 
 
 def verdict_rule(verdicts: DecisionCore) -> list[str]:
     """The verdict's heading, the baseline's flag and the rule in a sentence (and the non-inferiority rule's)."""
-    rule, level = verdicts.rule, ci_label(verdicts.rule["confidence"])
-    metric = rule["primary_metric"]
+    rule, level = verdicts.rule, ci_label(verdicts.rule.confidence)
+    metric = rule.primary_metric
     parts = [f"## Release verdict vs {', '.join(f'`{b}`' for b in verdicts.baselines or [verdicts.baseline])}"]
     if verdicts.baseline_flag:
         parts.append(f"> ⚠ **{verdicts.baseline_flag}.** No verdict against it is a bare ACCEPT.")
     slices = ""
-    if rule["critical_slices"]:
-        tests = rule.get("slice_tests", rule["slices_that_can_reject"])
-        adjusted = (f" (adjusted for {tests} slice tests: {rule['slices_that_can_reject']} slices x the release "
+    if rule.critical_slices:
+        tests = rule.slice_tests
+        adjusted = (f" (adjusted for {tests} slice tests: {rule.slices_that_can_reject} slices x the release "
                     "family)" if tests > 1 else "")
-        slices = (f"; a critical slice REJECTs only when its {ci_label(rule['slice_confidence'])}{adjusted} lies "
-                  f"below -budget, and a slice under {rule['min_slice_size']} queries can only block ACCEPT")
+        slices = (f"; a critical slice REJECTs only when its {ci_label(rule.slice_confidence)}{adjusted} lies "
+                  f"below -budget, and a slice under {rule.min_slice_size} queries can only block ACCEPT")
     superior = any(verdict.claim is None for _, _, verdict in claims.decided(verdicts))
     if superior:  # with every challenger claiming non-inferiority, the superiority rule decides nothing
-        parts.append(f"ACCEPT needs {metric} to gain at least {rule['min_delta']:+.4f} with its {level} above 0 and "
+        parts.append(f"ACCEPT needs {metric} to gain at least {rule.min_delta:+.4f} with its {level} above 0 and "
                      f"no check failing{slices} (docs/verdict.md, \"The rule\").")
     elif slices:
         parts.append(f"A critical slice{slices.removeprefix('; a critical slice')} (docs/verdict.md, \"The rule\").")
@@ -169,7 +167,7 @@ def inference_text(verdicts: DecisionCore) -> str:
     """The release decision's multiplicity family, its procedure and its simulated family-wise error rate; under
     ``compare.inference: per_comparison``, that each pair stands alone and how many challengers share the baseline."""
     inference = verdicts.inference
-    level = 1 - verdicts.rule["confidence"]
+    level = 1 - verdicts.rule.confidence
     if inference.mode == "per_comparison":
         alone = [found for name, found in inference.families.items()
                  if name.startswith("alone") and found.baseline == verdicts.baseline]
@@ -222,7 +220,7 @@ def verdict_reasons(verdicts: DecisionCore, folded: bool = True) -> list[str]:
 
 def operating_characteristics_text(verdicts: DecisionCore) -> str:
     """How far to trust each verdict: the rule's simulated decision rates at a true effect of 0 and of min_delta."""
-    simulation, min_delta = verdicts.simulation, verdicts.rule["min_delta"]
+    simulation, min_delta = verdicts.simulation, verdicts.rule.min_delta
     rows = []
     plain = claims.plain(verdicts)
     for system, reference, verdict in claims.decided(verdicts):
@@ -311,7 +309,7 @@ def systems_section(compare: ComparisonCore, metrics_json: Mapping[str, Any], me
     the table and flagged with ⚠ in its row. ``source_orders``: system -> the first stage whose own order it is
     (``first_stage_label``), for a run or replay source's `fusion`-kind systems, named in their row and a note."""
     warnings, source_orders = warnings or {}, source_orders or {}
-    level = ci_label(compare.method["confidence"])
+    level = ci_label(compare.method.confidence)
     header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
@@ -355,7 +353,7 @@ def deltas_section(compare: ComparisonCore) -> str:
                      item.family, p_value(item.p_adjusted), p_value(item.p_randomisation), p_value(item.p_ttest),
                      f"{item.improved}/{item.tied}/{item.regressed}", fmt(item.median_delta, signed=True),
                      fmt(item.cohens_dz, 2, signed=True)])
-    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare.method["confidence"]),
+    header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare.method.confidence),
               "family", "p adjusted (in its family)", "p rand (raw)", "p t (raw)", "win/tie/loss", "Δ median", "d_z"]
     return f"## Paired comparison with `{compare.baseline}`\n\n" + table(header, rows)
 
@@ -387,7 +385,7 @@ def slices_section(compare: ComparisonCore, metric: str, plots: str | None, on_d
     there, so only linked here."""
     if not compare.slices:
         return "## Slices\n\nThe queries carry no slice labels."
-    level = ci_label(compare.method["confidence"])
+    level = ci_label(compare.method.confidence)
     parts = [f"## Slices ({metric}, Δ vs `{compare.baseline}` with {level}; ⚠ = fewer queries than the minimum)"]
     for column, rows in compare.slices.items():
         challengers = sorted({c.challenger for c in rows[0].comparisons})
@@ -477,10 +475,11 @@ def evaluation_record(params: Any, manifest: Mapping[str, Any], compare: Compari
         "metrics": {system: {name: value for name, value in values.items()
                              if not name.startswith((ORACLE_PREFIX, HEADROOM_PREFIX))}
                     for system, values in metrics_json["systems"].items()},
-        "uncertainty": {"method": f"{method['resampling']}, {method['ci']} interval",
-                        "confidence": method["confidence"], "samples": method["samples"], "seed": method["seed"],
-                        "tests": method["tests"], "inference": method["inference"],
-                        "release_family": method["release_family"], "descriptive_family": method["descriptive_family"]},
+        "uncertainty": {"method": f"{method.resampling}, {method.ci} interval",
+                        "confidence": method.confidence, "samples": method.samples, "seed": method.seed,
+                        "tests": method.tests, "inference": method.inference,
+                        "release_family": method.release_family.model_dump(mode="json", exclude_unset=True),
+                        "descriptive_family": method.descriptive_family.model_dump(mode="json", exclude_unset=True)},
         "deltas_vs_baseline": deltas,
     }
 

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .config import GuardrailRule, ReleaseClaim
+
 
 SCHEMA_FOLDER = Path("docs/schemas")
 
@@ -79,6 +81,31 @@ class Inference(_Strict):
     families: dict[str, FamilyRates]
 
 
+class RuleRecord(_Strict):
+    """The release rule the verdicts applied (``compare.release`` and the settings it reads), with the size and level
+    of the critical slices' tests."""
+
+    primary_metric: str
+    min_delta: float
+    confidence: float
+    critical_slices: list[str]
+    """Each as ``column=value budget b`` (``*``: every value of the column)."""
+    min_slice_size: int
+    slices_that_can_reject: int
+    slice_tests: int
+    """The slices that can REJECT times the first baseline's release family's members: the slice tests' family."""
+    slice_confidence: float
+    """The level of each slice test, adjusted for ``slice_tests``."""
+    unjudged_margin: float | None
+    max_fallback_rate: float | None
+    max_invalid_rate: float | None
+    min_run_coverage: float
+    latency_p95_max_ms: float | None
+    latency_p95_max_ratio: float | None
+    claims: dict[str, ReleaseClaim] | None = None
+    guardrails: list[GuardrailRule] | None = None
+
+
 class DecisionCore(_Strict):
     """What ``stats.comparison.compare`` decides: the part of verdicts.json that every caller of it writes (the compare
     stage, ``rerankeval compare --out``)."""
@@ -87,7 +114,7 @@ class DecisionCore(_Strict):
     baselines: list[str] | None = None
     queries: int
     verdict_queries: int
-    rule: dict[str, Any]
+    rule: RuleRecord
     baseline_flag: str | None
     simulation: dict[str, Any]
     inference: Inference
@@ -316,13 +343,54 @@ class Answers(_Strict):
     """Per challenger, its queries as (query id, Δ ranking measure, Δ answer measure) against the baseline."""
 
 
+class ReleaseFamily(_Strict):
+    """The release decision's multiplicity families: what they hold, the procedure and each one's simulated
+    family-wise error rates."""
+
+    what: str
+    procedure: str
+    families: dict[str, FamilyRates]
+
+
+class DescriptiveFamily(_Strict):
+    """Every comparison no verdict reads, one family of its own."""
+
+    what: str
+    size: int
+    ci: str
+    p_adjusted: str
+
+
+class UndefinedOnSomeQueries(_Strict):
+    metrics: list[str]
+    rule: str
+
+
+class Method(_Strict):
+    """How every interval and p-value was computed: the resampling, the tests, the two families."""
+
+    resampling: str
+    ci: str
+    samples: int
+    seed: int
+    confidence: float
+    tests: list[str]
+    permutations: int
+    correction: str
+    inference: Literal["family", "per_comparison"]
+    release_family: ReleaseFamily
+    descriptive_family: DescriptiveFamily
+    tie_tolerance: float
+    undefined_on_some_queries: UndefinedOnSomeQueries | None = None
+
+
 class ComparisonCore(_Strict):
     """What ``stats.comparison.compare`` compares: the part of compare.json that every caller of it writes (the
     compare stage, ``rerankeval compare --out``)."""
 
     baseline: str
     queries: int
-    method: dict[str, Any]
+    method: Method
     systems: dict[str, dict[str, Interval]]
     comparisons: list[Comparison]
     comparisons_by_baseline: dict[str, list[Comparison]] | None = None

@@ -188,7 +188,7 @@ def explorer_data(inputs: SiteInputs) -> dict[str, Any]:
     return {"primary": inputs.primary, "baseline": inputs.baseline, "systems": systems,
             "reference": [s for s in systems if s in inputs.reference], "cap": cap,
             "max_candidates": inputs.max_candidates, "deepest_depth": deepest,
-            "tie_tolerance": inputs.compare.method.get("tie_tolerance", 0.0),
+            "tie_tolerance": inputs.compare.method.tie_tolerance,
             "source": inputs.candidate_source, "first_stage_filled": inputs.first_stage_filled,
             "slice_columns": [c for c in inputs.slice_columns if c in inputs.queries.columns],
             "plain_mode": RERANKED,

@@ -96,14 +96,14 @@ def index_html(header: Mapping[str, Any], verdicts: Verdicts, rows: Sequence[Map
     """The decision: the verdict table as report.md has it (challengers, then reference systems apart), with each
     system's p95 and cost, then the plots that carry the decision."""
     rule = verdicts.rule
-    level = ci_label(rule["confidence"])
+    level = ci_label(rule.confidence)
     several = not plain(verdicts)  # several baselines or a non-inferiority claim: say which, as report.md does
     columns = ["challenger", *(["vs", "claim"] if several else []), "decision",
-               f"Δ {rule['primary_metric']} [{level}]", "decided by", "p95 ms", "cost / 1k queries", "explorer"]
+               f"Δ {rule.primary_metric} [{level}]", "decided by", "p95 ms", "cost / 1k queries", "explorer"]
     numeric = [2 + 2 * several, 4 + 2 * several, 5 + 2 * several]
     parts = [f'<p>Split <code>{escape(str(header["split"]))}</code>, {header["queries"]} queries; baseline '
-             f'<code>{escape(verdicts.baseline)}</code>. ACCEPT needs {escape(rule["primary_metric"])} to gain at '
-             f'least {rule["min_delta"]:+.4f} with its {escape(level)} above 0 and no check failing.</p>']
+             f'<code>{escape(verdicts.baseline)}</code>. ACCEPT needs {escape(rule.primary_metric)} to gain at '
+             f'least {rule.min_delta:+.4f} with its {escape(level)} above 0 and no check failing.</p>']
     if verdicts.baseline_flag:
         parts.append(f'<p class="warn">⚠ {escape(verdicts.baseline_flag)}. No verdict against it is a bare '
                      'ACCEPT.</p>')
@@ -135,7 +135,7 @@ def index_html(header: Mapping[str, Any], verdicts: Verdicts, rows: Sequence[Map
 def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: Sequence[tuple[str, str]]) -> str:
     """One system (``site.data.system_page``): its verdicts, metrics with CIs, paired comparisons against the baseline,
     latency and cost."""
-    system, level = page["system"], ci_label(page["method"]["confidence"])
+    system, level = page["system"], ci_label(page["method"].confidence)
     parts = []
     if page["reference"]:
         parts.append('<p class="note">A reference system (a bound or a first-stage order), not a release '
@@ -148,20 +148,20 @@ def system_html(page: Mapping[str, Any], header: Mapping[str, Any], documents: S
                      f'<p>{escape(verdict.decided_by)}</p><ul>{reasons}{notes}</ul>')
     metric_rows = [[escape(name), _num(entry.get("mean")), f'{_num(entry.get("low"))} .. {_num(entry.get("high"))}']
                    for name, entry in page["metrics"].items()]
-    parts += [f"<h2>Metrics ({escape(level)}, {escape(page['method']['resampling'])})</h2>",
+    parts += [f"<h2>Metrics ({escape(level)}, {escape(page['method'].resampling)})</h2>",
               _table(["metric", "mean", level], metric_rows, [1, 2], "metrics")]
     if page["comparisons"]:
         rows = [[escape(c.metric), _num(c.baseline_mean), _num(c.challenger_mean), _num(c.delta, signed=True),
                  f"{_num(c.low, signed=True)} .. {_num(c.high, signed=True)}", escape(c.family), _num(c.p_adjusted),
                  f"{c.improved} / {c.regressed} / {c.tied}"]
                 for c in page["comparisons"]]
-        descriptive = page["method"].get("descriptive_family", {})
+        descriptive = page["method"].descriptive_family
         parts += [f"<h2>Against <code>{escape(page['baseline'])}</code>, paired</h2>",
                   f'<p class="muted">Family: a release or reference comparison on the primary metric has its '
                   f"family's interval and adjusted p, from one procedure (an interval excludes 0 exactly when p is "
-                  f"below {1 - page['method']['confidence']:.2f}). Every other row is descriptive and read by no "
-                  f"verdict: its own {escape(str(descriptive.get('ci', 'per-comparison')))} interval, and p "
-                  f"{escape(str(descriptive.get('p_adjusted', 'adjusted over the descriptive family')))}, so an "
+                  f"below {1 - page['method'].confidence:.2f}). Every other row is descriptive and read by no "
+                  f"verdict: its own {escape(descriptive.ci)} interval, and p "
+                  f"{escape(descriptive.p_adjusted)}, so an "
                   "interval that excludes 0 beside an adjusted p above the level is not a finding.</p>",
                   _table(["metric", "baseline", system, "Δ", level, "family", "p (adjusted)",
                           "queries up / down / tied"], rows, [1, 2, 3, 4, 6], "comparisons"),
