@@ -1,4 +1,4 @@
-"""What `make demo`'s install costs on a fresh machine: a new venv given the core install (``-e '.[models,test]'``
+"""What `make demo`'s install costs on a fresh machine: a new venv given the core install (``-e '.[models]'``
 under requirements.lock, the Makefile's command), with pip's byte-compilation of every installed module (pip's
 default, which the Makefile keeps) against without it (``--no-compile``), then what the stages import, in two fresh
 processes one after the other. Without pip's compilation the first process compiles what it imports; the second
@@ -25,7 +25,7 @@ from tempfile import TemporaryDirectory
 from rerankeval.report.results_data import add_provenance_arguments, print_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ["-e", ".[models,test]"]
+CORE = ["-e", ".[models]"]
 SMOKE = ["--no-deps", "pyyaml"]
 FIRST_IMPORT = "import torch, transformers, sentence_transformers, dvc.repo, hydra, pandas, pyarrow, scipy, matplotlib"
 """What the demo's stages import between them (the first stage to import a module compiles it, once)."""

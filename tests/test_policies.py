@@ -1,6 +1,10 @@
 """Policy sweeps over stored scores: one pass, zero new model calls when the cache holds the pairs, and points with
 paired CIs, p95 and cost."""
 
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
 import pytest
 
 from rerankeval.core.errors import ConfigError
@@ -55,7 +59,7 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     assert baseline.tolist() == [0.5, 1.0]  # q1's relevant d1 is fused 2nd, q2's d0 is 1st
     policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
     points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0, hourly_price=3.6,
-                           n_samples=200, seed=1, confidence=0.95, method="percentile")
+                           n_samples=200, seed=1, confidence=0.95)
     # q1's d1 comes first at every weight (RR 1). q2's d0: BM25 (weight 0) puts it 3rd, word count (weight 1) 3rd
     # (tied with d2 at 2 words, fused rank first), the half blend (.125, 1, .25, .25) last: RR 1/3, 1/4, 1/3.
     assert points["quality"].tolist() == pytest.approx([2 / 3, 0.625, 2 / 3])
@@ -63,6 +67,28 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     assert points["value"].tolist() == ["0", "0.5", "1"] and (points["pairs_scored"] == 0).all()
     assert (points["p95_ms"] > 0).all() and (points["cost_per_1k_queries"] > 0).all()
     assert (points["low"] <= points["delta"]).all() and (points["delta"] <= points["high"]).all()
+
+
+def test_a_sweep_s_intervals_are_simultaneous_over_its_settings(composed, monkeypatch):
+    """Picking the best-looking of many settings needs the settings' family: each interval is wider than the same
+    setting's interval in a sweep of it alone, and holds its delta."""
+    from rerankeval.policies import points as points_module
+
+    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
+    policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
+    rng = np.random.default_rng(3)
+    ids = [f"q{i:02d}" for i in range(60)]
+    baseline = pd.Series(rng.uniform(0, 1, len(ids)), index=ids)
+    quality = {id(setting.run): baseline + rng.normal(0.02 * k, 0.2, len(ids))
+               for k, setting in enumerate(policy.settings)}
+    monkeypatch.setattr(points_module, "per_query_quality", lambda run, *args: quality[id(run)])
+    together = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
+                             hourly_price=3.6, n_samples=1000, seed=1, confidence=0.95)
+    alone = policy_points(replace(policy, settings=policy.settings[:1]), baseline, QRELS, "RR@10",
+                          no_relevant="drop", warmup_queries=0, hourly_price=3.6, n_samples=1000, seed=1,
+                          confidence=0.95)
+    assert together["delta"][0] == pytest.approx(alone["delta"][0])
+    assert together["high"][0] - together["low"][0] > 1.1 * (alone["high"][0] - alone["low"][0])
 
 
 def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
@@ -81,7 +107,7 @@ def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
     for number, sweep in enumerate(sweeps):
         policy = run_policy(sweep, candidates(), QUERIES, shared, f"policies.sweeps[{number}]")
         points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
-                               hourly_price=3.6, n_samples=50, seed=1, confidence=0.95, method="percentile")
+                               hourly_price=3.6, n_samples=50, seed=1, confidence=0.95)
         free, paid = points.itertuples()
         replayed = [setting.latency["replayed_s"].to_numpy() for setting in policy.settings]
         assert free.model_pairs == 0 and (replayed[0] == 0).all(), sweep.system

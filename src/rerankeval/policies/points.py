@@ -1,5 +1,6 @@
-"""A sweep's settings as points of the quality-cost frontier: mean quality, its paired bootstrap CI against the
-baseline, p95 latency, cost per 1k queries, skip and fallback rates, the pairs the setting needed from a model and
+"""A sweep's settings as points of the quality-cost frontier: mean quality, its paired CI against the baseline
+(simultaneous over the sweep's settings: one family per sweep, by the release family's procedure, ``stats.family``, so
+the best-looking setting of many is not read at a single setting's level), p95 latency, cost per 1k queries, skip and fallback rates, the pairs the setting needed from a model and
 those the sweep needed.
 
 Every cost is the setting's own, from its per-query latency table: cold latency (measured wall time plus the
@@ -19,7 +20,9 @@ import pandas as pd
 from ..eval.engine import evaluate
 from ..rerank.cost import cost_per_query
 from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
-from ..stats.resampling import bootstrap_ci
+from ..stats.deltas import Comparison
+from ..stats.domains import PairedFamily
+from ..stats.family import simultaneous_intervals
 from ..systems.base import FUSION_FALLBACK, SKIPPED
 from .sweep import PolicyRuns
 
@@ -35,20 +38,27 @@ def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequenc
 
 
 def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, *, no_relevant: str,
-                  warmup_queries: int, hourly_price: float, n_samples: int, seed: int, confidence: float,
-                  method: str) -> pd.DataFrame:
-    """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id."""
+                  warmup_queries: int, hourly_price: float, n_samples: int, seed: int,
+                  confidence: float) -> pd.DataFrame:
+    """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id. Each
+    setting's interval is simultaneous over the sweep's settings (one family, ``stats.family``)."""
+    qualities = [per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
+                 for setting in policy.settings]
+    family = PairedFamily(
+        tuple(Comparison(setting_label(setting.value), measure) for setting in policy.settings),
+        np.column_stack([baseline.reindex(values.index).to_numpy(dtype=np.float64) for values in qualities]),
+        np.column_stack([values.to_numpy(dtype=np.float64) for values in qualities]))
+    intervals = simultaneous_intervals(family, [policy.label] * len(qualities), n_samples=n_samples, seed=seed,
+                                       confidence=confidence).intervals
     rows = []
-    for position, setting in enumerate(policy.settings):
-        values = per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
-        deltas = (values - baseline.reindex(values.index)).to_numpy(dtype=np.float64)
-        interval = bootstrap_ci(deltas, n_samples=n_samples, seed=seed, confidence=confidence, method=method)
+    for position, (setting, values) in enumerate(zip(policy.settings, qualities)):
         latency = setting.latency
         seconds = cold_seconds(timed_queries(latency, warmup_queries))
         rows.append({
             "policy": policy.label, "system": policy.sweep.system, "parameter": policy.sweep.parameter,
             "value": setting_label(setting.value), "position": position, "quality": float(values.mean()),
-            "delta": float(interval.mean[0]), "low": float(interval.low[0]), "high": float(interval.high[0]),
+            "delta": float(intervals.mean[position]), "low": float(intervals.low[position]),
+            "high": float(intervals.high[position]),
             "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
             "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000,
             "model_pairs": sum(setting.pairs.to_dict().values()),

@@ -84,9 +84,10 @@ table."""
 def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]], measure: str) -> str:
     parts = ["### Policy sweeps (one pass over stored scores)",
              "Each setting is a full run of the configuration on the evaluated queries; Δ is against the baseline "
-             "with the setting's own paired bootstrap CI: descriptive, not adjusted for the many settings, and not "
-             "the release family's simultaneous interval that a verdict reads (a configured system's is on the "
-             "decision page). A sweep's curve describes the settings on this split: a setting picked "
+             "with a paired CI simultaneous over the sweep's settings (one family per sweep, by the release "
+             "family's procedure, so the best-looking of many settings is not read at a single setting's level); it "
+             "is not the release family's interval that a verdict reads (a configured system's is on the decision "
+             "page). A sweep's curve describes the settings on this split: a setting picked "
              "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead). "
              "Each setting costs what it scored: model pairs are those its run needed from a model, 0 for a setting "
              "that calls none. A setting that is a system as configured, or a depth of the depth table, is marked "
