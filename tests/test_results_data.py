@@ -175,3 +175,25 @@ def test_a_results_file_without_provenance_is_refused(project: Path):
     (project / "results" / "broken.yaml").write_text("dataset: broken\n", encoding="utf-8")
     with pytest.raises(ResultsDataError, match=r"broken.yaml: missing key\(s\) provenance"):
         expected_files(project)
+
+
+def test_another_collections_run_is_recorded_from_its_reports_and_rendered(project: Path, capsys):
+    """A collection's results file is written from its run's reports (here the demo's, copied as another run's), not
+    typed in: its numbers are the outputs', its provenance the command and commit, and the docs render it."""
+    run = project / "other_run" / "reports"
+    shutil.copytree(project / "reports", run)
+    command = "dvc exp run -S dataset=beir -S dataset.path=<abs>/cranfield -S dataset.name=cranfield"
+    assert results_data.main(["--root", str(project), "--record", str(run), "--dataset", "cranfield",
+                              "--command", command, "--commit", "abc1234"]) == 0
+    recorded = yaml.safe_load((project / "results" / "cranfield.yaml").read_text(encoding="utf-8"))
+    demo = yaml.safe_load((project / "results" / "demo.yaml").read_text(encoding="utf-8"))
+    assert recorded["systems"] == demo["systems"] and recorded["first_stage"] == demo["first_stage"]
+    assert recorded["provenance"] == {"how": "generated", "from": [str(run / name) for name in (
+        "metrics.json", "compare.json", "verdicts.json")], "command": command, "commit": "abc1234"}
+    page = (project / "docs" / "results.md").read_text(encoding="utf-8")
+    section = page[page.index("## cranfield"):]
+    assert f"Source: generated at commit abc1234 from `{run / 'metrics.json'}`" in section
+    assert "`ce_minilm_ft`" in section.split("## ", 2)[1]
+    assert results_data.main(["--root", str(project), "--check"]) == 0
+    with pytest.raises(ResultsDataError, match="the demo's results file is written from this checkout's reports"):
+        results_data.record_run(project, run, "demo", command, "abc1234")

@@ -2,14 +2,16 @@
 from those files (``docs/results.md`` and the marked blocks of README.md).
 
 A results file is the model of Anserini's regression YAMLs: what a dataset's run should give, with how it was made.
-``results/demo.yaml`` is written from the demo's ``reports/metrics.json``, ``compare.json`` and ``verdicts.json``; the
-other datasets' files were recorded by hand (their ``provenance`` says so, with the command and the commit). Every
-measured number the documentation quotes is rendered from these files, so a changed output that is not re-rendered
+``results/demo.yaml`` is written from the demo's ``reports/metrics.json``, ``compare.json`` and ``verdicts.json``;
+another collection's from its run's reports with ``--record`` (a file recorded by hand before that says so in its
+``provenance``, with the command and the commit). Every measured number the documentation quotes is rendered from
+these files, so a changed output that is not re-rendered
 fails ``tests/test_results_data.py``. A demo on another CPU changes the int8 model's numbers a little
 (``rerankeval.report.cross_machine``): the check holds results/demo.yaml to the outputs within that guarantee, and
 the rendered files to the committed results files exactly.
 
     python -m rerankeval.report.results_data            # `make results`: rewrite results/demo.yaml and the docs
+    python -m rerankeval.report.results_data --record /tmp/run/reports --dataset cranfield --command "..." --commit C
     python -m rerankeval.report.results_data --check    # exit 1 when a committed file fails the check
 """
 
@@ -44,6 +46,13 @@ class ResultsDataError(RerankevalError):
 
 def demo_results(reports: Path) -> dict[str, Any]:
     """The demo's results file, from the outputs of one run (no other input, so the same outputs give the same file)."""
+    return run_results(reports, "demo", {"how": "generated", "from": list(GENERATED_FROM),
+                                         "command": "dvc repro, then make results"})
+
+
+def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataset's results file from one run's ``reports/`` (metrics.json, compare.json, verdicts.json): the first
+    stage, the RRF weight fit where the collection has a train split, and every system's mean, Δ and verdict."""
     metrics = read_json(reports / "metrics.json")
     analysis = read_analysis(reports / "compare.json", reports / "verdicts.json")
     compare, decided = analysis.compare, analysis.verdicts.verdicts
@@ -59,13 +68,12 @@ def demo_results(reports: Path) -> dict[str, Any]:
             entry["verdict"] = decided[name].decision
             entry["family"] = decided[name].family
         systems[name] = entry
-    fit = metrics["fusion"]["fit"]
+    fit = (metrics.get("fusion") or {}).get("fit")
     return {
-        "dataset": "demo",
+        "dataset": dataset,
         "split": compare.split,
         "queries": compare.first_stage["queries"],
-        "provenance": {"how": "generated", "from": list(GENERATED_FROM),
-                       "command": "dvc repro, then make results"},
+        "provenance": dict(provenance),
         "first_stage": {
             "measure": PRIMARY,
             **{name: stages[name][PRIMARY] for name in ("bm25", "dense", "hybrid")},
@@ -73,12 +81,24 @@ def demo_results(reports: Path) -> dict[str, Any]:
             "random": compare.first_stage["random"],
             "R@100": {name: stages[name]["R@100"] for name in ("bm25", "dense", "hybrid")},
         },
-        "fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],
-                       "delta": fit["delta"], "ci": list(fit["ci"]), "confidence": fit["confidence"],
-                       "weights": dict(metrics["fusion"]["weights"])},
+        **({"fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],
+                           "delta": fit["delta"], "ci": list(fit["ci"]), "confidence": fit["confidence"],
+                           "weights": dict(metrics["fusion"]["weights"])}} if fit else {}),
         "baseline": baseline,
         "systems": systems,
     }
+
+
+def record_run(root: Path, reports: Path, dataset: str, command: str, commit: str) -> Path:
+    """``results/<dataset>.yaml`` from another run's ``reports`` (a collection run as a user runs it: ``dvc exp run -S
+    dataset=beir ...``), with the command and the commit that made them."""
+    if dataset == "demo":
+        raise ResultsDataError("the demo's results file is written from this checkout's reports/: run `make results`")
+    path = root / "results" / f"{dataset}.yaml"
+    write_text(path, dump(run_results(reports, dataset, {
+        "how": "generated", "from": [str(reports / Path(name).name) for name in GENERATED_FROM], "command": command,
+        "commit": commit})))
+    return path
 
 
 def dump(results: Mapping[str, Any]) -> str:
@@ -208,7 +228,9 @@ def render_tables(data: Mapping[str, Any]) -> str:
 def _provenance(data: Mapping[str, Any]) -> str:
     source = data["provenance"]
     if source["how"] == "generated":
-        return f"generated from {', '.join(f'`{path}`' for path in source['from'])} (`{source['command']}`)"
+        at = f" at commit {source['commit']}" if source.get("commit") else ""
+        return (f"generated{at} from {', '.join(f'`{path}`' for path in source['from'])} "
+                f"(`{source['command']}`)")
     if source["how"] == "measured":
         return f"measured at commit {source['commit']} with `{source['command']}`, {source['conditions']}"
     note = f" ({source['note']})" if source.get("note") else ""
@@ -308,13 +330,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 naming each committed file that departs from the outputs beyond "
                              "the cross-machine guarantee, or from what the results files render")
+    parser.add_argument("--record", metavar="REPORTS", type=Path,
+                        help="first write results/<--dataset>.yaml from another run's reports/ folder (a collection "
+                             "run with `dvc exp run -S dataset=beir ...`), then render")
+    parser.add_argument("--dataset", help="with --record: the collection's name (results/<name>.yaml)")
+    parser.add_argument("--command", help="with --record: the command that made the reports")
+    parser.add_argument("--commit", help="with --record: the commit the run was made at")
     args = parser.parse_args(argv)
+    if args.record and not (args.dataset and args.command and args.commit):
+        parser.error("--record needs --dataset, --command and --commit")
     try:
         if args.check:
             problems = check_committed(args.root)
             for problem in problems:
                 print(problem, file=sys.stderr)
             return 1 if problems else 0
+        if args.record:
+            print(f"wrote {record_run(args.root, args.record, args.dataset, args.command, args.commit)}")
         wanted = expected_files(args.root)
     except RerankevalError as err:
         print(f"error: {err}", file=sys.stderr)
