@@ -71,9 +71,9 @@ def test_a_noninferiority_claim_is_sized_at_its_margin_for_its_one_sided_test():
                        settings.release).verdicts  # the analysis states the power of each undecided verdict
     assert {verdict.decision for verdict in verdicts.verdicts.values()} == {"INCONCLUSIVE"}
     claimed, superior = verdicts.verdicts["small"].power, verdicts.verdicts["ce"].power
-    assert superior["why"].startswith("min_delta is 0")
-    assert claimed["claim"] == "noninferior" and claimed["margin"] == 0.02 and claimed["alpha"] == 0.025
-    assert claimed["queries_needed"] == topic_set_size(claimed["sd"], 0.02, 0.025, two_sided=False)
+    assert superior.why.startswith("min_delta is 0")
+    assert claimed.claim == "noninferior" and claimed.margin == 0.02 and claimed.alpha == 0.025
+    assert claimed.queries_needed == topic_set_size(claimed.sd, 0.02, 0.025, two_sided=False)
     text = power_section(verdicts)
     assert ("`small` vs `fusion` claims noninferiority: its size is for the one-sided test of Δ > -margin -0.0200"
             in text)

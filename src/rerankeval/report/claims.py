@@ -27,8 +27,8 @@ def claim_cell(verdict: Verdict) -> str:
     claim = verdict.claim
     if claim is None:
         return "superior"
-    saving = "" if claim["min_saving"] is None else f", saves ≥ {claim['min_saving']:.0%} of {claim['saving_on']}"
-    return f"noninferior (margin {claim['margin']:g}{saving})"
+    saving = "" if claim.min_saving is None else f", saves ≥ {claim.min_saving:.0%} of {claim.saving_on}"
+    return f"noninferior (margin {claim.margin:g}{saving})"
 
 
 def rule_text(verdicts: DecisionCore, level: str) -> str | None:

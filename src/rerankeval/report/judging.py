@@ -3,12 +3,9 @@ power statement of each INCONCLUSIVE verdict (read from verdicts.json). Renders 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pandas as pd
 
-from ..stats.schema import DecisionCore
+from ..stats.schema import DecisionCore, PowerStatement
 from .markdown import fmt, table
 
 SHOWN = 10
@@ -22,36 +19,36 @@ def power_section(verdicts: DecisionCore) -> str:
               for system, verdict in decided.items() if verdict.power]
     if not stated:
         return ""
-    rows = [[f"`{system}` vs `{baseline}`", statement["queries"], fmt(statement["sd"]),
-             "" if statement["power_now"] is None else f"{statement['power_now']:.0%}",
+    rows = [[f"`{system}` vs `{baseline}`", statement.queries, fmt(statement.sd),
+             "" if statement.power_now is None else f"{statement.power_now:.0%}",
              _needed(statement)] for system, baseline, statement in stated]
-    superior = [statement for _, _, statement in stated if statement.get("claim") != "noninferior"]
+    superior = [statement for _, _, statement in stated if statement.claim != "noninferior"]
     first = (superior or [stated[0][2]])[0]
     return "\n\n".join([
         "### How many queries would decide the INCONCLUSIVE verdicts",
-        f"Queries that would give a paired t-test {first['power']:.0%} power to find a true Δ of "
-        f"{first['min_delta']:+.4f} significant (two-sided α = {first['alpha']:g}), with the spread of the per-query "
-        f"deltas observed here ({first['method']}). ACCEPT also needs the observed mean to reach min_delta, which a "
+        f"Queries that would give a paired t-test {first.power:.0%} power to find a true Δ of "
+        f"{first.min_delta:+.4f} significant (two-sided α = {first.alpha:g}), with the spread of the per-query "
+        f"deltas observed here ({first.method}). ACCEPT also needs the observed mean to reach min_delta, which a "
         "true Δ of exactly min_delta gives about half the time at any size: the statement sizes the evidence, not "
         "the release." + "".join(_noninferior_line(system, baseline, statement) for system, baseline, statement
-                                 in stated if statement.get("claim") == "noninferior"),
+                                 in stated if statement.claim == "noninferior"),
         table(["challenger", "queries now", "sd of per-query Δ", "power now", "queries needed (more)"], rows)])
 
 
-def _noninferior_line(system: str, baseline: str, statement: Mapping[str, Any]) -> str:
+def _noninferior_line(system: str, baseline: str, statement: PowerStatement) -> str:
     """A noninferiority claim is sized for its own test, not for min_delta (``stats.power``)."""
     return (f" `{system}` vs `{baseline}` claims noninferiority: its size is for the one-sided test of Δ > "
-            f"-margin {-statement['margin']:+.4f} (α = {statement['alpha']:g}) at a true Δ of 0.")
+            f"-margin {-statement.margin:+.4f} (α = {statement.alpha:g}) at a true Δ of 0.")
 
 
-def _needed(statement: Mapping[str, Any]) -> str:
-    if statement["queries_needed"] is None:
-        return f"— ({statement['why']})"
-    if statement["more_queries"] == 0:  # the set is large enough: the observed Δ, not the evidence, falls short
-        shown = ("a true Δ of 0 would have shown above -margin" if statement.get("claim") == "noninferior"
+def _needed(statement: PowerStatement) -> str:
+    if statement.queries_needed is None:
+        return f"— ({statement.why})"
+    if statement.more_queries == 0:  # the set is large enough: the observed Δ, not the evidence, falls short
+        shown = ("a true Δ of 0 would have shown above -margin" if statement.claim == "noninferior"
                  else "a true Δ of min_delta would have shown")
-        return f"{statement['queries_needed']} (enough now: {shown})"
-    return f"{statement['queries_needed']} (+{statement['more_queries']})"
+        return f"{statement.queries_needed} (enough now: {shown})"
+    return f"{statement.queries_needed} (+{statement.more_queries})"
 
 
 def judging_section(queue: pd.DataFrame | None, metric: str, watch: str, baseline: str, where: str) -> str:

@@ -35,6 +35,39 @@ class OperatingPoint(_Strict):
     inconclusive: float
 
 
+class PowerStatement(_Strict):
+    """How many queries would give the comparison its power at ``min_delta`` (a noninferiority claim: at a true Δ of 0
+    against its ``margin``), from the observed spread (``stats.power``); ``queries_needed`` None with ``why`` when
+    the size is undefined."""
+
+    method: str
+    power: float
+    alpha: float
+    min_delta: float
+    claim: Literal["noninferior"] | None = None
+    margin: float | None = None
+    sd: float | None
+    queries: int
+    queries_needed: int | None
+    more_queries: int | None
+    power_now: float | None
+    why: str | None
+
+
+class Saving(_Strict):
+    """A noninferiority claim's saving on ``measure`` against the system it is about (``stats.saving``): the
+    challenger's and the other's figure and, where both were timed on 2 or more paired queries, the share saved and
+    its CI over those ``queries``."""
+
+    measure: Literal["latency_p95", "cost"]
+    challenger: float | None
+    against: float | None
+    estimate: float | None = None
+    ci: tuple[float | None, float | None] | None = None
+    confidence: float | None = None
+    queries: int | None = None
+
+
 class Verdict(_Strict):
     """One (challenger, baseline) pair's decision, the reason that decided it, and what it rests on."""
 
@@ -52,9 +85,9 @@ class Verdict(_Strict):
     p_adjusted: float | None
     """From the same procedure as ``ci``: below 1 - confidence exactly when ``ci`` excludes 0."""
     operating_characteristics: dict[str, OperatingPoint]
-    power: dict[str, Any] | None
-    claim: dict[str, Any] | None = None
-    saving: dict[str, Any] | None = None
+    power: PowerStatement | None
+    claim: ReleaseClaim | None = None
+    saving: Saving | None = None
     ci_seeds: list[int] | None = None
     guardrails: list[dict[str, Any]] | None = None
     """Each guardrail (``compare.guardrails``) of this pair: the two means, the challenger's queries with a non-zero
