@@ -1,5 +1,5 @@
-"""Complete ``method`` and ``rule`` records (compare.json's and verdicts.json's, ``stats.schema.Method`` and
-``RuleRecord``) for tests that build an analysis by hand and care about other fields."""
+"""Complete records of compare.json and verdicts.json (``stats.schema.Method``, ``RuleRecord``, ``FirstStageCheck``,
+``GeneratorCheck``) for tests that build an analysis by hand and care about other fields."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ RULE: dict[str, Any] = {
     "slices_that_can_reject": 0, "slice_tests": 0, "slice_confidence": 0.95, "unjudged_margin": 0.1,
     "max_fallback_rate": 0.05, "max_invalid_rate": 0.05, "min_run_coverage": 0.5, "latency_p95_max_ms": None,
     "latency_p95_max_ratio": None}
+
+FIRST_STAGE: dict[str, Any] = {
+    "metric": "nDCG@10", "confidence": 0.95, "queries": 0, "random": None, "retrievers": {}, "best": "hybrid",
+    "best_component": None, "fusion_vs_best_component": None, "baseline": "fusion", "flag": None}
+
+GENERATOR_CHECK: dict[str, Any] = {
+    "metric": "AnswerF1", "confidence": 0.95, "ceiling": "oracle", "floor": "random", "baseline": "fusion", "means": {},
+    "ceiling_vs_floor": None, "baseline_vs_floor": None, "flag": None, "skipped": "AnswerF1 was not evaluated"}
 
 
 def method(**changes: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from rerankeval.stats.answers import answer_analysis, deltas_frame
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig
 from rerankeval.stats.schema import Compare, EndToEnd
-from tests.analysis_records import method
+from tests.analysis_records import FIRST_STAGE, GENERATOR_CHECK, method
 
 LATENCY = {"fusion": EndToEnd(p50_ms=12.0, p95_ms=12.5, generate_mean_ms=2.0, cached_answers=0)}
 """costs.json's end-to-end latency of the baseline."""
@@ -21,7 +21,7 @@ def stage_compare(core: dict, **added) -> Compare:
     """compare.json as the stage writes it: ``core`` (the comparison's fields, those missing empty) and ``added``,
     with the stage's records empty."""
     empty = {"queries": 0, "method": method(), "systems": {}, "comparisons": [], "slices": {}, "unjudged": {},
-             "split": "test", "first_stage": {}, "generator_sanity": {}, "language_check": {}, "worst_regressions": {}}
+             "split": "test", "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {}, "worst_regressions": {}}
     return Compare.model_validate({**empty, **core, **added})
 
 

@@ -140,13 +140,14 @@ def test_a_language_caveat_reaches_the_verdict_through_the_comparison():
 
 def test_report_lines():
     from rerankeval.report.caveats import generator_lines, language_warnings
+    from rerankeval.stats.schema import GeneratorCheck
 
     flagged = generator_sanity(per_query_table(0.0, 0.0), "AnswerF1", "oracle", "random", "fusion", **BOOT)
-    lines = generator_lines(flagged)
+    lines = generator_lines(GeneratorCheck.model_validate(flagged))
     assert lines[0].startswith("Generator sanity check on AnswerF1 (95% CI): `oracle` - `random`")
     assert "⚠ **the generator cannot tell rankings apart" in lines[1]
-    assert len(generator_lines(generator_sanity(per_query_table(0.4, 0.25), "AnswerF1", "oracle", "random",
-                                                "fusion", **BOOT))) == 2  # the numbers, no flag
+    assert len(generator_lines(GeneratorCheck.model_validate(generator_sanity(
+        per_query_table(0.4, 0.25), "AnswerF1", "oracle", "random", "fusion", **BOOT)))) == 2  # the numbers, no flag
     warnings = language_warnings({"ce": {"describe": {"language_check": CHECK}}, "bm25": {"describe": {}}})
     assert list(warnings) == ["ce"] and warnings["ce"].startswith("its model cannot read language=ko")
 

@@ -12,7 +12,7 @@ from rerankeval.report.moved import moved_per_query, moved_section
 from rerankeval.stats.schema import Comparison, ComparisonCore
 from rerankeval.stats.variants import mean_interval
 from rerankeval.systems.roles import KindTraits
-from tests.analysis_records import method
+from tests.analysis_records import FIRST_STAGE, GENERATOR_CHECK, method
 
 BOOT = {"n_samples": 200, "seed": 1, "confidence": 0.95, "method": "percentile"}
 
@@ -135,7 +135,7 @@ def test_worst_regressions_are_one_table_without_the_bounds():
 
     item = {"query_id": "q7", "query": "a | b", "before": ["d1 (2)"], "after": ["d2 (unjudged)"]}
     compare = Compare(baseline="fusion", queries=40, method=method(), systems={}, comparisons=[], slices={}, unjudged={},
-                      split="test", first_stage={}, generator_sanity={}, language_check={},
+                      split="test", first_stage=FIRST_STAGE, generator_sanity=GENERATOR_CHECK, language_check={},
                       worst_regressions={"ce": [item], "random": [item], "bm25": []})
     text = regressions_section(compare, "nDCG@10", skip=["random"], explorer="site/explorer.html")
     assert text.splitlines()[2:] == ["| system | query | text | before | after |", "|---|---|---|---|---|",

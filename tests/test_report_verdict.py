@@ -8,7 +8,8 @@ from rerankeval.report import markdown as md
 from rerankeval.stats.analysis import analyze
 from rerankeval.stats.comparison import RunFacts
 from rerankeval.stats.config import CompareConfig
-from rerankeval.stats.schema import Compare, SystemCost, Verdicts
+from rerankeval.stats.schema import Compare, FirstStageCheck, GeneratorCheck, SystemCost, Verdicts
+from tests.analysis_records import FIRST_STAGE, GENERATOR_CHECK
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 FLAG = "the comparison baseline is broken on this collection: fusion (fused) is 0.550 below bm25 on nDCG@10"
@@ -85,7 +86,7 @@ def test_the_first_stage_section_names_the_best_and_the_flag():
                                         "vs_random": {"delta": 0.2, "low": 0.15, "high": 0.25}}}}
     first_stage = {name: {"Success@100": 1.0, "R@100": 0.9, "nDCG@10": mean, "RR@10": mean}
                    for name, mean in (("bm25", 0.8), ("dense", 0.06), ("hybrid", 0.25))}
-    text = md.first_stage_section(first_stage, 100, sanity)
+    text = md.first_stage_section(first_stage, 100, FirstStageCheck.model_validate(sanity))
     assert "Δ nDCG@10 vs random [95% CI]" in text
     assert "| dense | 1.0000 | 0.9000 | 0.0600 | 0.0600 | +0.0100 [-0.0200 .. +0.0400] ⚠ at the random floor |" in text
     assert "Best first stage on nDCG@10: **bm25** (0.8000)." in text
@@ -108,7 +109,7 @@ def test_the_first_stage_section_states_the_rrf_weights_and_why():
 
 
 STAGE_RECORDS = {
-    Compare: {"split": "test", "first_stage": {}, "generator_sanity": {}, "language_check": {},
+    Compare: {"split": "test", "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {},
               "worst_regressions": {}},
     Verdicts: {"latency_source": {}, "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [],
                "variants": {}}}
@@ -171,7 +172,7 @@ def test_reference_systems_stand_apart_and_the_answer_delta_shows_only_when_the_
     result, verdicts = outputs
     verdicts = staged(verdicts, Verdicts)
     traits = {"fusion": KindTraits("first_stage", "hybrid"), "model": KindTraits(), "copy": KindTraits("ceiling")}
-    sane = {"metric": "AnswerF1", "flag": None, "skipped": None}
+    sane = {**GENERATOR_CHECK, "metric": "AnswerF1", "flag": None, "skipped": None}
     ranking = next(c for c in result.comparisons if c.challenger == "model")
     answer = ranking.model_copy(update={"metric": "AnswerF1", "delta": 0.05, "low": 0.01, "high": 0.09})
     compared = staged(result, Compare, generator_sanity=sane, comparisons=[*result.comparisons, answer])
@@ -181,7 +182,8 @@ def test_reference_systems_stand_apart_and_the_answer_delta_shows_only_when_the_
     assert "| `copy` |" not in decisions and "| `copy` | ceiling (bound) | +0.0000 [+0.0000, +0.0000] |" in references
     assert "| Δ AnswerF1 [90% CI] |" in decisions and "| +0.0500 [+0.0100 .. +0.0900] |" in decisions
     assert "copies sentences" not in text
-    flagged = decision_page(["# t"], decision_inputs(verdicts, compared.model_copy(update={"generator_sanity": {
-        **sane, "flag": "the generator cannot tell rankings apart"}})), "plots", "details.md")
+    flagged = decision_page(["# t"], decision_inputs(verdicts, compared.model_copy(update={
+        "generator_sanity": GeneratorCheck.model_validate({**sane, "flag": "the generator cannot tell rankings apart"})
+    })), "plots", "details.md")
     assert "Δ AnswerF1" not in flagged
     assert "Answer-level Δ not shown: the generator cannot tell rankings apart." in flagged

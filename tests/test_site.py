@@ -25,6 +25,7 @@ from rerankeval.stats.schema import Compare, SystemCost, Verdicts
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED
 from tests.headless_chromium import Browser, find_chromium
 from tests.stage_fixtures import frozen_tiny_project, tiny_paths
+from tests.analysis_records import FIRST_STAGE, GENERATOR_CHECK
 
 HEADER = {"dataset": "tiny", "split": "test", "queries": 6}
 CAP = 3
@@ -56,7 +57,7 @@ def _as_stage(analysis: Analysis) -> tuple[Compare, Verdicts]:
     """The comparison and the decision as the compare stage writes them: the cores ``analyze`` returns without the
     pipeline's records, with the fields the stage adds from its other outputs (the tiny project has none of them)."""
     compare = Compare.model_validate({**analysis.compare.model_dump(exclude_unset=True), "split": "test",
-                                      "first_stage": {}, "generator_sanity": {}, "language_check": {},
+                                      "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {},
                                       "worst_regressions": {}})
     verdicts = Verdicts.model_validate({**analysis.verdicts.model_dump(exclude_unset=True), "latency_source": {},
                                         "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [],

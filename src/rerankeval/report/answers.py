@@ -121,7 +121,7 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
                   table(["system", *OUTCOME_COLUMNS], [[system, *[getattr(found, c) for c in OUTCOME_COLUMNS]]
                                                        for system, found in answers.outcomes.items()]), ""]
     heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
-    flag = compare.generator_sanity.get("flag")
+    flag = compare.generator_sanity.flag
     if ranking is None or flag:  # with a flag, answer-level deltas would plot the generator's noise as the ranking's
         from .plots import _nothing_to_show
 

@@ -5,25 +5,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..stats.schema import GeneratorCheck
 from ..stats.verdict import ci_label
 from .markdown import fmt, interval_text
 
 
-def generator_lines(sanity: Mapping[str, Any] | None) -> list[str]:
+def generator_lines(sanity: GeneratorCheck) -> list[str]:
     """Above the answer tables: the ceiling and the baseline against the floor on the primary answer measure, and the
     flag when either difference's CI reaches 0 (the tables then compare generator noise)."""
-    if not sanity:
-        return []
-    if sanity.get("skipped"):
-        return [f"Generator sanity check not run: {sanity['skipped']}.", ""]
-    level = ci_label(sanity["confidence"])
-    parts = [f"`{name}` - `{sanity['floor']}` {fmt(found['delta'], signed=True)} "
-             f"[{interval_text(found['low'], found['high'], signed=True)}]"
-             for name, found in ((sanity["ceiling"], sanity["ceiling_vs_floor"]),
-                                 (sanity["baseline"], sanity["baseline_vs_floor"])) if found is not None]
-    lines = [f"Generator sanity check on {sanity['metric']} ({level}): {'; '.join(parts)}."]
-    if sanity["flag"]:
-        lines.append(f"> ⚠ **{sanity['flag']}.** No verdict rests on an answer-level measure here; read the tables "
+    if sanity.skipped:
+        return [f"Generator sanity check not run: {sanity.skipped}.", ""]
+    level = ci_label(sanity.confidence)
+    parts = [f"`{name}` - `{sanity.floor}` {fmt(found.delta, signed=True)} "
+             f"[{interval_text(found.low, found.high, signed=True)}]"
+             for name, found in ((sanity.ceiling, sanity.ceiling_vs_floor),
+                                 (sanity.baseline, sanity.baseline_vs_floor)) if found is not None]
+    lines = [f"Generator sanity check on {sanity.metric} ({level}): {'; '.join(parts)}."]
+    if sanity.flag:
+        lines.append(f"> ⚠ **{sanity.flag}.** No verdict rests on an answer-level measure here; read the tables "
                      "below as the generator's behaviour, not as a comparison of rankings.")
     return [*lines, ""]
 

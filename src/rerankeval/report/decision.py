@@ -131,13 +131,11 @@ def answer_note(inputs: DecisionInputs) -> str:
     sanity = inputs.compare.generator_sanity
     floor = (f" Answers come from the `{inputs.generator}` generator, which copies sentences of the context: a floor "
              "for what a language model would answer." if inputs.generator == "extractive" else "")
-    if not sanity:
-        return "Answer-level Δ: no answer measures were evaluated." if not floor else floor.strip()
-    if sanity.get("skipped"):
-        return f"Answer-level Δ not shown: the generator sanity check did not run ({sanity['skipped']}).{floor}"
-    if sanity.get("flag"):
-        return f"Answer-level Δ not shown: {sanity['flag']}.{floor}"
-    return (f"Δ {sanity['metric']}: the generator passes its sanity check (the ceiling and the baseline above the "
+    if sanity.skipped:
+        return f"Answer-level Δ not shown: the generator sanity check did not run ({sanity.skipped}).{floor}"
+    if sanity.flag:
+        return f"Answer-level Δ not shown: {sanity.flag}.{floor}"
+    return (f"Δ {sanity.metric}: the generator passes its sanity check (the ceiling and the baseline above the "
             f"floor).{floor}")
 
 
@@ -177,9 +175,9 @@ def _reference(inputs: DecisionInputs, system: str) -> bool:
 def _answer_metric(inputs: DecisionInputs) -> str | None:
     """The answer measure to show a Δ of: the sanity check's, only when the generator passed it."""
     sanity = inputs.compare.generator_sanity
-    if not sanity or sanity.get("skipped") or sanity.get("flag"):
+    if sanity.skipped or sanity.flag:
         return None
-    return sanity["metric"]
+    return sanity.metric
 
 
 def _answer_delta(inputs: DecisionInputs, system: str, reference: str, metric: str) -> str:

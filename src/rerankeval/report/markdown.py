@@ -10,8 +10,8 @@ import pandas as pd
 
 from ..data.sample import sample_text
 from ..eval.funnel import HEADROOM_PREFIX, ORACLE_PREFIX, headroom_column, oracle_column
-from ..stats.schema import (Compare, Comparison, ComparisonCore, DecisionCore, Interval, Method, SliceComparison,
-                            SystemCost, Verdict, Verdicts)
+from ..stats.schema import (Compare, Comparison, ComparisonCore, DecisionCore, FirstStageCheck, Interval, Method,
+                            SliceComparison, SystemCost, Verdict, Verdicts)
 from ..stats.verdict import ci_label
 from . import claims
 
@@ -255,7 +255,7 @@ def _cell(text: str) -> str:
 
 
 def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: int,
-                        sanity: Mapping[str, Any] | None = None, fusion: Mapping[str, Any] | None = None,
+                        sanity: FirstStageCheck | None = None, fusion: Mapping[str, Any] | None = None,
                         retrieval: Mapping[str, Any] | None = None) -> str:
     """Each retriever's own top ``top_n``; with ``sanity`` (``stats.sanity.first_stage_sanity``) also each one
     against the random floor, the best first stage, and the flag of a baseline that cannot carry a decision; with
@@ -265,33 +265,32 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
     def label(name: str) -> str:
         return name if name in ("bm25", "dense") else first_stage_label(name, retrieval)
 
-    vs_random = (sanity or {}).get("retrievers", {})
+    vs_random = sanity.retrievers if sanity else {}
     header = ["retriever", f"candidate recall@{top_n} (Success)", f"coverage R@{top_n}", "nDCG@10", "RR@10"]
-    if sanity and sanity["random"] is not None:
-        header.append(f"Δ {sanity['metric']} vs random [{ci_label(sanity['confidence'])}]")
+    if sanity and sanity.random is not None:
+        header.append(f"Δ {sanity.metric} vs random [{ci_label(sanity.confidence)}]")
     rows = []
     for name, values in first_stage.items():
         row = [label(name), fmt(values[f"Success@{top_n}"]),
                fmt(values[f"R@{top_n}"]), fmt(values["nDCG@10"]), fmt(values["RR@10"])]
-        found = vs_random.get(name, {}).get("vs_random")
+        found = vs_random[name].vs_random if name in vs_random else None
         if len(header) > len(row):
-            row.append("n/a" if found is None else f"{fmt(found['delta'], signed=True)} "
-                       f"[{interval_text(found['low'], found['high'], signed=True)}]"
-                       + (" ⚠ at the random floor" if vs_random[name]["at_random_floor"] else ""))
+            row.append("n/a" if found is None else f"{fmt(found.delta, signed=True)} "
+                       f"[{interval_text(found.low, found.high, signed=True)}]"
+                       + (" ⚠ at the random floor" if vs_random[name].at_random_floor else ""))
         rows.append(row)
     title = (f"each retriever's own top {top_n}" if len(first_stage) > 1 else
              f"{label(next(iter(first_stage)))}, its top {top_n} (no BM25 or dense ranked the corpus here)")
     text = f"## First stage: {title}\n\n" + table(header, rows)
     if sanity:
-        lines = [f"Best first stage on {sanity['metric']}: **{label(sanity['best'])}** "
-                 f"({fmt(sanity['retrievers'][sanity['best']]['mean'])})."]
-        fused = sanity["fusion_vs_best_component"]
+        lines = [f"Best first stage on {sanity.metric}: **{label(sanity.best)}** "
+                 f"({fmt(sanity.retrievers[sanity.best].mean)})."]
+        fused = sanity.fusion_vs_best_component
         if fused is not None:
-            lines.append(f"Fusion (hybrid) vs its best component ({sanity['best_component']}): "
-                         f"{fmt(fused['delta'], signed=True)} "
-                         f"[{interval_text(fused['low'], fused['high'], signed=True)}].")
-        if sanity["flag"]:
-            lines.append(f"⚠ **{sanity['flag']}.**")
+            lines.append(f"Fusion (hybrid) vs its best component ({sanity.best_component}): "
+                         f"{fmt(fused.delta, signed=True)} [{interval_text(fused.low, fused.high, signed=True)}].")
+        if sanity.flag:
+            lines.append(f"⚠ **{sanity.flag}.**")
         text += "\n\n" + " ".join(lines)
     if fusion:
         weights = ", ".join(f"{name} {weight:.2f}" for name, weight in fusion["weights"].items())

@@ -72,13 +72,13 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
     return {
         "dataset": dataset,
         "split": compare.split,
-        "queries": compare.first_stage["queries"],
+        "queries": compare.first_stage.queries,
         "provenance": dict(provenance),
         "first_stage": {
             "measure": PRIMARY,
             **{name: stages[name][PRIMARY] for name in ("bm25", "dense", "hybrid")},
             "oracle": metrics["systems"][baseline][f"oracle:{PRIMARY}"],
-            "random": compare.first_stage["random"],
+            "random": compare.first_stage.random,
             "R@100": {name: stages[name]["R@100"] for name in ("bm25", "dense", "hybrid")},
         },
         **({"fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],

@@ -417,6 +417,51 @@ class Method(_Strict):
     undefined_on_some_queries: UndefinedOnSomeQueries | None = None
 
 
+class DeltaInterval(_Strict):
+    delta: float | None
+    low: float | None
+    high: float | None
+
+
+class RetrieverCheck(_Strict):
+    mean: float
+    vs_random: DeltaInterval | None
+    at_random_floor: bool
+
+
+class FirstStageCheck(_Strict):
+    """Each first-stage ranking against the random floor and the fused one against its best component
+    (``stats.sanity.first_stage_sanity``); ``flag`` says why the baseline cannot carry a decision, or is None."""
+
+    metric: str
+    confidence: float
+    queries: int
+    random: float | None
+    retrievers: dict[str, RetrieverCheck]
+    best: str
+    best_component: str | None
+    fusion_vs_best_component: DeltaInterval | None
+    baseline: str
+    flag: str | None
+
+
+class GeneratorCheck(_Strict):
+    """The ceiling and the baseline against the floor on an answer measure (``stats.caveats.generator_sanity``):
+    ``flag`` says why the generator cannot tell rankings apart, ``skipped`` why the check did not run."""
+
+    metric: str
+    confidence: float
+    ceiling: str | None
+    floor: str | None
+    baseline: str
+    means: dict[str, float | None]
+    ceiling_vs_floor: DeltaInterval | None
+    baseline_vs_floor: DeltaInterval | None
+    flag: str | None
+    skipped: str | None
+    queries: int | None = None
+
+
 class ComparisonCore(_Strict):
     """What ``stats.comparison.compare`` compares: the part of compare.json that every caller of it writes (the
     compare stage, ``rerankeval compare --out``)."""
@@ -439,8 +484,8 @@ class Compare(ComparisonCore):
     """compare.json: the comparison, and what the compare stage adds from the pipeline's other outputs."""
 
     split: str
-    first_stage: dict[str, Any]
-    generator_sanity: dict[str, Any]
+    first_stage: FirstStageCheck
+    generator_sanity: GeneratorCheck
     language_check: dict[str, Any]
     worst_regressions: dict[str, list[dict[str, Any]]]
     weighted: dict[str, Any] | None = None
