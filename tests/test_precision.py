@@ -60,3 +60,5 @@ def test_each_variant_is_paired_with_its_float32_twin_and_timed_against_it():
     row, = precision_rows([precision_variant("ce_int8", "ce", quality, seconds, boot)], latency, {})
     assert row["delta"] == pytest.approx(-0.025) and row["speed_ratio"] == pytest.approx(2.0)
     assert row["ratio_low"] == pytest.approx(2.0) and row["timing"] == "this run / this run"
+    # a pair the analysis compares (a claim against the twin) takes that comparison's interval: none resampled here
+    assert precision_variant("ce_int8", "ce", quality, seconds, boot, compared=True)["delta"] is None

@@ -227,11 +227,12 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     boot = settings.resampling()
     systems = {system: params.systems[system] for system in params.system_names}
     quality = per_query.pivot(index="query_id", columns="system", values=metric)
+    compared = settings.for_systems(systems).references(systems)  # the pairs the analysis compares on ``metric``
     precision = []
     for variant, twin in twins(systems, {name for name, found in traits.items() if found.learned}):
         seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
                              for s in (twin, variant)], axis=1)
-        found = precision_variant(variant, twin, quality, seconds, boot)
+        found = precision_variant(variant, twin, quality, seconds, boot, compared=variant in compared.get(twin, []))
         found["agreement"] = agreement_summary(runs[twin], runs[variant], boot)
         precision.append(found)
     composites = {}

@@ -44,10 +44,12 @@ def mean_interval(values: np.ndarray, boot: Mapping[str, Any]) -> dict[str, floa
 
 
 def precision_variant(variant: str, twin: str, quality: pd.DataFrame, seconds: pd.DataFrame,
-                      boot: Mapping[str, Any]) -> dict[str, Any]:
+                      boot: Mapping[str, Any], compared: bool = False) -> dict[str, Any]:
     """``quality``: per query (rows) the measure of both systems (columns); ``seconds``: their model seconds per
-    query. The speed-up is the twin's mean over the variant's, its CI from the same query resamples for both."""
-    delta = mean_interval((quality[variant] - quality[twin]).to_numpy(dtype=np.float64), boot)
+    query. The speed-up is the twin's mean over the variant's, its CI from the same query resamples for both.
+    ``compared``: the analysis compares the pair (a claim against the twin), so its Δ is that comparison's
+    (``stats.analysis``) and none is resampled here (``delta`` None until then)."""
+    delta = None if compared else mean_interval((quality[variant] - quality[twin]).to_numpy(dtype=np.float64), boot)
     timed = seconds[[twin, variant]].dropna()
     replicates = bootstrap_means(timed.to_numpy(dtype=np.float64), n_samples=boot["n_samples"], seed=boot["seed"])
     ratios = replicates[:, 0] / replicates[:, 1]
