@@ -277,3 +277,20 @@ def test_the_demo_s_synthetic_logs_were_drawn_from_the_committed_runs():
         f"the demo's synthetic logs were drawn from runs {drawn_from}, which dvc.lock no longer records: their pages "
         "read out clicks on rankings the systems no longer give. Fix: `python datasets/demo-src/make_interactions.py`, "
         "then `dvc repro`, and commit datasets/demo-online/ with the outputs")
+
+
+def test_a_log_of_another_collection_s_queries_is_refused_not_read_out(tmp_path, tiny_beir):
+    """A log none of whose impressions asks a query of the snapshot (the demo's logs against one's own collection) is
+    refused naming the log and the fix: a readout of it would decide on another collection's traffic."""
+    from rerankeval.core.errors import ConfigError
+    from rerankeval.pipeline import readout as readout_stage
+    from rerankeval.pipeline.params import Params
+    from tests.stage_fixtures import frozen_tiny_project, tiny_paths
+
+    params = frozen_tiny_project(tmp_path, tiny_beir)
+    log = write_log(tmp_path / "other.jsonl", [{**GOOD, "impression": f"i{k}", "query_id": "elsewhere",
+                                                 "origin": ["ce_minilm_ft", "fusion"]} for k in range(3)])
+    params["online"]["readouts"] = {"other": {"log": str(log), "challenger": "ce_minilm_ft", "design": "team_draft"}}
+    with pytest.raises(ConfigError, match=r"other.jsonl: none of the log's 3 impressions asks a query of this "
+                                          r"snapshot.*Fix: point online.readouts.other.log"):
+        readout_stage.run(Params.parse(params, ""), tiny_paths(tmp_path), "other")

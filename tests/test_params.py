@@ -68,7 +68,7 @@ def test_a_misspelt_nested_setting_lists_the_settings_of_its_own_block(tmp_path)
 def test_a_collection_of_ones_own_gets_the_general_system_set():
     """`dataset=beir` selects conf/system_set/general.yaml: no routing rule on the demo's error codes, no unfiltered
     system and no freshness rule, which only the demo's access and validity labels make meaningful; its claim on the
-    routed system decides nothing."""
+    routed system decides nothing; no online readout or shadow replay of the demo's logs."""
     from rerankeval.pipeline.params import Params
     from tests.test_candidate_sources import composed_with
 
@@ -78,6 +78,8 @@ def test_a_collection_of_ones_own_gets_the_general_system_set():
                                                               "ce_minilm_ft_current_first"}
     assert set(own.system_names) < set(demo.system_names) and own.system_names[0] == "fusion"
     assert own.compare.inactive_claims(own.system_names) == ["routed_blend"]
+    # nor the demo's online logs: they ask the demo's queries, so a readout of them here would decide on nothing
+    assert demo.online.readouts and demo.online.shadows and not own.online.readouts and not own.online.shadows
     own.compare.refuse_unknown(own.system_names)
     # a user's choice still wins: the demo's set on their collection, or a system dropped or added
     assert Params.parse(composed_with("dataset=beir", "dataset.path=x", "system_set@_global_=demo"),

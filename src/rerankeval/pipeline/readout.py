@@ -30,10 +30,11 @@ def run(params: Params, paths: PipelinePaths, name: str) -> None:
     by_query = {query: set(found) for query, found in candidates.groupby("query_id")["doc_id"]}
     impressions, counts = read_log(config.log, (config.challenger, baseline), set(queries), by_query,
                                    max_impressions=config.max_impressions, seed=params.compare.seed)
-    if counts.unknown_queries == counts.impressions:
-        print(f"readout@{name}: warning: none of the log's {counts.impressions} impressions asks a query of this "
-              "snapshot: is it a log of this collection's traffic? (conf/online/default.yaml names the demo's logs; "
-              "with another dataset, point online.readouts at its logs or remove them)")
+    if counts.unknown_queries == counts.impressions:  # a readout of it would decide on another collection's traffic
+        raise ConfigError(f"{config.log}: none of the log's {counts.impressions} impressions asks a query of this "
+                          "snapshot, so it is no log of this collection's traffic. Fix: point "
+                          f"online.readouts.{name}.log at this collection's log, or remove the readout "
+                          "(conf/online_logs/: the demo's logs are demo.yaml's; dataset=beir selects none.yaml)")
     boot = {"n_samples": params.compare.samples, "seed": params.compare.seed,
             "confidence": params.compare.confidence, "method": params.compare.ci_method}
     found = {"experiment": name, "log_sha256": sha256_file(config.log), "synthetic": config.synthetic,
