@@ -188,11 +188,11 @@ def test_another_collections_run_is_recorded_from_its_reports_and_rendered(proje
     recorded = yaml.safe_load((project / "results" / "cranfield.yaml").read_text(encoding="utf-8"))
     demo = yaml.safe_load((project / "results" / "demo.yaml").read_text(encoding="utf-8"))
     assert recorded["systems"] == demo["systems"] and recorded["first_stage"] == demo["first_stage"]
-    assert recorded["provenance"] == {"how": "generated", "from": [str(run / name) for name in (
+    assert recorded["provenance"] == {"how": "generated", "from": [f"reports/{name}" for name in (
         "metrics.json", "compare.json", "verdicts.json")], "command": command, "commit": "abc1234"}
     page = (project / "docs" / "results.md").read_text(encoding="utf-8")
     section = page[page.index("## cranfield"):]
-    assert f"Source: generated at commit abc1234 from `{run / 'metrics.json'}`" in section
+    assert "Source: generated at commit abc1234 from `reports/metrics.json`" in section
     assert "`ce_minilm_ft`" in section.split("## ", 2)[1]
     assert results_data.main(["--root", str(project), "--check"]) == 0
     with pytest.raises(ResultsDataError, match="the demo's results file is written from this checkout's reports"):

@@ -69,6 +69,7 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
             entry["family"] = decided[name].family
         systems[name] = entry
     fit = (metrics.get("fusion") or {}).get("fit")
+    fitted = fit is not None and "queries" in fit  # a collection without a train split keeps plain RRF unfitted
     return {
         "dataset": dataset,
         "split": compare.split,
@@ -83,7 +84,7 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
         },
         **({"fusion_fit": {"split": fit["split"], "queries": fit["queries"], "best_share": fit["best"],
                            "delta": fit["delta"], "ci": list(fit["ci"]), "confidence": fit["confidence"],
-                           "weights": dict(metrics["fusion"]["weights"])}} if fit else {}),
+                           "weights": dict(metrics["fusion"]["weights"])}} if fitted else {}),
         "baseline": baseline,
         "systems": systems,
     }
@@ -91,13 +92,13 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
 
 def record_run(root: Path, reports: Path, dataset: str, command: str, commit: str) -> Path:
     """``results/<dataset>.yaml`` from another run's ``reports`` (a collection run as a user runs it: ``dvc exp run -S
-    dataset=beir ...``), with the command and the commit that made them."""
+    dataset=beir ...``, in a checkout of its own), with the command and the commit that made them; ``from`` names
+    the files as that checkout has them."""
     if dataset == "demo":
         raise ResultsDataError("the demo's results file is written from this checkout's reports/: run `make results`")
     path = root / "results" / f"{dataset}.yaml"
     write_text(path, dump(run_results(reports, dataset, {
-        "how": "generated", "from": [str(reports / Path(name).name) for name in GENERATED_FROM], "command": command,
-        "commit": commit})))
+        "how": "generated", "from": list(GENERATED_FROM), "command": command, "commit": commit})))
     return path
 
 
