@@ -89,6 +89,15 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     assert timings["queries"] == len(latency) and timings["wallclock s"] == round(latency["wall_s"].sum(), 3)
     assert 0 < timings["per query wall ms"]["p50"] <= timings["per query wall ms"]["p95"]
     assert read_trec_run(tmp_path / "described.trec").equals(read_trec_run(tmp_path / "plain.trec"))
+    # a model's machine is read from its timing table, where the rerank stage records it (not in the run's bytes)
+    from rerankeval.core.io import table_metadata
+
+    export_run(PATHS, "ce_minilm_ft", tmp_path / "model.trec", ir_metadata=True)
+    lines = (tmp_path / "model.trec").read_text().splitlines()
+    record = yaml.safe_load("\n".join(line[2:] for line in lines[1:lines.index("# ir_metadata.end")]))
+    machine = table_metadata(PATHS.run_latency("ce_minilm_ft"))["environment"]
+    assert record["platform"]["hardware"]["cpu"]["model"] == machine["cpu_model"]
+    assert "environment" not in table_metadata(PATHS.run("ce_minilm_ft"))["describe"]
 
 
 def test_the_cli_with_the_pipelines_rule_gives_every_verdicts_interval_and_simulated_error_rates(tmp_path):

@@ -198,7 +198,7 @@ def test_normalization_is_declared_and_recorded(tiny_ce, tmp_path):
     described = sigmoid.describe()
     assert described["normalization"] == "sigmoid" and described["revision"] == "local"
     assert described["weights_sha256"] == local_model_hash(tiny_ce)
-    assert {"cpu_model", "torch_threads", "torch", "transformers"} <= set(described["environment"])
+    assert "environment" not in described  # the machine is recorded beside the timings, not in the run
     json.dumps(described)  # stored in the run's Parquet metadata
     with pytest.raises(ConfigError, match="normalization"):
         build("cross_encoder", config(tiny_ce, tmp_path, normalization="softmax"))

@@ -63,25 +63,26 @@ def export_run(paths, system: str, out: str | Path, ir_metadata: bool = False) -
         latency_path = paths.run_latency(system)
         latency = load_latencies(paths.run_latency(SYSTEM_PLACEHOLDER), [system])[system] if latency_path.exists() \
             else None
-        header = ir_metadata_header(system, table_metadata(path), latency)
+        header = ir_metadata_header(system, table_metadata(path), latency,
+                                    table_metadata(latency_path) if latency_path.exists() else None)
     nudged = write_trec_run(run.assign(score=run["score"].where(scored)), out, tag=system, header=header)
     return {"run": str(path), "rows": len(run), "queries": int(run["query_id"].nunique()), "nudged": nudged,
             "unscored": int((~scored).sum())}
 
 
-def ir_metadata_header(system: str, metadata: dict, latency=None) -> str:
+def ir_metadata_header(system: str, metadata: dict, latency=None, latency_metadata: dict | None = None) -> str:
     """An ir_metadata record (Breuer et al., SIGIR 2022; what TIREx reads) for a run, as # comment lines between
     ``ir_metadata.start`` and ``ir_metadata.end``: what ran (the system's settings and model, its weights' sha256),
     on what (the snapshot's content hashes, the split), from which code (the git commit), where (the CPU and the
-    libraries the run recorded) and how long it took (``resources``: from ``latency``, the run's per-query timings,
-    when it has them)."""
+    libraries its timing table recorded, ``latency_metadata``) and how long it took (``resources``: from ``latency``,
+    the run's per-query timings, when it has them)."""
     import platform
     import subprocess
 
     import yaml
 
     describe = metadata.get("describe", {})
-    environment = describe.get("environment", {})
+    environment = (latency_metadata or {}).get("environment", {})  # the machine a model ran on, beside its timings
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
     record = {
         "tag": system,

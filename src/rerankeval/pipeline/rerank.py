@@ -13,6 +13,7 @@ from ..core.hashing import sha256_file
 from ..core.io import table_metadata, write_table
 from ..data.access import AccessLabels
 from ..data.snapshot import Snapshot, check_provenance, retrieval_inputs
+from ..models.environment import describe_environment
 from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import rerank, settings_of
 from ..rerank.latency import latency_table
@@ -83,10 +84,13 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     write_table(paths.run(system_name), run_table(run_frame), metadata)
     write_table(paths.seed_runs(system_name), seed_runs_table(seed_runs),
                 {"system": system_name, "seeds": seeds, "candidates_sha256": metadata["candidates_sha256"]})
-    # Timing-dependent facts live with the latency table, so the run file stays byte-identical across reruns.
+    # Timing-dependent and machine facts (a model's CPU, threads and libraries) live with the latency table, so the
+    # run file stays byte-identical across reruns and across machines whose scores agree: DVC's cache entries of the
+    # runs, and all a diff reads from them, are then shared.
+    machine = {"environment": describe_environment()} if hasattr(system, "scorer") else {}
     write_table(paths.run_latency(system_name), latency_table(latency), {
         "system": system_name, "load_s": round(load_s, 3), "composite_pairs": pair_counts(context).to_dict(),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **machine})
     fallbacks = int((latency["mode"] == FUSION_FALLBACK).sum())
     # An external run's rows the candidates leave out are said here, not dropped silently.
     coverage = f", {coverage_text(described['run_coverage'])}" if "run_coverage" in described else ""

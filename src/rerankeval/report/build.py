@@ -170,9 +170,10 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
     environments = {}
     for system in systems:
         described = inputs.run_metadata[system].get("describe", {})
-        if "environment" in described:
+        if "environment" in inputs.latency_metadata[system]:  # a model's machine, recorded with its timings
             environments[system] = {
-                **described["environment"], "model": described["model"], "revision": described["revision"],
+                **inputs.latency_metadata[system]["environment"], "model": described["model"],
+                "revision": described["revision"],
                 "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
                 "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
     variants = inputs.verdicts.variants

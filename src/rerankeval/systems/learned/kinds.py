@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ...core.errors import ConfigError
-from ...models.environment import describe_environment
 from ...models.heads import check_trained_head
 from ...models.resolve import ResolvedModel, ignored_remote_code, is_local, require_safetensors, resolve_model
 from ...retrieval.text import PASSAGE_TEMPLATE_VERSION
@@ -99,7 +98,6 @@ class LearnedModel:
             "raw_scores": "cosine" if self.family == "bi" else "logits",
             "batch_size": config.batch_size, "trust_remote_code": config.trust_remote_code,
             "use_safetensors": config.use_safetensors, "scorer_version": SCORER_VERSION,
-            "environment": describe_environment(),
             **ignored_remote_code(self.resolved.directory, config.trust_remote_code),
         }
 
