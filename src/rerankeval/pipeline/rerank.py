@@ -63,7 +63,8 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
         seed_runs[seed], _ = rerank(candidates, query_views,
                                     build_system(system_name, per_seed[seed][system_name], seed_context), settings)
     described = system.describe()
-    if hasattr(getattr(system, "scorer", None), "language_check"):  # a learned model: can it read the language?
+    learned = hasattr(getattr(system, "scorer", None), "language_check")  # a model this process ran (needs torch)
+    if learned:  # can it read the collection's language?
         described["language_check"] = check = system.scorer.language_check(query_views, candidates, config.depth)
         for value in check.get("unreadable", []):
             where = f"{check['column']}={value}" if check["column"] else "this collection"
@@ -87,7 +88,7 @@ def run(params: Params, paths: PipelinePaths, system_name: str) -> None:
     # Timing-dependent and machine facts (a model's CPU, threads and libraries) live with the latency table, so the
     # run file stays byte-identical across reruns and across machines whose scores agree: DVC's cache entries of the
     # runs, and all a diff reads from them, are then shared.
-    machine = {"environment": describe_environment()} if hasattr(system, "scorer") else {}
+    machine = {"environment": describe_environment()} if learned else {}
     write_table(paths.run_latency(system_name), latency_table(latency), {
         "system": system_name, "load_s": round(load_s, 3), "composite_pairs": pair_counts(context).to_dict(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **machine})
