@@ -119,7 +119,7 @@ def test_rerankeval_diff_compares_answer_measures_over_their_domains():
                                     "samples": 1000, "permutations": 1000, "min_slice_size": 5,
                                     "release": {"primary_metric": "AnswerF1", "min_delta": 0.03}}, "compare")
     result = diff_revisions(revision("base", before, precision_before),
-                            revision("head", before + 0.1, precision_after), settings, "AnswerF1")
+                            revision("head", before + 0.1, precision_after), settings, "AnswerF1").model_dump()
     rows = {row["metric"]: row for row in result["comparisons"]}
     assert rows["nDCG@10"]["delta"] == 0.0 and rows["AnswerF1"]["delta"] == pytest.approx(0.1)
     assert rows["CitationPrecision"]["delta"] == pytest.approx(0.5) and rows["CitationPrecision"]["low"] > 0

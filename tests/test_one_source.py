@@ -121,12 +121,13 @@ def test_diff_shows_a_system_new_in_head_against_the_baseline():
     head = Revision("pr (2)", frame, slices, {"qrels": "a"}, {}, compare=result)
     settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["nDCG@10"], "samples": 200,
                                     "release": {"primary_metric": "nDCG@10", "min_delta": 0.02}}, "compare")
-    diff = diff_revisions(base, head, settings, "nDCG@10")
+    diffed = diff_revisions(base, head, settings, "nDCG@10")
+    diff = diffed.model_dump()
     assert diff["systems"]["only_in_head"] == ["blend"]
     [item] = diff["new_systems"]["comparisons"]
     [expected] = [c for c in result["comparisons"] if c["challenger"] == "blend" and c["metric"] == "nDCG@10"]
     assert item == expected
-    comment = markdown_comment(diff)
+    comment = markdown_comment(diffed)
     assert "not compared" not in comment
     assert "### New in head: `blend`, against head's baseline `fusion`" in comment
     assert f"| `blend` | nDCG@10 | {expected['baseline_mean']:.4f} | {expected['challenger_mean']:.4f} |" in comment

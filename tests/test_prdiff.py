@@ -44,7 +44,8 @@ def test_real_change_gets_a_ci_excluding_zero_and_identical_systems_collapse():
     base = revision("main (1234567)", {"fusion": fusion, "reranker": before}, params={"systems": {"reranker": 1}})
     head = revision("working tree", {"fusion": fusion, "reranker": after}, params={"systems": {"reranker": 2}})
 
-    result = diff_revisions(base, head, SETTINGS, "nDCG@10")
+    diffed = diff_revisions(base, head, SETTINGS, "nDCG@10")
+    result = diffed.model_dump()  # the diff as `rerankeval diff --json` writes it
 
     assert result["systems"]["changed"] == ["reranker"] and result["systems"]["unchanged"] == ["fusion"]
     [row] = result["comparisons"]
@@ -54,7 +55,7 @@ def test_real_change_gets_a_ci_excluding_zero_and_identical_systems_collapse():
     assert [(s["column"], s["value"]) for s in result["slices"]] == [("language", "ko")]
     assert result["warnings"] == []
 
-    comment = markdown_comment(result)
+    comment = markdown_comment(diffed)
     assert comment.startswith(COMMENT_MARKER)
     assert "## rerankeval diff: `main (1234567)` → `working tree`" in comment
     assert "- `systems.reranker`: `1` → `2`" in comment
@@ -71,13 +72,14 @@ def test_regression_data_change_and_query_mismatch_are_called_out():
     base = revision("main (1234567)", {"fusion": before}, snapshot={"qrels": "aaa", "queries": "q1"})
     head = revision("pr (89abcde)", {"fusion": before[:29] - 0.1}, snapshot={"qrels": "bbb", "queries": "q1"})
 
-    result = diff_revisions(base, head, SETTINGS, "nDCG@10")
+    diffed = diff_revisions(base, head, SETTINGS, "nDCG@10")
+    result = diffed.model_dump()
 
     assert result["regressions"] == ["fusion"]
     assert result["queries"] == {"base": 30, "head": 29, "paired": 29}
     assert [s["value"] for s in result["slices"]] == ["en", "ko"]
     assert [s["too_small"] for s in result["slices"]] == [False, False]
-    comment = markdown_comment(result)
+    comment = markdown_comment(diffed)
     assert "❌ **nDCG@10 regressed** (95% CI entirely below 0): `fusion`" in comment
     assert "1 only in base, 0 only in head); the diff pairs the 29 queries" in comment
     assert "The snapshot changed (qrels)" in comment
@@ -100,7 +102,7 @@ def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
     assert "pins differ" not in markdown_comment(diff_revisions(  # unsaid by the server, or not yet recorded
         base, replace(head, pins={"llm": {**pins, "backends": {}, "system_fingerprints": {}}}), SETTINGS, "nDCG@10"))
     same = diff_revisions(base, replace(head, pins={"llm": pins}), SETTINGS, "nDCG@10")
-    assert not any("pins differ" in warning for warning in same["warnings"])
+    assert not any("pins differ" in warning for warning in same.warnings)
     for key, before, after in [("max_passage_words", 180, 120), ("yes_words", ["yes"], ["yes", "relevant"]),
                                ("grades", None, [0, 1, 2])]:  # what the model is asked, and how its answer is read
         changed = replace(head, pins={"llm": {**pins, key: after}})
@@ -113,7 +115,7 @@ def test_an_llm_reranker_whose_pins_changed_is_labelled_as_another_system():
 def test_no_change_gives_a_short_comment():
     values = {"fusion": np.linspace(0, 1, 10), "bm25": np.linspace(1, 0, 10)}
     result = diff_revisions(revision("a (1)", values), revision("b (2)", values), SETTINGS, "nDCG@10")
-    assert result["systems"]["unchanged"] == ["fusion", "bm25"] and result["comparisons"] == []
+    assert result.systems["unchanged"] == ["fusion", "bm25"] and result.comparisons == []
     comment = markdown_comment(result)
     assert "No system's per-query metrics changed." in comment
     assert "Slices that moved" not in comment and "regressed" not in comment
@@ -369,7 +371,7 @@ def test_a_prs_regression_is_decided_by_the_family_whose_adjusted_p_is_printed()
     after = {"worse": before["worse"] - 0.08 + rng.normal(0, 0.05, 60),
              "better": before["better"] + 0.08 + rng.normal(0, 0.05, 60),
              "same": before["same"] + rng.normal(0, 0.05, 60)}
-    result = diff_revisions(revision("base", before), revision("head", after), SETTINGS, "nDCG@10")
+    result = diff_revisions(revision("base", before), revision("head", after), SETTINGS, "nDCG@10").model_dump()
     primary = [row for row in result["comparisons"] if row["metric"] == "nDCG@10"]
     assert {row["family"] for row in primary} == {"changed systems on nDCG@10"}
     for row in primary:

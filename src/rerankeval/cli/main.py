@@ -441,12 +441,13 @@ def _diff(args: argparse.Namespace) -> int:
     if args.metrics:
         settings = settings.model_copy(update={"metrics": list(args.metrics)})
     result = diff_revisions(base, head, settings, settings.release.primary_metric)
-    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n" if args.json else markdown_comment(result)
+    text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n" if args.json \
+        else markdown_comment(result)
     if args.output:
         write_text(args.output, text)
     else:
         sys.stdout.write(text)
-    return 1 if args.fail_on_regression and result["regressions"] else 0
+    return 1 if args.fail_on_regression and result.regressions else 0
 
 
 @_subcommand(

@@ -21,6 +21,7 @@ from ..workspace.paths import COMPARE_FILE, DVC_YAML, PER_QUERY_FILE, pipeline_p
 
 if TYPE_CHECKING:
     from ..stats.revisions import Revision
+    from ..stats.schema import DiffMethod, RevisionDiff
 
 PARAMS = Path("params.yaml")
 WORKING_TREE = "working tree"
@@ -182,31 +183,31 @@ def _git(repo: Path, *args: str) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
-def markdown_comment(result: Mapping[str, Any]) -> str:
+def markdown_comment(result: RevisionDiff) -> str:
     """The diff as a GitHub pull-request comment."""
     from .markdown import fmt, p_value, table
 
-    method, primary = result["method"], result["primary_metric"]
-    systems = result["systems"]
-    level = f"{method['confidence']:.0%}"
-    parts = [COMMENT_MARKER, f"## rerankeval diff: `{result['base']}` → `{result['head']}`"]
-    if result["regressions"]:
-        names = ", ".join(f"`{system}`" for system in result["regressions"])
+    method, primary = result.method, result.primary_metric
+    systems = result.systems
+    level = f"{method.confidence:.0%}"
+    parts = [COMMENT_MARKER, f"## rerankeval diff: `{result.base}` → `{result.head}`"]
+    if result.regressions:
+        names = ", ".join(f"`{system}`" for system in result.regressions)
         parts.append(f"❌ **{primary} regressed** ({level} CI entirely below 0): {names}")
     elif systems["changed"]:
         parts.append(f"✅ No system regressed on {primary}.")
-    if result["params_changed"]:
+    if result.params_changed:
         parts.append("**Params changed**\n\n" + "\n".join(
             f"- `{change['key']}`: {_param_value(change, 'base')} → {_param_value(change, 'head')}"
-            for change in result["params_changed"]))
-    if result["warnings"]:
-        parts.append("> [!WARNING]\n" + "\n>\n".join(f"> {warning}" for warning in result["warnings"]))
+            for change in result.params_changed))
+    if result.warnings:
+        parts.append("> [!WARNING]\n" + "\n>\n".join(f"> {warning}" for warning in result.warnings))
 
-    if result["comparisons"]:
-        rows = [[f"`{c['system']}`", c["metric"], fmt(c["base"]), fmt(c["head"]), _delta(c),
-                 f"{fmt(c['low'], signed=True)} .. {fmt(c['high'], signed=True)}",
-                 p_value(c["p_adjusted"]), f"{c['improved']} / {c['tied']} / {c['regressed']}"]
-                for c in result["comparisons"]]
+    if result.comparisons:
+        rows = [[f"`{c.system}`", c.metric, fmt(c.base), fmt(c.head), _delta(c.delta, c.low, c.high),
+                 f"{fmt(c.low, signed=True)} .. {fmt(c.high, signed=True)}",
+                 p_value(c.p_adjusted), f"{c.improved} / {c.tied} / {c.regressed}"]
+                for c in result.comparisons]
         parts.append(table(["system", "metric", "base", "head", "Δ", f"{level} CI", "p (adjusted in its family)",
                             "win / tie / loss"], rows))
     else:
@@ -219,32 +220,31 @@ def markdown_comment(result: Mapping[str, Any]) -> str:
     if notes:
         parts.append("\n".join(f"- {note}" for note in notes))
     if systems["only_in_head"]:
-        parts.append(_new_systems_section(result["new_systems"], systems["only_in_head"], level, method))
+        parts.append(_new_systems_section(result.new_systems, systems["only_in_head"], level, method))
 
     if systems["changed"]:
         title = f"### Slices that moved on {primary} ({level} CI excludes 0)"
-        if not result["slice_columns"]:
+        if not result.slice_columns:
             parts.append(title + "\n\nThe queries carry no slice labels.")
-        elif result["slices"]:
-            rows = [[f"`{s['system']}`", f"{s['column']} = {s['value']}",
-                     f"{s['queries']}{' ⚠' if s['too_small'] else ''}", _delta(s),
-                     f"{fmt(s['low'], signed=True)} .. {fmt(s['high'], signed=True)}"] for s in result["slices"]]
+        elif result.slices:
+            rows = [[f"`{s.system}`", f"{s.column} = {s.value}", f"{s.queries}{' ⚠' if s.too_small else ''}",
+                     _delta(s.delta, s.low, s.high), f"{fmt(s.low, signed=True)} .. {fmt(s.high, signed=True)}"]
+                    for s in result.slices]
             parts.append(title + "\n\n" + table(["system", "slice", "queries", "Δ", f"{level} CI"], rows))
         else:
             parts.append(title + "\n\nNone.")
 
-    parts += _agreement_section(result.get("agreement"))
-    queries = result["queries"]
+    parts += _agreement_section(result.agreement)
+    queries = result.queries
     footnote = f"{queries['paired']} queries paired by id (base {queries['base']}, head {queries['head']})."
-    if result["comparisons"]:
+    if result.comparisons:
         footnote += (
-            f" {primary}: the changed systems are one family, their CIs and p by "
-            f"{method.get('procedure', 'the release procedure')} ({method['samples']} resamples, seed "
-            f"{method['seed']}), which alone decides a regression; other metrics: paired bootstrap {method['ci']} "
-            f"CIs, randomisation test with {method['permutations']} sign flips, {method['correction']}-adjusted "
-            f"among themselves; win/tie/loss counts queries (tie: |Δ| ≤ "
-            f"{method['tie_tolerance']:g}). ▲ / ▼: the CI excludes 0. Slice CIs are not adjusted for multiplicity; "
-            f"⚠ = fewer than {method['min_slice_size']} queries.")
+            f" {primary}: the changed systems are one family, their CIs and p by {method.procedure} "
+            f"({method.samples} resamples, seed {method.seed}), which alone decides a regression; other metrics: "
+            f"paired bootstrap {method.ci} CIs, randomisation test with {method.permutations} sign flips, "
+            f"{method.correction}-adjusted among themselves; win/tie/loss counts queries (tie: |Δ| ≤ "
+            f"{method.tie_tolerance:g}). ▲ / ▼: the CI excludes 0. Slice CIs are not adjusted for multiplicity; "
+            f"⚠ = fewer than {method.min_slice_size} queries.")
     parts.append(f"<sub>{footnote}</sub>")
     return "\n\n".join(parts) + "\n"
 
@@ -269,30 +269,30 @@ def _agreement_section(agreement: Mapping[str, Any] | None) -> list[str]:
     return [text + "".join(f"\n\n- {note}" for note in notes if note)]
 
 
-def _new_systems_section(new: Mapping[str, Any], systems: Sequence[str], level: str,
-                         method: Mapping[str, Any]) -> str:
+def _new_systems_section(new: Mapping[str, Any], systems: Sequence[str], level: str, method: DiffMethod) -> str:
     from .markdown import fmt, p_value, table
 
     names = ", ".join(f"`{s}`" for s in systems)
     title = f"### New in head: {names}"
     if not new["comparisons"]:
         return f"{title}\n\n{new['missing']}."
-    rows = [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]), _delta(c),
+    rows = [[f"`{c['challenger']}`", c["metric"], fmt(c["baseline_mean"]), fmt(c["challenger_mean"]),
+             _delta(c["delta"], c["low"], c["high"]),
              f"{fmt(c['low'], signed=True)} .. {fmt(c['high'], signed=True)}", p_value(c["p_adjusted"]),
              f"{c['improved']} / {c['tied']} / {c['regressed']}"] for c in new["comparisons"]]
     text = (f"{title}, against head's baseline `{new['baseline']}` (head's compare.json: paired over head's queries, "
             "p adjusted in its family there: simultaneous on the primary metric, "
-            f"{method['correction']} over the descriptive rest)\n\n"
+            f"{method.correction} over the descriptive rest)\n\n"
             + table(["system", "metric", f"`{new['baseline']}`", "system", "Δ", f"{level} CI", "p",
                      "win / tie / loss"], rows))
     return text + (f"\n\n{new['missing']}." if new["missing"] else "")
 
 
-def _delta(entry: Mapping[str, Any]) -> str:
+def _delta(delta: float | None, low: float | None, high: float | None) -> str:
     from .markdown import fmt
 
-    arrow = "▲ " if (entry["low"] or 0) > 0 else "▼ " if (entry["high"] or 0) < 0 else ""
-    return arrow + fmt(entry["delta"], signed=True)
+    arrow = "▲ " if (low or 0) > 0 else "▼ " if (high or 0) < 0 else ""
+    return arrow + fmt(delta, signed=True)
 
 
 def _param_value(change: Mapping[str, Any], side: str) -> str:

@@ -25,6 +25,7 @@ from .comparison import finite
 from .config import CompareConfig
 from .deltas import Comparison
 from .family import PROCEDURE, simultaneous_intervals
+from .schema import RevisionDiff
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ def pin_changes(base: Revision, head: Revision, systems: Sequence[str]) -> list[
 
 
 
-def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, primary_metric: str) -> dict[str, Any]:
-    """Every system in both revisions, paired query by query: a JSON-ready dict (``markdown_comment`` renders it).
+def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, primary_metric: str) -> RevisionDiff:
+    """Every system in both revisions, paired query by query (``markdown_comment`` renders it).
 
     Systems whose per-query values are identical are listed as unchanged and left out of the family: there is no
     hypothesis to test, and counting them would only weaken the multiplicity correction of the others.
@@ -130,7 +131,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         "agreement": ranking_agreement(base, head, systems, query_ids, settings.resampling()),
     }
     if not changed:
-        return result
+        return RevisionDiff.model_validate(result)
 
     family = [(system, metric) for system in changed for metric in metrics]
     # Base and head of each system x metric; measures undefined on some queries go by their domain (stats.domains).
@@ -180,7 +181,7 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
                         "system": system, "column": column, "value": str(value), "queries": int(found.sizes[k, i]),
                         "too_small": bool(found.too_small[k, i]), "delta": finite(found.mean[k, i]),
                         "low": finite(found.low[k, i]), "high": finite(found.high[k, i])})
-    return result
+    return RevisionDiff.model_validate(result)
 
 
 def ranking_agreement(base: Revision, head: Revision, systems: Sequence[str], query_ids: Sequence,

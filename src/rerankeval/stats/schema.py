@@ -493,12 +493,83 @@ class Compare(ComparisonCore):
     """What the answers show beside the ranking; absent when no answer was generated."""
 
 
+class RevisionComparison(_Strict):
+    """One system x metric, base against head, paired by query (``stats.revisions.diff_revisions``)."""
+
+    system: str
+    metric: str
+    base: float | None
+    head: float | None
+    delta: float | None
+    low: float | None
+    high: float | None
+    family: str
+    """``changed systems on <primary metric>`` (one family, the release procedure) or ``descriptive``."""
+    p_adjusted: float | None
+    p_randomisation: float | None
+    improved: int
+    tied: int
+    regressed: int
+
+
+class RevisionSlice(_Strict):
+    system: str
+    column: str
+    value: str
+    queries: int
+    too_small: bool
+    delta: float | None
+    low: float | None
+    high: float | None
+
+
+class DiffMethod(_Strict):
+    """The settings of ``compare`` that the diff used, and the primary family's procedure."""
+
+    ci: str
+    confidence: float
+    samples: int
+    seed: int
+    permutations: int
+    correction: str
+    tie_tolerance: float
+    min_slice_size: int
+    procedure: str
+
+
+class RevisionDiff(_Strict):
+    """``rerankeval diff``: is the change between two revisions real? Every system in both, paired query by query;
+    the changed systems on the primary metric are one family (the release family's procedure), which alone decides
+    what regressed; the slices that moved; systems only in head against head's own compare.json."""
+
+    base: str
+    head: str
+    queries: dict[Literal["base", "head", "paired"], int]
+    primary_metric: str
+    method: DiffMethod
+    params_changed: list[dict[str, Any]]
+    """Each params key whose value differs (dotted), with ``base`` and ``head`` where present on that side."""
+    warnings: list[str]
+    systems: dict[Literal["changed", "unchanged", "only_in_base", "only_in_head"], list[str]]
+    slice_columns: list[str]
+    comparisons: list[RevisionComparison]
+    slices: list[RevisionSlice]
+    regressions: list[str]
+    new_systems: dict[str, Any]
+    """Systems only in head against head's baseline: ``comparisons`` from head's compare.json, ``missing`` why
+    there are none."""
+    agreement: dict[str, Any]
+    """How far each system's ranking moved (``stats.agreement``): ``identical``, ``compared``, ``missing``."""
+
+
 MODELS = {"compare": Compare, "verdicts": Verdicts, "costs": Costs}
 """Each file of the compare stage (``<name>.json``) and the model it holds to."""
+SCHEMAS = {**MODELS, "diff": RevisionDiff}
+"""Every JSON Schema in ``docs/schemas/``: the compare stage's files and ``rerankeval diff --json``'s."""
 
 
 def schema_text(name: str) -> str:
-    return json.dumps(MODELS[name].model_json_schema(), indent=2, sort_keys=True) + "\n"
+    return json.dumps(SCHEMAS[name].model_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
 def schema_file(name: str) -> Path:
@@ -507,7 +578,7 @@ def schema_file(name: str) -> Path:
 
 def main(argv: list[str]) -> int:
     stale = []
-    for name in MODELS:
+    for name in SCHEMAS:
         path, text = schema_file(name), schema_text(name)
         if "--write" in argv:
             path.parent.mkdir(parents=True, exist_ok=True)
