@@ -194,6 +194,12 @@ def test_another_collections_run_is_recorded_from_its_reports_and_rendered(proje
     section = page[page.index("## cranfield"):]
     assert "Source: generated at commit abc1234 from `reports/metrics.json`" in section
     assert "`ce_minilm_ft`" in section.split("## ", 2)[1]
+    # the answer measures beside the ranking, with the generator's flag where it cannot tell rankings apart
+    answered = {name: entry["answers"] for name, entry in recorded["systems"].items() if "answers" in entry}
+    assert set(answered["ce_minilm_ft"]) == {"AnswerEM", "AnswerF1"}
+    assert "delta_ci" in answered["ce_minilm_ft"]["AnswerF1"]
+    flagged = "⚠ Not a comparison of rankings here: " in section.split("## ", 2)[1]
+    assert flagged == bool(recorded.get("generator_flag"))
     assert results_data.main(["--root", str(project), "--check"]) == 0
     with pytest.raises(ResultsDataError, match="the demo's results file is written from this checkout's reports"):
         results_data.record_run(project, run, "demo", command, "abc1234")

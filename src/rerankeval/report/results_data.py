@@ -33,6 +33,9 @@ from .cross_machine import cpu_dependent_systems, departures
 from .markdown import table
 
 PRIMARY = "nDCG@10"
+ANSWER_MEASURES = ("AnswerEM", "AnswerF1")
+"""Recorded beside the ranking where the collection has gold answers: what each system's context let the generator
+answer (docs/answers.md)."""
 GENERATED_FROM = ("reports/metrics.json", "reports/compare.json", "reports/verdicts.json")
 DOCS_PAGE = "docs/results.md"
 SHOWN_DEPARTURES = 5
@@ -58,12 +61,19 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
     compare, decided = analysis.compare, analysis.verdicts.verdicts
     baseline, stages = compare.baseline, metrics["first_stage"]
     deltas = {row.challenger: row for row in compare.comparisons if row.metric == PRIMARY}
+    answer_deltas = {(row.challenger, row.metric): row for row in compare.comparisons if row.metric in ANSWER_MEASURES}
     systems = {}
     for name, means in sorted(compare.systems.items()):
         entry = {"mean": means[PRIMARY].mean, "ci": [means[PRIMARY].low, means[PRIMARY].high]}
         if name in deltas:
             entry["delta_vs_baseline"] = deltas[name].delta
             entry["delta_ci"] = [deltas[name].low, deltas[name].high]
+        answered = {measure: {"mean": means[measure].mean, **({"delta_vs_baseline": found.delta,
+                                                               "delta_ci": [found.low, found.high]}
+                                                              if (found := answer_deltas.get((name, measure))) else {})}
+                    for measure in ANSWER_MEASURES if measure in means and means[measure].mean is not None}
+        if answered:  # none on a collection without gold answers
+            entry["answers"] = answered
         if name in decided:
             entry["verdict"] = decided[name].decision
             entry["family"] = decided[name].family
@@ -87,6 +97,8 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
                            "weights": dict(metrics["fusion"]["weights"])}} if fitted else {}),
         "baseline": baseline,
         "systems": systems,
+        # why the answer measures do not compare rankings here, when the generator cannot tell them apart
+        **({"generator_flag": compare.generator_sanity.flag} if compare.generator_sanity.flag else {}),
     }
 
 
@@ -217,6 +229,23 @@ def render_systems(data: Mapping[str, Any]) -> str:
     return _table(["system", PRIMARY, "95% CI", f"Δ vs `{data['baseline']}` [95% CI]", "verdict"], rows)
 
 
+def render_answers(data: Mapping[str, Any]) -> str:
+    """Each system's answer measures and their Δ against the baseline; "" on a collection without gold answers."""
+    rows = []
+    for name, entry in data["systems"].items():
+        found = entry.get("answers", {})
+        if found:
+            rows.append([f"`{name}`", *(cell for measure in ANSWER_MEASURES for cell in (
+                _number(found.get(measure, {}).get("mean")),
+                "" if "delta_vs_baseline" not in found.get(measure, {}) else
+                f"{_signed(found[measure]['delta_vs_baseline'])} {_interval(found[measure]['delta_ci'])}"))])
+    if not rows:
+        return ""
+    header = ["system", *(cell for measure in ANSWER_MEASURES
+                          for cell in (measure, f"Δ {measure} vs `{data['baseline']}` [95% CI]"))]
+    return _table(header, rows)
+
+
 def render_tables(data: Mapping[str, Any]) -> str:
     """A hand-recorded file's own tables (``tables``: title, columns, rows), each cell as written there."""
     parts = []
@@ -247,6 +276,8 @@ def render_blocks(results: Mapping[str, Mapping[str, Any]],
     for name, data in results.items():
         if "systems" in data:
             blocks[f"systems-{name}"] = render_systems(data)
+            if render_answers(data):
+                blocks[f"answers-{name}"] = render_answers(data)
         if data.get("tables"):
             blocks[f"tables-{name}"] = render_tables(data)
     return blocks
@@ -264,6 +295,11 @@ def render_page(results: Mapping[str, Mapping[str, Any]], benchmarks: Mapping[st
             lines += [note, ""]
         if f"systems-{name}" in blocks:
             lines += [blocks[f"systems-{name}"]]
+        if f"answers-{name}" in blocks:
+            flag = (f" ⚠ Not a comparison of rankings here: {data['generator_flag']}." if data.get("generator_flag")
+                    else "")
+            lines += [f"Answers (the fixed generator's, from each system's context).{flag}", "",
+                      blocks[f"answers-{name}"]]
         if f"tables-{name}" in blocks:
             lines += [blocks[f"tables-{name}"]]
     for name, data in benchmarks.items():
