@@ -21,7 +21,8 @@ def stage_compare(core: dict, **added) -> Compare:
     """compare.json as the stage writes it: ``core`` (the comparison's fields, those missing empty) and ``added``,
     with the stage's records empty."""
     empty = {"queries": 0, "method": method(), "systems": {}, "comparisons": [], "slices": {}, "unjudged": {},
-             "split": "test", "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {}, "worst_regressions": {}}
+             "split": "test", "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {},
+             "worst_regressions": {}}
     return Compare.model_validate({**empty, **core, **added})
 
 

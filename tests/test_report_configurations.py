@@ -70,7 +70,8 @@ def test_configurations_report_skip_rate_and_what_skipping_lost():
                             "compute_s": [0.0, 0.2, 0.0, 0.2], "replayed_s": 0.0})
     per_query = pd.DataFrame({"system": ["routed"] * 4 + ["blend"] * 4, "query_id": list("abcd") * 2,
                               "nDCG@10": [0.2, 0.9, 0.5, 0.8, 0.7, 0.9, 0.5, 0.8]})
-    compare = ComparisonCore(baseline="fusion", queries=4, method=method(), systems={}, slices={}, unjudged={}, comparisons=[
+    compare = ComparisonCore(baseline="fusion", queries=4, method=method(), systems={}, slices={}, unjudged={},
+                             comparisons=[
         Comparison(challenger="routed", baseline="fusion", metric="nDCG@10", baseline_mean=0.6, challenger_mean=0.61,
                    delta=0.01, low=-0.02, high=0.04, family="release vs fusion", p_adjusted=0.5, p_randomisation=0.5,
                    p_ttest=0.5, median_delta=0.0, cohens_dz=0.1, improved=1, tied=2, regressed=1, percentiles={},
@@ -134,7 +135,8 @@ def test_worst_regressions_are_one_table_without_the_bounds():
     from rerankeval.stats.schema import Compare
 
     item = {"query_id": "q7", "query": "a | b", "before": ["d1 (2)"], "after": ["d2 (unjudged)"]}
-    compare = Compare(baseline="fusion", queries=40, method=method(), systems={}, comparisons=[], slices={}, unjudged={},
+    compare = Compare(baseline="fusion", queries=40, method=method(), systems={}, comparisons=[], slices={},
+                      unjudged={},
                       split="test", first_stage=FIRST_STAGE, generator_sanity=GENERATOR_CHECK, language_check={},
                       worst_regressions={"ce": [item], "random": [item], "bm25": []})
     text = regressions_section(compare, "nDCG@10", skip=["random"], explorer="site/explorer.html")

@@ -57,7 +57,8 @@ def _as_stage(analysis: Analysis) -> tuple[Compare, Verdicts]:
     """The comparison and the decision as the compare stage writes them: the cores ``analyze`` returns without the
     pipeline's records, with the fields the stage adds from its other outputs (the tiny project has none of them)."""
     compare = Compare.model_validate({**analysis.compare.model_dump(exclude_unset=True), "split": "test",
-                                      "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK, "language_check": {},
+                                      "first_stage": FIRST_STAGE, "generator_sanity": GENERATOR_CHECK,
+                                      "language_check": {},
                                       "worst_regressions": {}})
     verdicts = Verdicts.model_validate({**analysis.verdicts.model_dump(exclude_unset=True), "latency_source": {},
                                         "latency_untrusted": {}, "generator_flag": None, "inactive_claims": [],
