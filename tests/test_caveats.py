@@ -135,7 +135,21 @@ def test_a_language_caveat_reaches_the_verdict_through_the_comparison():
     assert compare(table, slices, settings, rule)[1]["verdicts"]["model"]["decision"] == "REJECT"
     facts = RunFacts(caveats={"model": language_caveats(CHECK, slices, queries)})
     verdict = compare(table, slices, settings, rule, facts)[1]["verdicts"]["model"]
-    assert verdict["decision"] == "INCONCLUSIVE" and verdict["decided_by"].startswith("cannot read language=ko")
+    # The model's own caveat softens nothing: the Korean slice's regression still decides, the caveat beside it.
+    assert verdict["decision"] == "REJECT" and verdict["decided_by"].startswith("critical slice language=ko")
+    assert any(reason.startswith("cannot read language=ko") for reason in verdict["reasons"])
+    assert not any("blocks ACCEPT only" in reason for reason in verdict["reasons"])
+
+
+def test_a_model_that_cannot_read_the_collection_and_ranks_worse_is_rejected_with_the_cause_beside_it():
+    unreadable = Caveat("cannot read this collection", per_system=True)
+    verdict = decide(RULE, replace(WORSE, caveats=(unreadable,)))
+    assert verdict.decision == Decision.REJECT and "significantly worse" in verdict.decided_by
+    assert "cannot read this collection" in verdict.reasons
+    assert all(check.hard for check in verdict.checks if check.name == "primary_not_worse")
+    better = replace(WORSE, primary=DeltaEvidence("AnswerF1", mean=0.05, ci_low=0.02, ci_high=0.08), slices=())
+    blocked = decide(RULE, replace(better, caveats=(unreadable,)))
+    assert blocked.decision == Decision.INCONCLUSIVE and blocked.decided_by == "cannot read this collection"
 
 
 def test_report_lines():

@@ -40,7 +40,7 @@ def language_warnings(run_metadata: Mapping[str, Mapping[str, Any]]) -> dict[str
         text = "queries" if check["decided_on"] == "query_share" else "queries and scored passages"
         warnings[system] = (f"its model cannot read {where}: its tokenizer maps {shares} of the characters of the "
                             f"{text} to unknown, byte or split pieces (threshold "
-                            f"{check['threshold']:.0%}); that slice's own check only blocks ACCEPT (a REJECT never "
-                            "rests on the slice alone), while the overall mean, which counts its queries, still "
-                            "decides; against a system that cannot read it either, it is a note, not a reason")
+                            f"{check['threshold']:.0%}); it blocks ACCEPT and is the likely cause of a regression "
+                            "there, which still decides (the queries measure this model as they measure any other); "
+                            "against a system that cannot read it either, it is a note, not a reason")
     return warnings

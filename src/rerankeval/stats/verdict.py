@@ -38,10 +38,10 @@ A served system declared with an in-process reference (``compare.served_parity``
 scored within its tolerance: failing that is a hard check listed right after the guardrails (REJECT, never softened),
 since the model behind the endpoint is then not the one evaluated.
 
-A caveat (``Caveat``: the generator cannot tell rankings apart while the primary metric reads the answer; the
-model cannot read a language slice, ``stats.caveats``) is a failed soft check placed right after the identical-run
-check, and turns the quality checks it covers (the primary metric's on every query, or the critical slices of its
-slice) into soft ones: they are still listed, but only block ACCEPT, so no REJECT rests on them.
+A caveat (``Caveat``, ``stats.caveats``) is a failed soft check right after the identical-run check. One on the
+evidence (the generator cannot tell rankings apart) makes the quality checks it covers soft (the primary metric's on
+every query, or its slice's critical slices): still listed, they only block ACCEPT. One on the challenger's own model
+(it cannot read a language, ``_under_caveats``) softens nothing and names the likely cause beside a REJECT.
 
 How often this is wrong on a given query set is simulated by ``rerankeval.stats.simulation``.
 Pure: no I/O; the caller fills ``Evidence`` from ``rerankeval.stats`` results.
@@ -342,14 +342,14 @@ QUALITY_CHECKS = ("primary_not_worse", "primary_not_inferior")
 
 
 def _under_caveats(checks: tuple[Check, ...], caveats: tuple[Caveat, ...]) -> tuple[Check, ...]:
-    """The hard quality checks a caveat covers, made soft: a caveat on every query covers the primary metric's and
-    every slice's, one on a slice that slice's."""
-    covered = {f"slice {c.column}={c.value}" for c in caveats if c.column is not None}
-    everything = any(c.column is None for c in caveats)
+    """The hard quality checks a caveat on the evidence covers, made soft (on every query: the primary metric's and
+    every slice's; on a slice: that slice's); one on the challenger's own model (``per_system``) covers none."""
+    on_evidence = [c for c in caveats if not c.per_system]
+    covered = {f"slice {c.column}={c.value}" for c in on_evidence if c.column is not None}
+    everything = any(c.column is None for c in on_evidence)
 
     def covers(check: Check) -> bool:
-        return check.name in covered or (everything and (check.name in QUALITY_CHECKS or
-                                                         check.name.startswith("slice ")))
+        return check.name in covered or (everything and (check.name in QUALITY_CHECKS or check.name[:6] == "slice "))
 
     return tuple(Check(c.name, c.passed, False, c.message + ("; blocks ACCEPT only: a caveat covers it"
                                                              if not c.passed else ""))
