@@ -151,3 +151,36 @@ def test_per_comparison_inference_is_printed_as_what_it_is():
     assert "each interval holds for its pair alone" in text and "whole family" not in text
     assert "3 systems decided against `fusion`" in text  # what no multiplicity control costs is stated, not hidden
     assert "each interval holds for the whole family" in inference_text(family)
+
+
+def test_rerankeval_diff_numbers_are_the_analysis_of_base_against_head():
+    """`rerankeval diff` and `analyze` run one paired inference (stats.inference): a system's base-to-head rows equal
+    the analysis of the head run as a challenger of the base run, metric by metric, in the same families."""
+    from rerankeval.stats.analysis import analyze
+    from rerankeval.stats.config import CompareConfig
+    from rerankeval.stats.revisions import Revision, diff_revisions
+
+    rng = np.random.default_rng(7)
+    queries = [f"q{i:02d}" for i in range(50)]
+    before = {"nDCG@10": rng.uniform(0.2, 0.7, 50), "RR@10": rng.uniform(0, 1, 50)}
+    after = {"nDCG@10": before["nDCG@10"] + rng.normal(0.03, 0.08, 50), "RR@10": rng.uniform(0, 1, 50)}
+    after["RR@10"][::7] = np.nan  # a measure undefined on some queries goes by its domain on both paths
+    slices = pd.DataFrame({"language": ["ko" if i % 3 == 0 else "en" for i in range(50)]},
+                          index=pd.Index(queries, name="query_id"))
+
+    def frame(system: str, values: dict) -> pd.DataFrame:  # the unjudged watch reads Judged@10 (all judged here)
+        return pd.DataFrame({"system": system, "query_id": queries, **values, "Judged@10": 1.0})
+
+    settings = CompareConfig.parse({"baseline": "base", "metrics": ["nDCG@10", "RR@10"], "samples": 999,
+                                    "permutations": 999, "simulation": {"trials": 20, "samples": 100},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+    diffed = diff_revisions(Revision("base", frame("reranker", before), slices, {}, {}),
+                            Revision("head", frame("reranker", after), slices, {}, {}), settings, "nDCG@10")
+    analysed = analyze(pd.concat([frame("base", before), frame("head", after)]), slices, settings, settings.release)
+    rows = {row.metric: row for row in analysed.compare.comparisons}
+    fields = ("delta", "low", "high", "p_adjusted", "p_randomisation", "improved", "tied", "regressed")
+    for row in diffed.comparisons:
+        assert {name: getattr(row, name) for name in fields} == {name: getattr(rows[row.metric], name)
+                                                                for name in fields}, row.metric
+    assert [row.family for row in diffed.comparisons] == ["changed systems on nDCG@10", "descriptive"]
+    assert rows["nDCG@10"].family == "release vs base" and rows["RR@10"].family == "descriptive"

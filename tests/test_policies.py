@@ -13,6 +13,7 @@ from rerankeval.policies.points import per_query_quality, policy_points
 from rerankeval.policies.sweep import override, run_policy
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.report.frontier import sweeps_section
+from rerankeval.stats.config import CompareConfig
 from rerankeval.systems.registry import build_system
 from tests.composite_fixtures import QRELS, QUERIES, SCORED, candidates, context, systems  # noqa: F401, F811  (fixture)
 
@@ -25,6 +26,13 @@ def composed(systems):  # noqa: F811
     systems["routed"] = {"kind": "routed", "depth": 4, "default": "length", "rules": [
         {"when": {"margin": {"column": "bm25_score", "at_least": 3.0}}, "then": "skip"}]}
     return systems
+
+
+def resampled(samples: int) -> CompareConfig:
+    """The comparison's settings a sweep's intervals and p are computed under."""
+    return CompareConfig.parse({"baseline": "fusion", "metrics": ["RR@10"], "samples": samples,
+                                "permutations": samples, "seed": 1, "confidence": 0.95,
+                                "release": {"primary_metric": "RR@10", "min_delta": 0.03}}, "compare")
 
 
 SWEEPS = [SweepConfig(system="blend", parameter="weight", values=[0.0, 0.5, 1.0]),
@@ -58,8 +66,8 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     baseline = per_query_quality(fused, QRELS, ["q1", "q2"], "RR@10", "drop")
     assert baseline.tolist() == [0.5, 1.0]  # q1's relevant d1 is fused 2nd, q2's d0 is 1st
     policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
-    points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0, hourly_price=3.6,
-                           n_samples=200, seed=1, confidence=0.95)
+    points = policy_points(policy, baseline, QRELS, "RR@10", resampled(200), no_relevant="drop", warmup_queries=0,
+                           hourly_price=3.6)
     # q1's d1 comes first at every weight (RR 1). q2's d0: BM25 (weight 0) puts it 3rd, word count (weight 1) 3rd
     # (tied with d2 at 2 words, fused rank first), the half blend (.125, 1, .25, .25) last: RR 1/3, 1/4, 1/3.
     assert points["quality"].tolist() == pytest.approx([2 / 3, 0.625, 2 / 3])
@@ -82,13 +90,43 @@ def test_a_sweep_s_intervals_are_simultaneous_over_its_settings(composed, monkey
     quality = {id(setting.run): baseline + rng.normal(0.02 * k, 0.2, len(ids))
                for k, setting in enumerate(policy.settings)}
     monkeypatch.setattr(points_module, "per_query_quality", lambda run, *args: quality[id(run)])
-    together = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
-                             hourly_price=3.6, n_samples=1000, seed=1, confidence=0.95)
-    alone = policy_points(replace(policy, settings=policy.settings[:1]), baseline, QRELS, "RR@10",
-                          no_relevant="drop", warmup_queries=0, hourly_price=3.6, n_samples=1000, seed=1,
-                          confidence=0.95)
+    together = policy_points(policy, baseline, QRELS, "RR@10", resampled(1000), no_relevant="drop",
+                             warmup_queries=0, hourly_price=3.6)
+    alone = policy_points(replace(policy, settings=policy.settings[:1]), baseline, QRELS, "RR@10", resampled(1000),
+                          no_relevant="drop", warmup_queries=0, hourly_price=3.6)
     assert together["delta"][0] == pytest.approx(alone["delta"][0])
     assert together["high"][0] - together["low"][0] > 1.1 * (alone["high"][0] - alone["low"][0])
+
+
+def test_a_sweep_s_points_are_the_analysis_of_its_settings_against_the_baseline(composed, monkeypatch):
+    """The sweep and ``analyze`` run one paired inference (stats.inference): each setting's Δ, interval and adjusted
+    p equal the analysis of the settings as the release challengers of the baseline (one family, the same resamples)."""
+    from rerankeval.policies import points as points_module
+    from rerankeval.stats.analysis import analyze
+
+    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
+    policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
+    rng = np.random.default_rng(5)
+    ids = [f"q{i:02d}" for i in range(60)]
+    baseline = pd.Series(rng.uniform(0, 1, len(ids)), index=ids)
+    quality = {id(setting.run): baseline + rng.normal(0.03 * k, 0.2, len(ids))
+               for k, setting in enumerate(policy.settings)}
+    monkeypatch.setattr(points_module, "per_query_quality", lambda run, *args: quality[id(run)])
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["RR@10"], "samples": 999, "permutations": 999,
+                                    "simulation": {"trials": 20, "samples": 100},
+                                    "release": {"primary_metric": "RR@10", "min_delta": 0.03}}, "compare")
+    points = policy_points(policy, baseline, QRELS, "RR@10", settings, no_relevant="drop", warmup_queries=0,
+                           hourly_price=3.6)
+    per_query = pd.concat([pd.DataFrame({"system": name, "query_id": ids, "RR@10": values.to_numpy(),
+                                         "Judged@10": 1.0})
+                           for name, values in [("fusion", baseline), *zip(points["value"], quality.values())]])
+    analysed = analyze(per_query, pd.DataFrame(index=ids), settings, settings.release)
+    rows = {row.challenger: row for row in analysed.compare.comparisons}
+    assert {row.family for row in rows.values()} == {"release vs fusion"}
+    for point in points.itertuples():  # compare.json rounds to 6 decimals (stats.decisions.finite)
+        row = rows[point.value]
+        assert tuple(round(value, 6) for value in (point.delta, point.low, point.high, point.p_adjusted)) == (
+            row.delta, row.low, row.high, row.p_adjusted), point.value
 
 
 def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
@@ -106,8 +144,8 @@ def test_a_setting_that_calls_no_model_costs_no_model_time(composed):
               SweepConfig(system="routed", parameter="rules.0.when.margin.at_least", values=[3.0, 5.0])]
     for number, sweep in enumerate(sweeps):
         policy = run_policy(sweep, candidates(), QUERIES, shared, f"policies.sweeps[{number}]")
-        points = policy_points(policy, baseline, QRELS, "RR@10", no_relevant="drop", warmup_queries=0,
-                               hourly_price=3.6, n_samples=50, seed=1, confidence=0.95)
+        points = policy_points(policy, baseline, QRELS, "RR@10", resampled(50), no_relevant="drop",
+                               warmup_queries=0, hourly_price=3.6)
         free, paid = points.itertuples()
         replayed = [setting.latency["replayed_s"].to_numpy() for setting in policy.settings]
         assert free.model_pairs == 0 and (replayed[0] == 0).all(), sweep.system

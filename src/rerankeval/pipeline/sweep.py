@@ -55,10 +55,9 @@ def run(params: Params, paths: PipelinePaths) -> None:
             continue
         policy = run_policy(sweep, candidates, queries, context, f"policies.sweeps[{number}]")
         pairs[policy.label] = policy.pairs.to_dict()
-        frames.append(policy_points(policy, baseline, qrels, measure, no_relevant=evaluation.no_relevant,
+        frames.append(policy_points(policy, baseline, qrels, measure, settings, no_relevant=evaluation.no_relevant,
                                     warmup_queries=evaluation.warmup_queries,
-                                    hourly_price=evaluation.hourly_price_usd,
-                                    **settings.resampling(with_method=False)))
+                                    hourly_price=evaluation.hourly_price_usd))
         print(f"sweep[{policy.label}]: {len(sweep.values)} settings, pairs scored {policy.pairs.scored}, "
               f"read from the cache {policy.pairs.from_cache}, reused {policy.pairs.reused}")
     points = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=POINT_COLUMNS)

@@ -1,7 +1,7 @@
-"""A sweep's settings as points of the quality-cost frontier: mean quality, its paired CI against the baseline
-(simultaneous over the sweep's settings: one family per sweep, by the release family's procedure, ``stats.family``, so
-the best-looking setting of many is not read at a single setting's level), p95 latency, cost per 1k queries, skip and fallback rates, the pairs the setting needed from a model and
-those the sweep needed.
+"""A sweep's settings as points of the quality-cost frontier: mean quality, its paired CI against the baseline and
+its adjusted p (one decision family per sweep, by the paired inference every table of deltas uses,
+``stats.inference``, so the best-looking setting of many is not read at a single setting's level), p95 latency, cost
+per 1k queries, skip and fallback rates, the pairs the setting needed from a model and those the sweep needed.
 
 Every cost is the setting's own, from its per-query latency table: cold latency (measured wall time plus the
 replayed compute time of cache hits, ``rerank.latency``), so a point served from the cache costs what its model
@@ -22,11 +22,13 @@ from ..rerank.cost import cost_per_query
 from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
 from ..stats.deltas import Comparison
 from ..stats.domains import PairedFamily
-from ..stats.family import simultaneous_intervals
+from ..stats.config import CompareConfig
+from ..stats.inference import paired_inference
 from ..systems.base import FUSION_FALLBACK, SKIPPED
 from .sweep import PolicyRuns
 
-POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p95_ms",
+POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p_adjusted",
+                 "p95_ms",
                  "cost_per_1k_queries", "model_pairs", "skip_rate", "fallback_rate", "queries", "pairs_scored",
                  "pairs_from_cache", "pairs_reused"]
 
@@ -37,19 +39,18 @@ def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequenc
                     no_relevant=no_relevant)[measure]
 
 
-def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, *, no_relevant: str,
-                  warmup_queries: int, hourly_price: float, n_samples: int, seed: int,
-                  confidence: float) -> pd.DataFrame:
+def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, settings: CompareConfig,
+                  *, no_relevant: str, warmup_queries: int, hourly_price: float) -> pd.DataFrame:
     """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id. Each
-    setting's interval is simultaneous over the sweep's settings (one family, ``stats.family``)."""
+    setting's interval and p are its sweep's family's (``stats.inference``, under the comparison's ``settings``)."""
     qualities = [per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
                  for setting in policy.settings]
     family = PairedFamily(
         tuple(Comparison(setting_label(setting.value), measure) for setting in policy.settings),
         np.column_stack([baseline.reindex(values.index).to_numpy(dtype=np.float64) for values in qualities]),
         np.column_stack([values.to_numpy(dtype=np.float64) for values in qualities]))
-    intervals = simultaneous_intervals(family, [policy.label] * len(qualities), n_samples=n_samples, seed=seed,
-                                       confidence=confidence).intervals
+    inference = paired_inference(family, [policy.label] * len(qualities), settings)
+    intervals = inference.shown
     rows = []
     for position, (setting, values) in enumerate(zip(policy.settings, qualities)):
         latency = setting.latency
@@ -58,7 +59,7 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
             "policy": policy.label, "system": policy.sweep.system, "parameter": policy.sweep.parameter,
             "value": setting_label(setting.value), "position": position, "quality": float(values.mean()),
             "delta": float(intervals.mean[position]), "low": float(intervals.low[position]),
-            "high": float(intervals.high[position]),
+            "high": float(intervals.high[position]), "p_adjusted": float(inference.p_adjusted[position]),
             "p95_ms": summarise_latency(latency, warmup_queries)["p95_ms"],
             "cost_per_1k_queries": cost_per_query(seconds, hourly_price) * 1000,
             "model_pairs": sum(setting.pairs.to_dict().values()),

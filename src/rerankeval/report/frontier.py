@@ -84,8 +84,9 @@ table."""
 def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]], measure: str) -> str:
     parts = ["### Policy sweeps (one pass over stored scores)",
              "Each setting is a full run of the configuration on the evaluated queries; Δ is against the baseline "
-             "with a paired CI simultaneous over the sweep's settings (one family per sweep, by the release "
-             "family's procedure, so the best-looking of many settings is not read at a single setting's level); it "
+             "with a paired CI simultaneous over the sweep's settings and the p adjusted in that family (one family "
+             "per sweep, by the release family's procedure, so the best-looking of many settings is not read at a "
+             "single setting's level); it "
              "is not the release family's interval that a verdict reads (a configured system's is on the decision "
              "page). A sweep's curve describes the settings on this split: a setting picked "
              "from it is tuned on the test queries (the blend's own weight is fitted on the train split instead). "
@@ -99,9 +100,9 @@ def sweeps_section(sweeps: pd.DataFrame, pairs: Mapping[str, Mapping[str, int]],
                         "pairs reused in memory"], summary))
     rows = [[r.policy, r.value + (HELD_MARK[r.parameter == "depth"] if r.held else ""),
              fmt(r.quality), f"{fmt(r.delta, signed=True)} [{fmt(r.low, signed=True)}, "
-             f"{fmt(r.high, signed=True)}]", ms(r.p95_ms), fmt(r.cost_per_1k_queries, 5),
+             f"{fmt(r.high, signed=True)}]", fmt(r.p_adjusted), ms(r.p95_ms), fmt(r.cost_per_1k_queries, 5),
              str(r.model_pairs), f"{r.skip_rate:.0%}", f"{r.fallback_rate:.0%}"]
             for r in sweeps.itertuples()]
-    parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p95 ms", "cost / 1k",
-                        "model pairs", "skipped", "fallbacks"], rows))
+    parts.append(table(["policy", "setting", measure, f"Δ {measure} vs baseline [CI]", "p (adjusted)", "p95 ms",
+                        "cost / 1k", "model pairs", "skipped", "fallbacks"], rows))
     return "\n\n".join(parts)

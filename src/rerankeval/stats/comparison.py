@@ -22,7 +22,8 @@ from .config import CompareConfig, ReleaseRule, UnjudgedWatch
 from .decisions import (GuardrailInputs, ReleasePairs, RunFacts, decide_pairs, evidence_settings, family_label,
                         family_of, finite)
 from .evidence import adjusted_confidence, release_evidence, slices_that_can_reject, verdict_queries
-from .family import procedure, simultaneous_intervals
+from .family import procedure
+from .inference import paired_inference
 from .seed_comparison import seed_family, seeds_record, with_seed_intervals
 from .simulation import SIMULATED_DELTAS
 from .guardrails import check_slice_budgets, guardrail_table
@@ -90,18 +91,14 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     system_table = _system_means(scores, systems, metrics, boot)
     paired = _paired(scores, systems, metrics, settings, rule, references)
     family = paired.comparisons
-    # The descriptive intervals and tests (secondary metrics, reference systems): each pair's own percentile (or BCa)
-    # interval; p-values adjusted over the descriptive family below.
-    intervals = queries_only = domains.family_intervals(paired, **boot)
-    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
-                                        correction=settings.correction)
     # The release decision's family: each baseline's release challengers on the primary metric, simultaneous
-    # intervals and adjusted p from one procedure (stats.family); a reference system is decided alone.
+    # intervals and adjusted p from one procedure (stats.family); a reference system is decided alone. Every other
+    # pair (secondary metrics) is descriptive: its own interval, p adjusted over the descriptive pairs.
     on_primary = [j for j, item in enumerate(family) if item.metric == rule.primary_metric]
     groups = [family_of(family[j], j, facts.reference_systems, settings.inference) for j in on_primary]
-    primary_family = domains.PairedFamily(tuple(family[j] for j in on_primary), paired.base[:, on_primary],
-                                          paired.challenger[:, on_primary])
-    simultaneous = simultaneous_intervals(primary_family, groups, **settings.resampling(with_method=False))
+    inference = paired_inference(paired, [groups[on_primary.index(j)] if j in on_primary else None
+                                          for j in range(len(family))], settings, worst_n=settings.worst_n)
+    primary_family, simultaneous = paired.subset(on_primary), inference.simultaneous
     # A pair involving a system trained with several seeds: its primary-metric CI also counts the between-seed
     # variance (at the Bonferroni level of its family); it replaces the bootstrap's, in compare.json and the verdict.
     on_seeds, seed_p = _seed_family(per_query_seeds, family, on_primary, simultaneous.family_size, scores, query_ids,
@@ -110,14 +107,11 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     release_p.update(seed_p)
     primary_intervals = with_seed_intervals(simultaneous.intervals, {on_primary.index(j): found
                                                                      for j, found in on_seeds.items()})
-    descriptive = [j for j in range(len(family)) if j not in release_p]
-    descriptive_p = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive],
-                                                                  settings.correction)))
-    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=settings.worst_n)
+    descriptive = inference.descriptive
     comparisons: dict[str, list[dict]] = {reference: [] for reference in references}
     for j, item in enumerate(family):
-        summary = summaries[j]
-        shown = (primary_intervals, on_primary.index(j)) if j in release_p else (intervals, j)
+        summary = inference.summaries[j]
+        shown = (primary_intervals, on_primary.index(j)) if j in release_p else (inference.shown, j)
         comparisons[item.baseline].append({
             "challenger": item.challenger, "baseline": item.baseline, "metric": item.metric,
             "baseline_mean": finite(_mean(scores[item.baseline][item.metric])),
@@ -125,8 +119,8 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             "delta": finite(shown[0].mean[shown[1]]), "low": finite(shown[0].low[shown[1]]),
             "high": finite(shown[0].high[shown[1]]),
             "family": family_label(groups[on_primary.index(j)]) if j in release_p else "descriptive",
-            "p_adjusted": finite(release_p[j] if j in release_p else descriptive_p[j]),
-            "p_randomisation": finite(tests.p_randomisation[j]), "p_ttest": finite(tests.p_ttest[j]),
+            "p_adjusted": finite(release_p.get(j, inference.p_adjusted[j])),
+            "p_randomisation": finite(inference.p_randomisation[j]), "p_ttest": finite(inference.p_ttest[j]),
             "median_delta": finite(summary.median), "cohens_dz": finite(summary.cohens_dz),
             "improved": summary.improved, "tied": summary.tied, "regressed": summary.regressed,
             "percentiles": {str(q): finite(v) for q, v in summary.percentiles.items()},
@@ -171,7 +165,7 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     if guarded:
         result["guardrails"] = guardrail_table(guard_scores, systems, guarded, boot)
     if on_seeds:
-        result["seeds"] = seeds_record(on_seeds, queries_only, rule.primary_metric, settings.confidence,
+        result["seeds"] = seeds_record(on_seeds, inference.own, rule.primary_metric, settings.confidence,
                                        settings.seed)
     rule_text = _rule_record(rule, settings, slices_that_can_reject(rule, labels, settings.min_slice_size),
                              len(first_family["members"]) if first_family else 1)
@@ -235,9 +229,7 @@ def _slice_table(paired: domains.PairedFamily, settings: CompareConfig,
                  labels: Mapping[str, np.ndarray]) -> dict[str, list[dict]]:
     """compare.json's ``slices``: each slice value's deltas against the first baseline (the verdicts weigh every
     pair's own slices, ``stats.evidence``)."""
-    first = [j for j, item in enumerate(paired.comparisons) if item.baseline == settings.baseline]
-    against_first = domains.PairedFamily(tuple(paired.comparisons[j] for j in first), paired.base[:, first],
-                                         paired.challenger[:, first])
+    against_first = paired.subset([j for j, item in enumerate(paired.comparisons) if item.baseline == settings.baseline])
     found = {}
     for column, column_labels in labels.items():
         result = domains.family_slices(against_first, column_labels, min_slice_size=settings.min_slice_size,

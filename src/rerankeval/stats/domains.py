@@ -50,6 +50,12 @@ class PairedFamily:
         """Per-query deltas; NaN where either side is undefined."""
         return self.challenger - self.base
 
+    def subset(self, members: Sequence[int]) -> PairedFamily:
+        """The family of ``members`` (indices into ``comparisons``), in that order."""
+        members = list(members)
+        return PairedFamily(tuple(self.comparisons[j] for j in members), self.base[:, members],
+                            self.challenger[:, members])
+
 
 def paired_family(scores: Mapping[str, Mapping[str, ArrayLike]], baseline: str,
                   references: Mapping[str, Sequence[str]] | None = None) -> PairedFamily:

@@ -24,7 +24,8 @@ from .agreement import agreement_summary
 from .comparison import finite
 from .config import CompareConfig
 from .deltas import Comparison
-from .family import PROCEDURE, simultaneous_intervals
+from .family import PROCEDURE
+from .inference import paired_inference
 from .schema import RevisionDiff
 
 
@@ -135,45 +136,33 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
 
     family = [(system, metric) for system in changed for metric in metrics]
     # Base and head of each system x metric; measures undefined on some queries go by their domain (stats.domains).
+    # The changed systems' primary deltas are one decision family; the other metrics are descriptive.
     paired = domains.PairedFamily(
         tuple(Comparison(s, m) for s, m in family),
         np.column_stack([base_scores[s][:, metrics.index(m)] for s, m in family]),
         np.column_stack([head_scores[s][:, metrics.index(m)] for s, m in family]))
-    boot = settings.resampling()
-    intervals = domains.family_intervals(paired, **boot)
-    tests = domains.family_significance(paired, n_permutations=settings.permutations, seed=settings.seed,
-                                        correction=settings.correction)
-    primary = [j for j, (_, metric) in enumerate(family) if metric == primary_metric]
-    decided = simultaneous_intervals(
-        domains.PairedFamily(tuple(paired.comparisons[j] for j in primary), paired.base[:, primary],
-                             paired.challenger[:, primary]), [0] * len(primary),
-        **settings.resampling(with_method=False))
-    at = {j: k for k, j in enumerate(primary)}
-    descriptive = [j for j in range(len(family)) if j not in at]
-    holm = dict(zip(descriptive, domains.adjust_testable(tests.p_randomisation[descriptive], settings.correction)))
-    summaries = domains.family_summaries(paired, tie_tol=settings.tie_tolerance, worst_n=0)
+    changed_family = f"changed systems on {primary_metric}"
+    inference = paired_inference(paired, [changed_family if metric == primary_metric else None
+                                          for _, metric in family], settings)
     for j, (system, metric) in enumerate(family):
-        shown = (decided.intervals, at[j]) if j in at else (intervals, j)
-        low, high = shown[0].low[shown[1]], shown[0].high[shown[1]]
+        low, high = inference.shown.low[j], inference.shown.high[j]
         result["comparisons"].append({
             "system": system, "metric": metric,
             "base": finite(np.nanmean(base_scores[system][:, metrics.index(metric)])),
             "head": finite(np.nanmean(head_scores[system][:, metrics.index(metric)])),
-            "delta": finite(shown[0].mean[shown[1]]), "low": finite(low), "high": finite(high),
-            "family": f"changed systems on {primary_metric}" if j in at else "descriptive",
-            "p_adjusted": finite(decided.p_adjusted[at[j]] if j in at else holm[j]),
-            "p_randomisation": finite(tests.p_randomisation[j]),
-            "improved": summaries[j].improved, "tied": summaries[j].tied, "regressed": summaries[j].regressed,
+            "delta": finite(inference.shown.mean[j]), "low": finite(low), "high": finite(high),
+            "family": changed_family if j in inference.decided else "descriptive",
+            "p_adjusted": finite(inference.p_adjusted[j]), "p_randomisation": finite(inference.p_randomisation[j]),
+            "improved": inference.summaries[j].improved, "tied": inference.summaries[j].tied,
+            "regressed": inference.summaries[j].regressed,
         })
-        if j in at and high < 0:
+        if j in inference.decided and high < 0:
             result["regressions"].append(system)
 
-    labels = head.slices.reindex(query_ids)
+    labels, on_primary = head.slices.reindex(query_ids), paired.subset(inference.decided)
     for column in labels.columns:
-        primary_family = domains.PairedFamily(tuple(paired.comparisons[j] for j in primary),
-                                              paired.base[:, primary], paired.challenger[:, primary])
-        found = domains.family_slices(primary_family, labels[column].fillna("(none)").astype(str).to_numpy(),
-                                      min_slice_size=settings.min_slice_size, **boot)
+        found = domains.family_slices(on_primary, labels[column].fillna("(none)").astype(str).to_numpy(),
+                                      min_slice_size=settings.min_slice_size, **settings.resampling())
         for k, value in enumerate(found.values):
             for i, system in enumerate(changed):
                 if found.low[k, i] > 0 or found.high[k, i] < 0:

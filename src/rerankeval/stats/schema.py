@@ -272,6 +272,8 @@ class SweepPoint(_Strict):
     delta: float | None
     low: float | None
     high: float | None
+    p_adjusted: float | None
+    """In the sweep's family, by the procedure of its interval (``stats.inference``)."""
     p95_ms: float | None
     cost_per_1k_queries: float | None
     model_pairs: int
