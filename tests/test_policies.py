@@ -77,19 +77,26 @@ def test_sweep_points_carry_quality_deltas_latency_and_pair_counts(composed):
     assert (points["low"] <= points["delta"]).all() and (points["delta"] <= points["high"]).all()
 
 
-def test_a_sweep_s_intervals_are_simultaneous_over_its_settings(composed, monkeypatch):
-    """Picking the best-looking of many settings needs the settings' family: each interval is wider than the same
-    setting's interval in a sweep of it alone, and holds its delta."""
+def blend_sweep_on_60_queries(composed, monkeypatch, seed: int, step: float):
+    """The blend's weight sweep, each setting's per-query quality drawn on 60 queries (setting k: the baseline's plus
+    k x ``step`` on average): the policy, the baseline's quality and each setting's, by its run."""
     from rerankeval.policies import points as points_module
 
     rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
     policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     ids = [f"q{i:02d}" for i in range(60)]
     baseline = pd.Series(rng.uniform(0, 1, len(ids)), index=ids)
-    quality = {id(setting.run): baseline + rng.normal(0.02 * k, 0.2, len(ids))
+    quality = {id(setting.run): baseline + rng.normal(step * k, 0.2, len(ids))
                for k, setting in enumerate(policy.settings)}
     monkeypatch.setattr(points_module, "per_query_quality", lambda run, *args: quality[id(run)])
+    return policy, baseline, quality
+
+
+def test_a_sweep_s_intervals_are_simultaneous_over_its_settings(composed, monkeypatch):
+    """Picking the best-looking of many settings needs the settings' family: each interval is wider than the same
+    setting's interval in a sweep of it alone, and holds its delta."""
+    policy, baseline, _ = blend_sweep_on_60_queries(composed, monkeypatch, seed=3, step=0.02)
     together = policy_points(policy, baseline, QRELS, "RR@10", resampled(1000), no_relevant="drop",
                              warmup_queries=0, hourly_price=3.6)
     alone = policy_points(replace(policy, settings=policy.settings[:1]), baseline, QRELS, "RR@10", resampled(1000),
@@ -101,17 +108,10 @@ def test_a_sweep_s_intervals_are_simultaneous_over_its_settings(composed, monkey
 def test_a_sweep_s_points_are_the_analysis_of_its_settings_against_the_baseline(composed, monkeypatch):
     """The sweep and ``analyze`` run one paired inference (stats.inference): each setting's Δ, interval and adjusted
     p equal the analysis of the settings as the release challengers of the baseline (one family, the same resamples)."""
-    from rerankeval.policies import points as points_module
     from rerankeval.stats.analysis import analyze
 
-    rerank(candidates(), QUERIES, build_system("length", composed["length"], context(composed)), RerankSettings(4))
-    policy = run_policy(SWEEPS[0], candidates(), QUERIES, context(composed), "policies.sweeps[0]")
-    rng = np.random.default_rng(5)
-    ids = [f"q{i:02d}" for i in range(60)]
-    baseline = pd.Series(rng.uniform(0, 1, len(ids)), index=ids)
-    quality = {id(setting.run): baseline + rng.normal(0.03 * k, 0.2, len(ids))
-               for k, setting in enumerate(policy.settings)}
-    monkeypatch.setattr(points_module, "per_query_quality", lambda run, *args: quality[id(run)])
+    policy, baseline, quality = blend_sweep_on_60_queries(composed, monkeypatch, seed=5, step=0.03)
+    ids = list(baseline.index)
     settings = CompareConfig.parse({"baseline": "fusion", "metrics": ["RR@10"], "samples": 999, "permutations": 999,
                                     "simulation": {"trials": 20, "samples": 100},
                                     "release": {"primary_metric": "RR@10", "min_delta": 0.03}}, "compare")
