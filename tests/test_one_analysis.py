@@ -90,6 +90,16 @@ def test_every_demo_reject_for_significance_has_an_adjusted_p_below_alpha_in_its
     assert len(release) >= 2 and not {"bm25", "dense", "oracle", "random"} & set(release)
 
 
+def test_every_demo_sweep_setting_s_interval_excludes_zero_exactly_when_its_adjusted_p_is_below_alpha():
+    verdicts, _ = _demo()
+    alpha = 1 - verdicts["rule"]["confidence"]
+    points = json.loads((REPORTS / "costs.json").read_text())["sweeps"]
+    excluding = [point for point in points if point["low"] > 0 or point["high"] < 0]
+    assert excluding and len(excluding) < len(points), "the demo's sweeps have settings on both sides of the test"
+    for point in points:
+        assert (point in excluding) == (point["p_adjusted"] < alpha), (point["policy"], point["value"])
+
+
 def test_each_system_has_one_p95_in_the_analysis_and_on_the_decision_page():
     verdicts, compare = _demo()
     measured, costs = verdicts["latency_p95_ms"], json.loads((REPORTS / "costs.json").read_text())
