@@ -229,7 +229,8 @@ def _slice_table(paired: domains.PairedFamily, settings: CompareConfig,
                  labels: Mapping[str, np.ndarray]) -> dict[str, list[dict]]:
     """compare.json's ``slices``: each slice value's deltas against the first baseline (the verdicts weigh every
     pair's own slices, ``stats.evidence``)."""
-    against_first = paired.subset([j for j, item in enumerate(paired.comparisons) if item.baseline == settings.baseline])
+    against_first = paired.subset([j for j, item in enumerate(paired.comparisons)
+                                   if item.baseline == settings.baseline])
     found = {}
     for column, column_labels in labels.items():
         result = domains.family_slices(against_first, column_labels, min_slice_size=settings.min_slice_size,

@@ -33,7 +33,7 @@ class PairedInference:
     shown: Intervals
     """The interval each row shows: its decision family's simultaneous one, else its own."""
     p_adjusted: np.ndarray
-    """In its decision family by the same procedure as ``shown``, else over the descriptive members (NaN: untestable)."""
+    """In its decision family by the procedure of ``shown``, else over the descriptive members (NaN: untestable)."""
     p_randomisation: np.ndarray
     p_ttest: np.ndarray
     summaries: tuple[DeltaSummary, ...]
@@ -45,7 +45,9 @@ class PairedInference:
 
     @property
     def descriptive(self) -> list[int]:
-        return [j for j in range(len(self.p_adjusted)) if j not in set(self.decided)]
+        """The members in no decision family, in order."""
+        decided = set(self.decided)
+        return [j for j in range(len(self.p_adjusted)) if j not in decided]
 
 
 def paired_inference(family: domains.PairedFamily, groups: Sequence[Hashable | None], settings: CompareConfig, *,
