@@ -105,6 +105,10 @@ def test_the_fit_never_sees_the_evaluated_split(systems):  # noqa: F811
     assert estimate["low"] <= estimate["mean"] <= estimate["high"] and gain["low"] <= gain["mean"] <= gain["high"]
     # d1 (4 words, BM25 8) is first under either component alone: every weight scores RR 1, so nothing beats 0.
     assert system.weight == 0.0 and fit["cv"]["in_sample_mean"] == 1.0 and not fit["cv"]["distinguishable_from_zero"]
+    # So it ranks by BM25 alone, and its run says why (the compare stage explains a run equal to the baseline's by it).
+    assert system.describe()["reduces_to"] == {
+        "system": "column:bm25_score", "why": "its weight fitted on the train split (6 queries, rule one_se) is 0, so "
+                                              "it ranks by column:bm25_score alone and length has no say"}
     with pytest.raises(ConfigError, match=r"systems.blend.fit.split is 'test', the evaluated split"):
         build_system("blend", {**systems["blend"], "fit": {"split": "test", "folds": 3}},
                      context(systems, candidates_of=candidates_of, evaluated_split="test"))
@@ -118,5 +122,8 @@ def test_a_blend_at_weight_zero_does_not_call_its_first_component(systems):  # n
     run, latency = rerank(candidates(), QUERIES, build_system("blend", systems["blend"], context(systems)),
                           RerankSettings(4))
     assert SCORED == [] and (latency["replayed_s"] == 0).all() and (latency["cache_hits"] == 0).all()
+    assert build_system("blend", systems["blend"], context(systems)).describe()["reduces_to"]["why"].startswith(
+        "its weight as configured is 0")
+    assert "reduces_to" not in build_system("blend", {**systems["blend"], "weight": 0.5}, context(systems)).describe()
     # BM25 alone (2, 8, 4, 0): d1, d2, d0, d3, the order the blend's formula gives at weight 0.
     assert run[run["query_id"] == "q1"]["doc_id"].tolist() == ["d1", "d2", "d0", "d3"]

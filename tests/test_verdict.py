@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from rerankeval.core.errors import ConfigError
@@ -193,6 +194,27 @@ def test_a_run_identical_to_the_baseline_is_flagged_as_a_configuration_that_neve
     assert verdict.decision is Decision.INCONCLUSIVE
     assert verdict.decided_by.startswith("run identical to the baseline's on all 94 queries: probably a "
                                          "configuration that never reached the system")
+
+
+def test_a_run_its_own_settings_make_the_baseline_s_says_so_instead_of_suspecting_a_lost_setting(tmp_path):
+    from rerankeval.core.io import write_table
+    from rerankeval.pipeline.compare import identical_because
+    from tests.stage_fixtures import tiny_paths
+
+    paths = tiny_paths(tmp_path)
+    why = "its weight fitted on the train split (30 queries, rule one_se) is 0, so it ranks by fusion alone"
+    for system, describe in (("blend", {"reduces_to": {"system": "fusion", "why": why}}),
+                             ("other_blend", {"reduces_to": {"system": "bm25", "why": "..."}}), ("lost", {})):
+        paths.run(system).parent.mkdir(parents=True, exist_ok=True)
+        write_table(paths.run(system), pa.table({"query_id": ["q1"]}), {"describe": describe})
+    found = identical_because(paths, {"blend": 94, "other_blend": 94, "lost": 94}, "fusion")
+    assert found == {"blend": why}  # a blend reduced to another system than the baseline explains nothing here
+    same = replace(GOOD, primary=DeltaEvidence("nDCG@10", 0.0, 0.0, 0.0), identical_queries=94,
+                   identical_because=found["blend"],
+                   slices=tuple(replace(s, mean=0.0, ci_low=0.0, ci_high=0.0) for s in GOOD.slices))
+    verdict = decide(RULE, same)
+    assert verdict.decision is Decision.INCONCLUSIVE
+    assert verdict.decided_by == f"run identical to the baseline's on all 94 queries: {why}"
 
 
 def test_a_flagged_baseline_is_never_a_bare_accept():

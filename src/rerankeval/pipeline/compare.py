@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -65,11 +67,12 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                                            paths.loadtest, params.system_names)
     invalid = invalid_outputs(latency_frames, settings.resampling())
     parity = served_parity(params, runs)
+    identical = identical_to_baseline(runs, settings.baseline, query_ids)
     facts = RunFacts(
         latency_p95_ms=latency_p95_ms, latency_untrusted=untrusted,
         fallbacks={system: (summary["fallbacks"], summary["queries"]) for system, summary in latency.items()},
         timeouts={system: summary["timeouts"] for system, summary in latency.items()},
-        identical_to_baseline=identical_to_baseline(runs, settings.baseline, query_ids),
+        identical_to_baseline=identical, identical_because=identical_because(paths, identical, settings.baseline),
         baseline_flag=first_stage["flag"], positive_only=positive_only_reason(qrels, query_ids),
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
@@ -260,6 +263,13 @@ def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
     caveats = {system: (*on_every_system, *language_caveats(language.get(system), slices, query_ids))
                for system in params.system_names}
     return generator, language, caveats
+
+
+def identical_because(paths: PipelinePaths, identical: Mapping[str, int], baseline: str) -> dict[str, str]:
+    """Why each system identical to the baseline ranks as it does, where its run says its own settings reduce it to
+    the baseline (``describe.reduces_to``: a blend at weight 0 or 1)."""
+    found = {system: table_metadata(paths.run(system)).get("describe", {}).get("reduces_to") for system in identical}
+    return {system: reduced["why"] for system, reduced in found.items() if reduced and reduced["system"] == baseline}
 
 
 def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str,

@@ -44,6 +44,9 @@ class RunFacts:
     fallbacks: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     timeouts: Mapping[str, int] = field(default_factory=dict)
     identical_to_baseline: Mapping[str, int] = field(default_factory=dict)
+    identical_because: Mapping[str, str] = field(default_factory=dict)
+    """Per challenger identical to the baseline, why its own settings make it the baseline's ranking, where its run
+    says (``describe.reduces_to``: a blend whose weight is 0 or 1); else the identity suggests a lost setting."""
     baseline_flag: str | None = None
     positive_only: str | None = None
     cost_seconds: Mapping[str, pd.Series] = field(default_factory=dict)
@@ -113,7 +116,8 @@ def _verdict(rule: ReleaseRule, claim: ReleaseClaim, challenger: str, reference:
         latency=LatencyEvidence(facts.latency_p95_ms.get(challenger), facts.latency_p95_ms.get(reference),
                                 facts.latency_untrusted.get(challenger), facts.latency_untrusted.get(reference)),
         fallbacks=None if fallbacks is None else FallbackEvidence(*fallbacks),
-        identical_queries=facts.identical_to_baseline.get(challenger), baseline_flag=facts.baseline_flag,
+        identical_queries=facts.identical_to_baseline.get(challenger),
+        identical_because=facts.identical_because.get(challenger), baseline_flag=facts.baseline_flag,
         saving=saving, caveats=caveats, guardrails=guardrails,
         invalid_outputs=None if challenger not in facts.invalid_outputs else InvalidOutputEvidence(
             *facts.invalid_outputs[challenger]), parity=facts.served_parity.get(challenger),

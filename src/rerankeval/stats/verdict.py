@@ -207,8 +207,8 @@ class Evidence:
     """Everything ``decide`` looks at; None means not measured (latency, fallbacks) or not available (unjudged).
 
     ``identical_queries``: the number of queries when the challenger's run equals the baseline's on every one of
-    them, else None. ``baseline_flag``: why the baseline cannot carry a decision, if it cannot.
-    """
+    them, else None; ``identical_because``: why, if its settings say. ``baseline_flag``: why the baseline cannot carry
+    a decision, if it cannot."""
 
     primary: DeltaEvidence
     slices: tuple[SliceEvidence, ...]
@@ -216,6 +216,7 @@ class Evidence:
     latency: LatencyEvidence | None = None
     fallbacks: FallbackEvidence | None = None
     identical_queries: int | None = None
+    identical_because: str | None = None
     baseline_flag: str | None = None
     saving: SavingEvidence | None = None
     caveats: tuple[Caveat, ...] = ()
@@ -250,7 +251,7 @@ def decide(rule: ReleaseRule, evidence: Evidence, claim: ReleaseClaim = SUPERIOR
     checks = (
         *_guardrail_checks(evidence.guardrails),
         *parity_checks(evidence.parity),
-        *_identical_run(evidence.identical_queries),
+        *_identical_run(evidence.identical_queries, evidence.identical_because),
         *(Check("caveat", False, False, caveat.message) for caveat in evidence.caveats),
         *fallback_checks(rule, evidence.fallbacks, notes),
         *invalid_output_checks(rule, evidence.invalid_outputs),
@@ -330,12 +331,11 @@ def _guardrail_slice_check(found: GuardrailEvidence, item: SliceEvidence, allowe
                                      "blocks ACCEPT")
 
 
-def _identical_run(identical_queries: int | None) -> list[Check]:
-    if identical_queries is None:
-        return []
-    return [Check("identical_run", False, False,
-                  f"run identical to the baseline's on all {identical_queries} queries: probably a configuration that "
-                  "never reached the system (a dropped model path or flag); check the system's config and run")]
+def _identical_run(queries: int | None, because: str | None) -> list[Check]:
+    why = because or ("probably a configuration that never reached the system (a dropped model path or flag); "
+                      "check the system's config and run")
+    return [] if queries is None else [Check("identical_run", False, False,
+                                             f"run identical to the baseline's on all {queries} queries: {why}")]
 
 
 QUALITY_CHECKS = ("primary_not_worse", "primary_not_inferior")

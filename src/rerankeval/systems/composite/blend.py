@@ -105,7 +105,18 @@ class BlendSystem(CompositeSystem):
         return {"blend": f"{self.weight:g} * {self.normalization}({self.parts[0].name}) + "
                          f"{1 - self.weight:g} * {self.normalization}({self.parts[1].name})",
                 "weight": self.weight, "normalization": self.normalization, "fit": self.fit,
-                "components": {part.name: part.describe() for part in self.parts}}
+                "components": {part.name: part.describe() for part in self.parts}, **self._reduces_to()}
+
+    def _reduces_to(self) -> dict[str, Any]:
+        """At weight 0 or 1 (a fitted weight can land there) the blend ranks by one component alone: which one, and
+        why, so that a run equal to that component's is explained rather than taken for a lost setting."""
+        if self.weight not in (0.0, 1.0):
+            return {}
+        alone, unused = self.parts if self.weight == 1.0 else self.parts[::-1]
+        how = (f"fitted on the {self.fit['split']} split ({self.fit['queries']} queries, rule {self.fit['rule']})"
+               if self.fit else "as configured")
+        return {"reduces_to": {"system": alone.name, "why": f"its weight {how} is {self.weight:g}, so it ranks by "
+                                                            f"{alone.name} alone and {unused.name} has no say"}}
 
 
 def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], context: BuildContext) -> tuple[float, dict]:
