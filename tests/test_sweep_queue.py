@@ -137,7 +137,8 @@ def dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S) -> str:
 
 QUEUE_POLL_S = 5
 QUEUE_STATUS_TIMEOUT_S = 120
-TASK_STATES = [["Queued"], ["Running"], ["Failed"], ["Success"], ["Unknown"]]
+TASK_STATES = {"Queued", "Running", "Failed", "Success", "Unknown"}
+"""The last column of a task's row in `dvc queue status`."""
 
 
 def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
@@ -156,7 +157,7 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
             status = dvc(workdir, "queue", "status", timeout=QUEUE_STATUS_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             continue
-        states = {line.split()[-1] for line in status.splitlines() if line.split()[-1:] in TASK_STATES}
+        states = {words[-1] for line in status.splitlines() if (words := line.split()) and words[-1] in TASK_STATES}
         if states and not {"Queued", "Running"} & states:
             dvc(workdir, "queue", "stop")
             return status

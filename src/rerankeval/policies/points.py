@@ -28,9 +28,8 @@ from ..systems.base import FUSION_FALLBACK, SKIPPED
 from .sweep import PolicyRuns
 
 POINT_COLUMNS = ["policy", "system", "parameter", "value", "position", "quality", "delta", "low", "high", "p_adjusted",
-                 "p95_ms",
-                 "cost_per_1k_queries", "model_pairs", "skip_rate", "fallback_rate", "queries", "pairs_scored",
-                 "pairs_from_cache", "pairs_reused"]
+                 "p95_ms", "cost_per_1k_queries", "model_pairs", "skip_rate", "fallback_rate", "queries",
+                 "pairs_scored", "pairs_from_cache", "pairs_reused"]
 
 
 def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequence[str], measure: str,

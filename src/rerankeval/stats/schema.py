@@ -180,7 +180,23 @@ class Interval(_Strict):
     high: float | None
 
 
-class Comparison(_Strict):
+class PairedDelta(_Strict):
+    """What one paired inference (``stats.inference``) gives a pair on one metric, wherever the pair is shown."""
+
+    delta: float | None
+    low: float | None
+    high: float | None
+    family: str
+    """The decision family whose procedure gave the interval and p (``release vs <baseline>``, ``alone: <pair>`` in
+    the analysis; ``changed systems on <primary metric>`` in a diff), or ``descriptive``."""
+    p_adjusted: float | None
+    p_randomisation: float | None
+    improved: int
+    tied: int
+    regressed: int
+
+
+class Comparison(PairedDelta):
     """One (challenger, baseline, metric): its Δ with the interval of its family, and what the deltas look like."""
 
     challenger: str
@@ -188,19 +204,9 @@ class Comparison(_Strict):
     metric: str
     baseline_mean: float | None
     challenger_mean: float | None
-    delta: float | None
-    low: float | None
-    high: float | None
-    family: str
-    """``release vs <baseline>`` (simultaneous), ``alone: <pair>`` or ``descriptive``."""
-    p_adjusted: float | None
-    p_randomisation: float | None
     p_ttest: float | None
     median_delta: float | None
     cohens_dz: float | None
-    improved: int
-    tied: int
-    regressed: int
     percentiles: dict[str, float | None]
     worst_regressions: list[str]
     ci_seeds: list[int] | None = None
@@ -495,23 +501,13 @@ class Compare(ComparisonCore):
     """What the answers show beside the ranking; absent when no answer was generated."""
 
 
-class RevisionComparison(_Strict):
+class RevisionComparison(PairedDelta):
     """One system x metric, base against head, paired by query (``stats.revisions.diff_revisions``)."""
 
     system: str
     metric: str
     base: float | None
     head: float | None
-    delta: float | None
-    low: float | None
-    high: float | None
-    family: str
-    """``changed systems on <primary metric>`` (one family, the release procedure) or ``descriptive``."""
-    p_adjusted: float | None
-    p_randomisation: float | None
-    improved: int
-    tied: int
-    regressed: int
 
 
 class RevisionSlice(_Strict):
