@@ -35,7 +35,7 @@ def project(tmp_path: Path) -> Path:
     demo on another CPU they hold other int8 numbers than the committed results/demo.yaml, and the tests start from
     files that agree exactly."""
     for name in ("README.md", "params.yaml", "results", "docs", "reports/metrics.json", "reports/compare.json",
-                 "reports/verdicts.json"):
+                 "reports/verdicts.json", "reports/costs.json"):
         source, target = ROOT / name, tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
@@ -158,6 +158,58 @@ def test_the_demo_file_carries_the_outputs_numbers():
         {name: verdict["decision"] for name, verdict in verdicts["verdicts"].items()}
 
 
+def test_the_demo_file_carries_every_sweep_setting_and_the_page_renders_them():
+    demo = yaml.safe_load((ROOT / "results" / "demo.yaml").read_text(encoding="utf-8"))
+    costs = json.loads((ROOT / "reports" / "costs.json").read_text(encoding="utf-8"))
+    assert costs["sweeps"] and demo["sweeps"]["measure"] == costs["measure"]
+    for point in costs["sweeps"]:
+        policy = demo["sweeps"]["policies"][point["policy"]]
+        assert (policy["system"], policy["parameter"]) == (point["system"], point["parameter"])
+        assert policy["points"][point["value"]] == {"quality": point["quality"], "delta": point["delta"],
+                                                    "delta_ci": [point["low"], point["high"]],
+                                                    "model_pairs": point["model_pairs"]}
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    demo_section = page[page.index("## demo"):].split("\n## ", 1)[0]
+    first = costs["sweeps"][0]
+    assert f"| {first['policy']} (`{first['system']}` {first['parameter']}) | {first['value']} |" in demo_section
+
+
+def _sweep_quality(project: Path, position: int, by: float, system: str | None = None) -> str:
+    """Move the copy's ``position``-th sweep setting's quality by ``by``; with ``system``, first make that the system
+    its sweep sweeps and render the results from that (a sweep the committed file always had). Returns its label."""
+    costs_path = project / "reports" / "costs.json"
+    label = json.loads(costs_path.read_text(encoding="utf-8"))["sweeps"][position]["policy"]
+    if system:
+        _edit_json(costs_path, lambda costs: [point.update(system=system) for point in costs["sweeps"]
+                                              if point["policy"] == label])
+        assert results_data.main(["--root", str(project)]) == 0
+
+    def move(costs):
+        point = costs["sweeps"][position]
+        point["quality"] = round(point["quality"] + by, 6)
+    _edit_json(costs_path, move)
+    return label
+
+
+def test_an_fp32_sweep_setting_moved_fails_naming_the_setting(project: Path):
+    costs = json.loads((project / "reports" / "costs.json").read_text(encoding="utf-8"))
+    fp32 = next(k for k, point in enumerate(costs["sweeps"])
+                if point["system"] not in cpu_dependent_systems(project / "params.yaml"))
+    label = _sweep_quality(project, fp32, 0.001)
+    [problem] = check_committed(project)
+    assert f"sweeps.policies.{label}.points.{costs['sweeps'][fp32]['value']}.quality committed" in problem
+    assert "exact on every CPU" in problem
+
+
+def test_a_sweep_of_an_int8_system_moves_within_the_tolerance(project: Path):
+    int8 = _systems_of_dtype("int8")[0]
+    _sweep_quality(project, 0, INT8_TOLERANCE / 2, system=int8)
+    assert check_committed(project) == []
+    _sweep_quality(project, 0, INT8_TOLERANCE * 2)
+    [problem] = check_committed(project)
+    assert f"{int8} runs int8 kernels: within ±{INT8_TOLERANCE:g}" in problem
+
+
 def test_an_unknown_marker_names_the_file_and_the_fix():
     with pytest.raises(ResultsDataError, match=r"README.md: marked block results:nope .*Fix"):
         rewrite_blocks("<!-- results:nope -->\nold\n<!-- /results:nope -->\n", {"first-stage": ""}, "README.md")
@@ -188,8 +240,9 @@ def test_another_collections_run_is_recorded_from_its_reports_and_rendered(proje
     recorded = yaml.safe_load((project / "results" / "cranfield.yaml").read_text(encoding="utf-8"))
     demo = yaml.safe_load((project / "results" / "demo.yaml").read_text(encoding="utf-8"))
     assert recorded["systems"] == demo["systems"] and recorded["first_stage"] == demo["first_stage"]
+    assert recorded["sweeps"] == demo["sweeps"]
     assert recorded["provenance"] == {"how": "generated", "from": [f"reports/{name}" for name in (
-        "metrics.json", "compare.json", "verdicts.json")], "command": command, "commit": "abc1234"}
+        "metrics.json", "compare.json", "verdicts.json", "costs.json")], "command": command, "commit": "abc1234"}
     page = (project / "docs" / "results.md").read_text(encoding="utf-8")
     section = page[page.index("## cranfield"):]
     assert "Source: generated at commit abc1234 from `reports/metrics.json`" in section

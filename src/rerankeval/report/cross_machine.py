@@ -3,8 +3,9 @@
 
 - Every number of the first stage, the fusion fit and every fp32 system: exact. Their scores are stored rounded
   (``rerankeval.core.precision.SCORE_DECIMALS``) and every rank and metric is computed from the stored value.
-- Every number of a system that runs an int8 model, or is composed of one: within ``INT8_TOLERANCE`` (absolute),
-  since PyTorch's quantized kernels follow the CPU (results/benchmarks/cross_machine.yaml).
+- Every number of a system that runs an int8 model, or is composed of one, and of a sweep of such a system: within
+  ``INT8_TOLERANCE`` (absolute), since PyTorch's quantized kernels follow the CPU
+  (results/benchmarks/cross_machine.yaml).
 - The simultaneous interval of a system whose release family holds such a system (``stats.family``: the family's
   critical value reads every member's replicates): within ``INT8_TOLERANCE`` too.
 - Every verdict, and everything that is not a number: identical. A verdict that moved is a changed result.
@@ -52,7 +53,7 @@ def departures(committed: Mapping[str, Any], generated: Mapping[str, Any], cpu_d
         old, new = before.get(field, "(absent)"), after.get(field, "(absent)")
         if old == new:
             continue
-        tolerance, rule = _rule(field, cpu_dependent, baseline, _family_members(generated))
+        tolerance, rule = _rule(field, cpu_dependent, baseline, _family_members(generated), _swept(generated))
         if tolerance and _numbers(old, new) and abs(new - old) <= tolerance:
             continue
         found.append(f"{'.'.join(field)} committed {old}, here {new} ({rule})")
@@ -68,11 +69,23 @@ def _family_members(generated: Mapping[str, Any]) -> dict[str, set[str]]:
     return members
 
 
+def _swept(generated: Mapping[str, Any]) -> dict[str, str]:
+    """Per sweep (results file's ``sweeps.policies.<label>``), the system it sweeps."""
+    policies = (generated.get("sweeps") or {}).get("policies") or {}
+    return {label: policy["system"] for label, policy in policies.items()}
+
+
 def _rule(field: tuple[str, ...], cpu_dependent: set[str], baseline: Any,
-          families: Mapping[str, set[str]] = {}) -> tuple[float, str]:
+          families: Mapping[str, set[str]] = {}, swept: Mapping[str, str] = {}) -> tuple[float, str]:
     """The tolerance of one field of a results file, and the rule in words."""
     if field[-1] in ("verdict", "family"):
         return 0.0, "a verdict must be the same on every CPU"
+    if field[:2] == ("sweeps", "policies") and len(field) > 3:
+        # A setting's quality moves with its system; its delta and interval with the baseline's too.
+        moved_by = [name for name in (swept.get(field[2]), baseline if "delta" in field else None)
+                    if name in cpu_dependent]
+        if moved_by:
+            return INT8_TOLERANCE, f"{moved_by[0]} runs int8 kernels: within ±{INT8_TOLERANCE:g}"
     if field[0] == "systems" and len(field) > 2:
         # A delta against the baseline moves with either system; its simultaneous interval with any member of its
         # release family.

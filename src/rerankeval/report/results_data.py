@@ -29,6 +29,7 @@ import yaml
 from ..core.errors import RerankevalError
 from ..core.io import read_json, write_text
 from ..stats.analysis import read_analysis
+from ..stats.schema import Costs
 from .cross_machine import cpu_dependent_systems, departures
 from .markdown import table
 
@@ -36,7 +37,7 @@ PRIMARY = "nDCG@10"
 ANSWER_MEASURES = ("AnswerEM", "AnswerF1")
 """Recorded beside the ranking where the collection has gold answers: what each system's context let the generator
 answer (docs/answers.md)."""
-GENERATED_FROM = ("reports/metrics.json", "reports/compare.json", "reports/verdicts.json")
+GENERATED_FROM = ("reports/metrics.json", "reports/compare.json", "reports/verdicts.json", "reports/costs.json")
 DOCS_PAGE = "docs/results.md"
 SHOWN_DEPARTURES = 5
 """Departures a failed check lists: a changed first stage moves dozens, which `make results` then `git diff` show."""
@@ -54,10 +55,11 @@ def demo_results(reports: Path) -> dict[str, Any]:
 
 
 def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """A dataset's results file from one run's ``reports/`` (metrics.json, compare.json, verdicts.json): the first
-    stage, the RRF weight fit where the collection has a train split, and every system's mean, Δ and verdict."""
+    """A dataset's results file from one run's ``reports/`` (metrics.json, compare.json, verdicts.json, costs.json):
+    the first stage, the RRF weight fit where the collection has a train split, every system's mean, Δ and verdict,
+    and each policy sweep's settings."""
     metrics = read_json(reports / "metrics.json")
-    analysis = read_analysis(reports / "compare.json", reports / "verdicts.json")
+    analysis = read_analysis(reports / "compare.json", reports / "verdicts.json", reports / "costs.json")
     compare, decided = analysis.compare, analysis.verdicts.verdicts
     baseline, stages = compare.baseline, metrics["first_stage"]
     deltas = {row.challenger: row for row in compare.comparisons if row.metric == PRIMARY}
@@ -97,9 +99,22 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
                            "weights": dict(metrics["fusion"]["weights"])}} if fitted else {}),
         "baseline": baseline,
         "systems": systems,
+        **({"sweeps": _sweeps(analysis.costs)} if analysis.costs.sweeps else {}),
         # why the answer measures do not compare rankings here, when the generator cannot tell them apart
         **({"generator_flag": compare.generator_sanity.flag} if compare.generator_sanity.flag else {}),
     }
+
+
+def _sweeps(costs: Costs) -> dict[str, Any]:
+    """Each sweep's settings in order: quality, Δ against the baseline with the sweep family's interval, and the pairs
+    its model scored. No p95 or cost: a results file holds no timing (``report.cross_machine``)."""
+    policies: dict[str, Any] = {}
+    for point in costs.sweeps:
+        policy = policies.setdefault(point.policy, {"system": point.system, "parameter": point.parameter,
+                                                    "points": {}})
+        policy["points"][point.value] = {"quality": point.quality, "delta": point.delta,
+                                         "delta_ci": [point.low, point.high], "model_pairs": point.model_pairs}
+    return {"measure": costs.measure, "policies": policies}
 
 
 def record_run(root: Path, reports: Path, dataset: str, command: str, commit: str) -> Path:
@@ -246,6 +261,19 @@ def render_answers(data: Mapping[str, Any]) -> str:
     return _table(header, rows)
 
 
+def render_sweeps(data: Mapping[str, Any]) -> str:
+    """Each sweep's settings, one row each; "" where the run swept nothing."""
+    sweeps = data.get("sweeps")
+    if not sweeps:
+        return ""
+    rows = [[f"{label} (`{policy['system']}` {policy['parameter']})", str(value), _number(point["quality"]),
+             "" if point["delta"] is None else f"{_signed(point['delta'])} {_interval(point['delta_ci'])}",
+             str(point["model_pairs"])]
+            for label, policy in sweeps["policies"].items() for value, point in policy["points"].items()]
+    return _table(["sweep", "setting", sweeps["measure"], f"Δ vs `{data['baseline']}` [the sweep's 95% CI]",
+                   "pairs scored by a model"], rows)
+
+
 def render_tables(data: Mapping[str, Any]) -> str:
     """A hand-recorded file's own tables (``tables``: title, columns, rows), each cell as written there."""
     parts = []
@@ -278,6 +306,8 @@ def render_blocks(results: Mapping[str, Mapping[str, Any]],
             blocks[f"systems-{name}"] = render_systems(data)
             if render_answers(data):
                 blocks[f"answers-{name}"] = render_answers(data)
+            if render_sweeps(data):
+                blocks[f"sweeps-{name}"] = render_sweeps(data)
         if data.get("tables"):
             blocks[f"tables-{name}"] = render_tables(data)
     return blocks
@@ -300,6 +330,9 @@ def render_page(results: Mapping[str, Mapping[str, Any]], benchmarks: Mapping[st
                     else "")
             lines += [f"Answers (the fixed generator's, from each system's context).{flag}", "",
                       blocks[f"answers-{name}"]]
+        if f"sweeps-{name}" in blocks:
+            lines += ["Sweeps (each setting against the baseline; one family per sweep, its intervals simultaneous):",
+                      "", blocks[f"sweeps-{name}"]]
         if f"tables-{name}" in blocks:
             lines += [blocks[f"tables-{name}"]]
     for name, data in benchmarks.items():
