@@ -233,3 +233,25 @@ def test_the_section_renders_each_methods_bias_on_each_pair(tmp_path):
 def test_the_section_is_left_out_when_the_stage_is_off(tmp_path):
     assert online_section({"enabled": False}, tmp_path, "plots") == ""
     assert online_section(None, tmp_path, "plots") == ""
+
+
+def test_a_challenger_showing_the_baselines_pages_needs_no_impressions_and_the_page_says_why(tmp_path):
+    """Identical top lists: every method's expected preference is exactly 0, so no size is computed from the
+    simulation's noise (which asked for billions of impressions), and the details page names the reason."""
+    from rerankeval.report.online import online_section
+
+    rankings, qrels = synthetic_pair()
+    rankings["same"] = {query: list(docs) for query, docs in rankings["base"].items()}
+    query_ids = sorted(qrels)
+    config = OnlineConfig(sessions_per_query=100, null_pairs=100, null_impressions=100, check_trials=20)
+    found = online_sizing(rankings, qrels, {"same": np.zeros(len(query_ids)), "good": np.full(len(query_ids), 0.1)},
+                          "base", query_ids, config)
+    same, good = found["challengers"]["same"], found["challengers"]["good"]
+    assert same["same_pages"] and not good["same_pages"]
+    assert all(same["interleaving"][method]["impressions_needed"] is None for method in METHODS)
+    assert same["ab"]["impressions_needed"] is None and same["ab"]["achieved_power"] is None
+    assert all(good["interleaving"][method]["impressions_needed"] is not None for method in METHODS)
+    page = online_section({"enabled": True, "metric": "nDCG@10", **found}, tmp_path, "plots")
+    row = next(line for line in page.splitlines() if line.startswith("| `same`"))
+    assert "shows the baseline's pages: no experiment can tell them apart" in row
+    assert "never (no difference)" in row

@@ -47,7 +47,8 @@ def online_section(found: Mapping[str, Any] | None, plots_dir: Path, plots_link:
     rows = []
     for system, pair in found["challengers"].items():
         offline, interleaving = pair["offline"], pair["interleaving"]
-        rows.append([f"`{system}`", f"{offline['delta']:+.4f}",
+        same = " (shows the baseline's pages: no experiment can tell them apart)" if pair.get("same_pages") else ""
+        rows.append([f"`{system}`{same}", f"{offline['delta']:+.4f}",
                      *(f"{interleaving[method]['preference']:+.3f}" for method in methods),
                      f"{pair['ab']['difference']:+.4f}",
                      *(sized(interleaving[method], bias.get(method, {}).get(system, {}).get("material", False))
