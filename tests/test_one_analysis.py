@@ -194,3 +194,35 @@ def test_rerankeval_diff_numbers_are_the_analysis_of_base_against_head():
                                                                 for name in fields}, row.metric
     assert [row.family for row in diffed.comparisons] == ["changed systems on nDCG@10", "descriptive"]
     assert rows["nDCG@10"].family == "release vs base" and rows["RR@10"].family == "descriptive"
+
+
+def test_a_challenger_whose_deltas_have_no_spread_shows_no_simulated_rates(tmp_path):
+    """A run identical to the baseline's (a blend fitted to weight 0, as on SciFact) has a delta of 0 on every
+    query; the simulation keeps the observed spread, so its 'power' came out 100% for a system that changes
+    nothing. The verdict says why there is no rate, and every page shows n/a with that reason."""
+    from rerankeval.report import claims, decision, markdown
+    from rerankeval.stats.analysis import analyze
+    from rerankeval.stats.config import CompareConfig
+    from rerankeval.stats.simulation import NO_SPREAD
+
+    rng = np.random.default_rng(3)
+    queries = [f"q{i:02d}" for i in range(40)]
+    base = rng.uniform(0.2, 0.7, 40)
+
+    def frame(system: str, values: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame({"system": system, "query_id": queries, "nDCG@10": values, "Judged@10": 1.0})
+
+    settings = CompareConfig.parse({"baseline": "base", "metrics": ["nDCG@10"], "samples": 499, "permutations": 499,
+                                    "simulation": {"trials": 20, "samples": 100},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+    per_query = pd.concat([frame("base", base), frame("same", base), frame("moved", base + rng.normal(0, 0.1, 40))])
+    slices = pd.DataFrame(index=pd.Index(queries, name="query_id"))
+    verdicts = analyze(per_query, slices, settings, settings.release).verdicts
+    same, moved = verdicts.verdicts["same"], verdicts.verdicts["moved"]
+    assert same.rates_why == NO_SPREAD and moved.rates_why is None
+    assert same.operating_characteristics["at_min_delta"].accept == 1.0  # what the pages no longer show
+    assert decision.error_rates(same) == "n/a (no spread)" and "%" in decision.error_rates(moved)
+    text = markdown.operating_characteristics_text(verdicts)
+    assert "| `same` | n/a | n/a | n/a | n/a |" in text
+    assert f"n/a for `same` vs `base`: {NO_SPREAD}." in text and claims.no_rates(verdicts) == [
+        f"n/a for `same` vs `base`: {NO_SPREAD}."]

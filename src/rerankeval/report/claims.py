@@ -52,9 +52,16 @@ def noninferiority_rows(verdicts: DecisionCore) -> list[list[str]]:
         if verdict.claim is None:
             continue
         at_margin, at_zero = (verdict.operating_characteristics[key] for key in ("at_minus_margin", "at_zero"))
-        rows.append([f"`{system}`", f"`{reference}`", f"{at_margin.effect:+.4f}", _rate(at_margin.accept),
-                     _rate(at_zero.accept), _rate(at_zero.reject)])
+        rows.append([f"`{system}`", f"`{reference}`", f"{at_margin.effect:+.4f}",
+                     *(["n/a"] * 3 if verdict.rates_why else
+                       [_rate(at_margin.accept), _rate(at_zero.accept), _rate(at_zero.reject)])])
     return rows
+
+
+def no_rates(verdicts: DecisionCore) -> list[str]:
+    """One line per verdict whose simulated rates the pages do not show (``Verdict.rates_why``), with why."""
+    return [f"n/a for `{system}` vs `{reference}`: {verdict.rates_why}."
+            for system, reference, verdict in decided(verdicts) if verdict.rates_why]
 
 
 def _rate(value: float) -> str:

@@ -84,7 +84,8 @@ def decision_table(inputs: DecisionInputs) -> str:
         "\n\nfalse ACCEPT / power: the rule's simulated ACCEPT rate at a true Δ of 0 (of -margin for a noninferior "
         "claim) and at a true Δ of min_delta (of 0), the full simulation on the details page. p95: the dedicated "
         "latency measurement the verdict's check read; cost: the quality run's per-query latency at "
-        f"${inputs.hourly_price:g} per machine-hour (API prices where a system calls one).")
+        f"${inputs.hourly_price:g} per machine-hour (API prices where a system calls one)."
+        + "".join(f" {line}" for line in claims.no_rates(verdicts)))
 
 
 def p95_text(verdicts: Verdicts, system: str) -> str:
@@ -105,6 +106,8 @@ def cost_cell(costs: Mapping[str, SystemCost], system: str) -> str:
 
 
 def error_rates(verdict: Verdict) -> str:
+    if verdict.rates_why:
+        return "n/a (no spread)"
     rates = verdict.operating_characteristics
     if verdict.claim is not None:
         error, power = rates["at_minus_margin"].accept, rates["at_zero"].accept

@@ -228,8 +228,9 @@ def operating_characteristics_text(verdicts: DecisionCore) -> str:
             continue
         label = f"`{system}`" if plain else f"`{system}` vs `{reference}`"
         at_zero, at_min = (verdict.operating_characteristics[key] for key in ("at_zero", "at_min_delta"))
-        rows.append([label, _rate(at_zero.reject), _rate(at_zero.accept), _rate(at_min.accept),
-                     _rate(at_min.reject)])
+        rows.append([label, *(["n/a"] * 4 if verdict.rates_why else
+                              [_rate(at_zero.reject), _rate(at_zero.accept), _rate(at_min.accept),
+                               _rate(at_min.reject)])])
     header = ["challenger", "REJECT at effect 0", "ACCEPT at effect 0", f"ACCEPT at {min_delta:+.4f}",
               f"REJECT at {min_delta:+.4f}"]
     error = 50 / simulation["trials"] ** 0.5  # the largest Monte Carlo standard error of a rate, in points
@@ -238,7 +239,7 @@ def operating_characteristics_text(verdicts: DecisionCore) -> str:
             f"({simulation['trials']} trials per effect, {simulation['samples']} resamples each, seed "
             f"{simulation['seed']}; deltas: {simulation['deltas']}; checks: {simulation['checks']}; each rate within "
             f"±{error:.1f} points, one Monte Carlo standard error).")
-    parts = [head] + ([table(header, rows)] if rows else [])
+    parts = [head] + ([table(header, rows)] if rows else []) + claims.no_rates(verdicts)
     if noninferior:
         parts.append(("Non-inferiority claims, simulated the same way" if rows else "Non-inferiority claims")
                      + " at a true Δ of -margin and of 0:\n\n" + table(claims.NONINFERIORITY_HEADER, noninferior))

@@ -19,7 +19,7 @@ from .guardrails import guardrail_evidence
 from .power import power_statement
 from .run_checks import CoverageEvidence, FallbackEvidence, InvalidOutputEvidence, ParityEvidence
 from .saving import SavingInterval, cost_saving, p95_saving
-from .simulation import family_characteristics
+from .simulation import NO_SPREAD, family_characteristics
 from .verdict import (Caveat, DeltaEvidence, Evidence, GuardrailEvidence, LatencyEvidence, SavingEvidence,
                       SliceEvidence, UnjudgedEvidence, decide)
 
@@ -259,6 +259,8 @@ def decide_pairs(pairs: ReleasePairs, deltas: np.ndarray, labels: Mapping[str, n
             verdict["operating_characteristics"] = (
                 {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
                 else {"at_minus_margin": at_null, "at_zero": at_alternative})
+            if not np.nanstd(family.deltas[:, k]) > 0:  # the trials keep the observed spread: here none
+                verdict["rates_why"] = NO_SPREAD
             verdict["family"] = family_label(group)
             verdict["p_adjusted"] = finite(pairs.p_adjusted[k])
             # An undecided verdict says how many queries would decide it (stats.power), at the claim's own effect.

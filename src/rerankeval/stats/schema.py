@@ -86,6 +86,9 @@ class Verdict(_Strict):
     """From the same procedure as ``ci``: below 1 - confidence exactly when ``ci`` excludes 0."""
     operating_characteristics: dict[str, OperatingPoint]
     power: PowerStatement | None
+    rates_why: str | None = None
+    """Why ``operating_characteristics`` describe no real alternative (deltas without spread, which the simulation
+    keeps); absent where they do. The pages then show no rate."""
     claim: ReleaseClaim | None = None
     saving: Saving | None = None
     ci_seeds: list[int] | None = None

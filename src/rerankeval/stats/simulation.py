@@ -24,6 +24,8 @@ from .evidence import deltas_family, release_evidence
 from .resampling import CIMethod
 from .verdict import Decision, Evidence, decide
 
+NO_SPREAD = ("every query has the same delta (a run identical to the baseline's, or shifted alike on every query): "
+             "the trials keep the observed spread, so the simulated rates describe no real alternative")
 SIMULATED_DELTAS = ("each challenger's observed per-query deltas of the primary metric, centred on 0, each query's "
                     "sign flipped at random, plus the true effect on every query")
 
