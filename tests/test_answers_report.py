@@ -100,3 +100,27 @@ def test_without_the_ranking_measure_the_answers_still_render_and_small_costs_ke
 def test_no_answers_analysis_without_answer_measures():
     assert answer_analysis(per_query().drop(columns=["AnswerF1"]), "fusion") is None
     assert answers_section(stage_compare({"baseline": "fusion"}), AnswerInputs(), {}, None, "plots") == ""
+
+
+def test_a_collection_without_gold_answers_shows_only_the_measures_it_defines(tmp_path):
+    """SciFact has judgments and no gold answers: the section names the answer measures once as undefined, and
+    draws no column of n/a, no outcome counts of 0 and no ranking-vs-answer table of 0 for them."""
+    frame = per_query()
+    for measure in ("AnswerEM", "AnswerF1", "AbstentionPrecision", "AbstentionRecall", "CorrectRefusal",
+                    "BoundaryPartial", "IncorrectAnswer", "FalseRefusal"):
+        frame[measure] = np.nan
+    slices = pd.DataFrame(index=pd.Index(sorted(set(frame["query_id"])), name="query_id"))
+    settings = CompareConfig.parse({"baseline": "fusion", "metrics": MEASURES[:7], "samples": 500,
+                                    "permutations": 500, "unjudged": {"measure": "Judged@10"},
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+    result, _ = compare(frame, slices, settings, settings.release)
+    found = answer_analysis(frame, "fusion")
+    assert found["counts"]["with_gold"] == 0
+    text = answers_section(stage_compare(result, answers=found), AnswerInputs(), LATENCY, tmp_path, "plots")
+    assert ("Not shown, defined on no query here: AnswerEM, AnswerF1, AbstentionPrecision, AbstentionRecall."
+            in text)
+    assert "| system | nDCG@10 [CI] | EvidenceCoverage [CI] | CitationPrecision [CI] |" in text
+    assert "n/a [" not in text and "### Outcomes" not in text
+    assert "Did the ranking gain reach the answer? (per" not in text
+    assert "| `ce` | CitationPrecision |" in text  # the measures defined here keep their paired deltas
+    assert (tmp_path / "ranking_vs_answer.png").exists()  # the placeholder a page may still link

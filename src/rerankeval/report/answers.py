@@ -90,8 +90,13 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
         return ""
     baseline, ranking, answer = compare.baseline, answers.ranking_measure, answers.answer_measure
     evaluated = set(answers.means.get(baseline, {}))
-    metrics = [m for m in (ranking, *HEADLINE) if m in evaluated]
+    named = [m for m in (ranking, *HEADLINE) if m in evaluated]
+    # A measure with no value for any system (the answer measures on a collection without gold answers) is named
+    # once, not drawn as a column and rows of n/a.
+    metrics = [m for m in named if _has_value(compare, answers, m)]
+    undefined = [m for m in named if m not in metrics]
     compared = [m for m in metrics if any(c.metric == m for c in compare.comparisons)]
+    gold = answers.counts.with_gold > 0
     generator = inputs.generator
     calibration = inputs.calibration.get("result", {})
     lines = [f"## Answers: did the ranking gain reach the answer? (stages 3 and 4, Δ vs `{baseline}`)", "",
@@ -107,6 +112,8 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
                "abstention precision, citation precision and claim support over the queries where the system "
                "abstained, cited or answered (paired CIs of the two means, same resamples).", "",
                *generator_lines(compare.generator_sanity)]
+    if undefined:
+        lines += [f"Not shown, defined on no query here: {', '.join(undefined)}.", ""]
     lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, answers, metrics)), ""]
     if compared:
         lines += ["### Paired deltas", "",
@@ -116,19 +123,20 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
     if type_rows:
         lines += [f"### Per query type (Δ vs `{baseline}`)", "",
                   table(["query type", "queries", "challenger", *[f"Δ {m}" for m in compared]], type_rows), ""]
-    if answers.outcomes:
+    if answers.outcomes and gold:
         lines += ["### Outcomes (queries with gold answers)", "",
                   table(["system", *OUTCOME_COLUMNS], [[system, *[getattr(found, c) for c in OUTCOME_COLUMNS]]
                                                        for system, found in answers.outcomes.items()]), ""]
     heading = f"### Did the ranking gain reach the answer? (per query, Δ {ranking} vs Δ {answer})"
     flag = compare.generator_sanity.flag
-    if ranking is None or flag:  # with a flag, answer-level deltas would plot the generator's noise as the ranking's
+    if ranking is None or flag or not gold:  # with a flag, answer deltas would plot the generator's noise
         from .plots import _nothing_to_show
 
         _nothing_to_show(plots_dir / "ranking_vs_answer.png", "Not drawn: no ranking measure was evaluated."
-                         if ranking is None else "Not drawn: the generator cannot tell rankings apart on this "
-                         "collection (the generator sanity check).")
-        lines += [heading, "", f"Not shown: {flag}.", ""] if ranking is not None else []
+                         if ranking is None else "Not drawn: no query has a gold answer." if not gold else
+                         "Not drawn: the generator cannot tell rankings apart on this collection (the generator "
+                         "sanity check).")
+        lines += [heading, "", f"Not shown: {flag}.", ""] if ranking is not None and flag and gold else []
     else:
         plot_ranking_vs_answer(deltas_frame(answers.deltas), ranking, answer, plots_dir / "ranking_vs_answer.png", skip)
         lines += [heading, "",
@@ -144,6 +152,12 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
                   table(["system", "answer p50 ms", "answer p95 ms", "generate ms (mean)", "cached answers",
                          "tokens / query", "cost / 1k queries (USD)"], rows)]
     return "\n".join(lines)
+
+
+def _has_value(compare: Compare, answers: Answers, metric: str) -> bool:
+    """Whether some system has a mean of ``metric`` (compared: in compare.json's systems; else answers' means)."""
+    return any((values[metric].mean if metric in values else answers.means.get(system, {}).get(metric)) is not None
+               for system, values in compare.systems.items())
 
 
 def _query_counts(counts: AnswerCounts) -> str:
