@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from rerankeval.report.answers import AnswerInputs, answers_section
+from rerankeval.report.markdown import deltas_section, systems_section
 from rerankeval.stats.answers import answer_analysis, deltas_frame
 from rerankeval.stats.comparison import compare
 from rerankeval.stats.config import CompareConfig
@@ -124,3 +125,12 @@ def test_a_collection_without_gold_answers_shows_only_the_measures_it_defines(tm
     assert "Did the ranking gain reach the answer? (per" not in text
     assert "| `ce` | CitationPrecision |" in text  # the measures defined here keep their paired deltas
     assert (tmp_path / "ranking_vs_answer.png").exists()  # the placeholder a page may still link
+    # the details page's systems and paired-comparison tables likewise
+    typed = stage_compare(result, answers=found)
+    systems = systems_section(typed, {"systems": {"fusion": {}, "ce": {}}}, MEASURES[:7], [], 100)
+    deltas = deltas_section(typed)
+    for page in (systems, deltas):
+        named = page.split("Not shown, defined on no query here: ", 1)[1].split(".", 1)[0].split(", ")
+        assert sorted(named) == ["AbstentionPrecision", "AbstentionRecall", "AnswerEM", "AnswerF1"]
+        assert "AnswerEM [" not in page and "| AnswerF1 |" not in page
+    assert "| `ce` | CitationPrecision |" in deltas and "CitationPrecision [95% CI]" in systems

@@ -128,6 +128,9 @@ def test_the_per_query_list_keeps_each_rerankers_worst_few_linked_to_the_explore
     assert [line.split(" | ")[1] for line in listed] == ["[`q4`](site/explorer.html#q=q4)",
                                                           "[`q3`](site/explorer.html#q=q3)"]
     assert "| 1 → 5 |" in listed[0] and not any(line.startswith("| `random` | [") for line in text.splitlines())
+    # Positive-only qrels (as SciFact's): no hard negative or decoy to push, so no column of 0/0 for them
+    assert "there is none to push down: those columns are left out" in text
+    assert "pushed" not in text.split("there is none to push down", 1)[1] and "0/0" not in text
 
 
 def test_worst_regressions_are_one_table_without_the_bounds():

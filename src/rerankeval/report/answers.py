@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..stats.answers import HEADLINE, deltas_frame
 from ..stats.schema import AnswerCounts, Answers, Compare, EndToEnd, Outcomes, Reach, SliceComparison
 from .caveats import generator_lines
-from .markdown import ci, fmt, ms, p_value, slice_size, table
+from .markdown import ci, defined, fmt, ms, not_shown, p_value, slice_size, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,9 +91,7 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
     baseline, ranking, answer = compare.baseline, answers.ranking_measure, answers.answer_measure
     evaluated = set(answers.means.get(baseline, {}))
     named = [m for m in (ranking, *HEADLINE) if m in evaluated]
-    # A measure with no value for any system (the answer measures on a collection without gold answers) is named
-    # once, not drawn as a column and rows of n/a.
-    metrics = [m for m in named if _has_value(compare, answers, m)]
+    metrics = [m for m in named if defined(compare, m, answers.means)]
     undefined = [m for m in named if m not in metrics]
     compared = [m for m in metrics if any(c.metric == m for c in compare.comparisons)]
     gold = answers.counts.with_gold > 0
@@ -113,7 +111,7 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
                "abstained, cited or answered (paired CIs of the two means, same resamples).", "",
                *generator_lines(compare.generator_sanity)]
     if undefined:
-        lines += [f"Not shown, defined on no query here: {', '.join(undefined)}.", ""]
+        lines += [not_shown(undefined), ""]
     lines += [table(["system", *[f"{m} [CI]" for m in metrics]], _system_rows(compare, answers, metrics)), ""]
     if compared:
         lines += ["### Paired deltas", "",
@@ -152,12 +150,6 @@ def answers_section(compare: Compare, inputs: AnswerInputs, latency: Mapping[str
                   table(["system", "answer p50 ms", "answer p95 ms", "generate ms (mean)", "cached answers",
                          "tokens / query", "cost / 1k queries (USD)"], rows)]
     return "\n".join(lines)
-
-
-def _has_value(compare: Compare, answers: Answers, metric: str) -> bool:
-    """Whether some system has a mean of ``metric`` (compared: in compare.json's systems; else answers' means)."""
-    return any((values[metric].mean if metric in values else answers.means.get(system, {}).get(metric)) is not None
-               for system, values in compare.systems.items())
 
 
 def _query_counts(counts: AnswerCounts) -> str:

@@ -302,6 +302,19 @@ def first_stage_section(first_stage: Mapping[str, Mapping[str, float]], top_n: i
     return text
 
 
+def defined(compare: ComparisonCore, metric: str, means: Mapping[str, Mapping[str, float | None]] = {}) -> bool:
+    """Whether some system has a mean of ``metric``: compare.json's where it compares it, else ``means``' (the
+    answers analysis's, for a measure evaluated but not compared). A measure defined nowhere (the answer measures on
+    a collection without gold answers) is named once by the tables, not drawn as columns and rows of n/a."""
+    return any((values[metric].mean if metric in values else means.get(system, {}).get(metric)) is not None
+               for system, values in compare.systems.items())
+
+
+def not_shown(metrics: Sequence[str]) -> str:
+    """The line that names the measures a table leaves out as defined nowhere; "" when none."""
+    return f"Not shown, defined on no query here: {', '.join(metrics)}." if metrics else ""
+
+
 def systems_section(compare: ComparisonCore, metrics_json: Mapping[str, Any], metrics: Sequence[str],
                     oracle_measures: Sequence[str], top_n: int, warnings: Mapping[str, str] | None = None,
                     source_orders: Mapping[str, str] | None = None) -> str:
@@ -310,6 +323,8 @@ def systems_section(compare: ComparisonCore, metrics_json: Mapping[str, Any], me
     (``first_stage_label``), for a run or replay source's `fusion`-kind systems, named in their row and a note."""
     warnings, source_orders = warnings or {}, source_orders or {}
     level = ci_label(compare.method.confidence)
+    undefined = [m for m in metrics if not defined(compare, m)]
+    metrics = [m for m in metrics if m not in undefined]
     header = ["system"] + [f"{m} [{level}]" for m in metrics] + [f"CandidateRecall@{top_n}"]
     header += [f"oracle {m}" for m in oracle_measures] + [f"headroom {m}" for m in oracle_measures]
     rows = []
@@ -329,7 +344,8 @@ def systems_section(compare: ComparisonCore, metrics_json: Mapping[str, Any], me
     flagged = "".join(f"\n\n⚠ `{system}`: {warning}." for system, warning in warnings.items())
     orders = "".join(f"\n\n`{system}` is the candidates in {label}'s own order (a `fusion`-kind system; no BM25 or "
                      "dense ran here)." for system, label in source_orders.items())
-    return "## Systems\n\n" + table(header, rows) + flagged + orders + "\n\n" + note
+    return ("## Systems\n\n" + table(header, rows) + flagged + orders + "\n\n" + note
+            + (f"\n\n{not_shown(undefined)}" if undefined else ""))
 
 
 def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequence[str] = ()) -> str:
@@ -346,8 +362,11 @@ def all_metrics_section(metrics_json: Mapping[str, Any], not_applicable: Sequenc
 
 
 def deltas_section(compare: ComparisonCore) -> str:
-    rows = []
+    rows, undefined = [], list(dict.fromkeys(item.metric for item in compare.comparisons
+                                             if not defined(compare, item.metric)))
     for item in compare.comparisons:
+        if item.metric in undefined:
+            continue
         rows.append([f"`{item.challenger}`", item.metric, fmt(item.baseline_mean), fmt(item.challenger_mean),
                      fmt(item.delta, signed=True), ci(item, signed=True),
                      item.family, p_value(item.p_adjusted), p_value(item.p_randomisation), p_value(item.p_ttest),
@@ -355,7 +374,8 @@ def deltas_section(compare: ComparisonCore) -> str:
                      fmt(item.cohens_dz, 2, signed=True)])
     header = ["challenger", "metric", "baseline", "challenger", "Δ mean", ci_label(compare.method.confidence),
               "family", "p adjusted (in its family)", "p rand (raw)", "p t (raw)", "win/tie/loss", "Δ median", "d_z"]
-    return f"## Paired comparison with `{compare.baseline}`\n\n" + table(header, rows)
+    return (f"## Paired comparison with `{compare.baseline}`\n\n" + table(header, rows)
+            + (f"\n\n{not_shown(undefined)}" if undefined else ""))
 
 
 def plot_link(title: str, path: str, shown_elsewhere: bool) -> str:

@@ -83,36 +83,43 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
     slices = queries.set_index("query_id")[[c for c in slice_columns if c in queries.columns]]
     summary = slice_summary(moved, slices)
     head = summary[summary["slice"] == "all"]
-    rows = [[f"`{r.system}`", r.queries, _share(r.hard_negatives_pushed, r.hard_negatives),
-             _share(r.decoys_pushed, r.decoys), f"{r.top_from_fused_1:.0%}", f"{r.top_from_beyond_10:.0%}",
+    # The hard-negative and decoy columns where the fused order put some above a best document; on binary qrels
+    # that judge nothing 0 (SciFact) they would be 0/0 in every row.
+    counted = [(kind, label) for kind, label in (("hard_negatives", "hard negatives"), ("decoys", "decoys"))
+               if head[kind].sum() > 0]
+
+    def pushed(r) -> list[str]:
+        return [_share(getattr(r, f"{kind}_pushed"), getattr(r, kind)) for kind, _ in counted]
+
+    rows = [[f"`{r.system}`", r.queries, *pushed(r), f"{r.top_from_fused_1:.0%}", f"{r.top_from_beyond_10:.0%}",
              f"{r.best_up:.0%} / {r.best_down:.0%}", fmt(r.relevant_moved, 2, signed=True)]
             for r in head.itertuples()]
-    header = ["system", "queries", "hard negatives pushed below the best doc", "decoys pushed below",
+    header = ["system", "queries", *(f"{label} pushed below the best doc" for _, label in counted),
               "top doc was fused #1", "top doc from beyond fused #10", "best doc up / down",
               "relevant docs moved (ranks)"]
+    counts = ("A hard negative is judged 0, a decoy judged relevant but below the query's best grade (a near-twin "
+              "code, an outdated manual); both counted when the fused order put them above the best document, and "
+              "pushed when the system ranks them below it." if counted else
+              "No hard negative (judged 0) or decoy (judged relevant below the query's best grade) sat above a "
+              "query's best document in the fused order, so there is none to push down: those columns are left out.")
     parts = [f"## What the rerankers moved (against the `{baseline}` order)",
-             "A hard negative is judged 0, a decoy judged relevant but below the query's best grade (a near-twin code, "
-             "an outdated manual); both counted when the fused order put them above the best document, and pushed "
-             "when the system ranks them below it. Relevant docs moved: mean of fused rank minus final rank "
-             "(positive: up).", table(header, rows)]
+             f"{counts} Relevant docs moved: mean of fused rank minus final rank (positive: up).", table(header, rows)]
     by_slice = summary[(summary["slice"] != "all") & ~summary["system"].isin(reference)]
     if len(by_slice):
-        slice_rows = [[f"`{r.system}`", r.slice, r.queries, _share(r.hard_negatives_pushed, r.hard_negatives),
-                       _share(r.decoys_pushed, r.decoys), f"{r.best_up:.0%} / {r.best_down:.0%}"]
+        slice_rows = [[f"`{r.system}`", r.slice, r.queries, *pushed(r), f"{r.best_up:.0%} / {r.best_down:.0%}"]
                       for r in by_slice.itertuples()]
         parts.append("<details><summary>Per slice</summary>\n\n" + table(
-            ["system", "slice", "queries", "hard negatives pushed", "decoys pushed", "best doc up / down"],
+            ["system", "slice", "queries", *(f"{label} pushed" for _, label in counted), "best doc up / down"],
             slice_rows) + "\n\n</details>")
     fell = moved[~moved["system"].isin(reference) & (moved["best_rank"] > moved["best_fused_rank"])]
     fell = fell.assign(drop=fell["best_rank"] - fell["best_fused_rank"])
     query_rows = [[f"`{r.system}`", query_link(r.query_id, explorer), r.top_fused_rank,
-                   f"{r.best_fused_rank} → {r.best_rank}", fmt(r.relevant_moved, 1, signed=True),
-                   _share(r.hard_negatives_pushed, r.hard_negatives), _share(r.decoys_pushed, r.decoys)]
+                   f"{r.best_fused_rank} → {r.best_rank}", fmt(r.relevant_moved, 1, signed=True), *pushed(r)]
                   for _, frame in fell.groupby("system", sort=False)
                   for r in frame.sort_values(["drop", "query_id"], ascending=[False, True]).head(worst_n).itertuples()]
     if query_rows:
         parts.append(f"Per query, rerankers only: the {worst_n} queries of each whose best document fell furthest "
                      "(every query is in the explorer).\n\n" + table(
                          ["system", "query", "top doc's fused rank", "best doc fused → final", "relevant moved",
-                          "hard negatives pushed", "decoys pushed"], query_rows))
+                          *(f"{label} pushed" for _, label in counted)], query_rows))
     return "\n\n".join(parts)
