@@ -15,9 +15,13 @@ NO_RESULT = -1
 
 
 def grade_probabilities(pair: list[float], grades: np.ndarray, top_grade: int) -> np.ndarray:
-    """``pair[0]`` at grade 0 rising linearly to ``pair[1]`` at ``top_grade``; 0 on an empty slot."""
-    scaled = np.clip(grades, 0, top_grade) / max(top_grade, 1)
-    return np.where(grades == NO_RESULT, 0.0, pair[0] + (pair[1] - pair[0]) * scaled)
+    """``pair[0]`` at grade 0 rising linearly to ``pair[1]`` at ``top_grade`` (a grade above it as ``top_grade``);
+    0 on an empty slot. Each grade's probability is computed once and gathered per slot: clipping, scaling and
+    selecting over every slot of every session instead made the demo's online stage 17.8 s against 16.5 s
+    (Intel Xeon, 2 cores, `sh stages/python -m rerankeval.pipeline online`, twice each; online.json identical)."""
+    levels = np.arange(top_grade + 1) / max(top_grade, 1)
+    table = np.concatenate([[0.0], pair[0] + (pair[1] - pair[0]) * levels])  # index 0: NO_RESULT
+    return np.take(table, grades + 1, mode="clip")
 
 
 def simulate_clicks(model: ClickModelConfig, grades: np.ndarray, top_grade: int,
