@@ -149,6 +149,20 @@ def test_a_rule_file_states_the_rule_the_flags_would(files, rerankeval):
     assert "min_delta: Input should be greater than or equal to 0 (got -0.01)" in negative.stderr
 
 
+def test_a_rule_claiming_for_a_system_without_a_run_decides_nothing_and_says_so(files, rerankeval):
+    """The pipeline's params.yaml carries claims for the demo's systems; on another collection's runs (SciFact has no
+    routed_blend) the same rule file decides the claims it can, as the compare stage does, not a traceback."""
+    (files / "shared_rule.yaml").write_text("primary_metric: nDCG@10\nmin_delta: 0.03\nclaims:\n"
+                                            "  copy: {claim: noninferior, margin: 0.02}\n"
+                                            "  routed_blend: {claim: noninferior, margin: 0.02, against: blend}\n")
+    found = rerankeval("compare", "--qrels", files / "qrels.txt", "--baseline", files / "fusion.trec", "--run",
+                       files / "copy.trec", "--json", "--rule", files / "shared_rule.yaml", *FAST)
+    assert ("rerankeval compare: note: the claim for routed_blend decides nothing: no run is named routed_blend or "
+            "the system it is compared with (--rule)") in found.stderr
+    challengers = json.loads(found.stdout)["challengers"]
+    assert set(challengers) == {"copy"} and challengers["copy"]["claim"]["claim"] == "noninferior"
+
+
 def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):
     lines = (files / "better.trec").read_text().splitlines()
     (files / "partial.trec").write_text("\n".join(line for line in lines if not line.startswith("Q00 ")) + "\n")

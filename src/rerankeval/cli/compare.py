@@ -55,7 +55,8 @@ NO_LABEL = "(none)"
                  help="the release rule as a YAML (or JSON) file: params.yaml's compare.release mapping (primary "
                       "metric, min_delta, claims, budgets) with the dataset's critical_slices, so the verdicts are "
                       "the pipeline's; instead of --min-delta, --claim, --margin, --slice-budget and "
-                      "--critical-slice (--queries labels the slices)"),
+                      "--critical-slice (--queries labels the slices). A claim for a system no run is named "
+                      "after decides nothing, with a note, as in the compare stage"),
         argument("--min-delta", type=float,
                  help=f"ACCEPT needs at least this mean improvement, CI above 0 (default {DEFAULT_MIN_DELTA})"),
         argument("--claim", choices=["superior", "noninferior"],
@@ -115,6 +116,10 @@ def run_compare(args: argparse.Namespace) -> int:
         "baselines": [name for name, _ in baselines], "metrics": metrics, "samples": args.samples,
         "permutations": args.samples, "seed": args.seed, "confidence": args.confidence,
         "simulation": {"trials": args.trials}, "release": release}, "rerankeval compare")
+    for system in settings.inactive_claims(names):  # as the compare stage: a rule shared across run sets
+        print(f"rerankeval compare: note: the claim for {system} decides nothing: no run is named {system} or the "
+              "system it is compared with (--rule)", file=sys.stderr)
+    settings = settings.for_systems(names)
     ranked = {name: assign_ranks(run) for name, run in runs.items()}
     facts = RunFacts(identical_to_baseline=identical_to_baseline(ranked, baseline[0], query_ids),
                      positive_only=positive_only_reason(qrels, query_ids),
