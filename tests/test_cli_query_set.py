@@ -5,7 +5,6 @@ import json
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 import pytrec_eval
 from hypothesis import HealthCheck, given, settings

@@ -70,7 +70,7 @@ def project(tmp_path, tiny_beir):
     workdir.mkdir()
     copy_checkout(("dvc.yaml", ".dvcignore", "stages", "conf", ".dvc", "src", "pyproject.toml"), workdir)
     # the demo's whole system set (dataset=beir alone selects the general one) on the tiny collection
-    params = compose_params([f"dataset=beir", "system_set@_global_=demo", f"dataset.path={tiny_beir}",
+    params = compose_params(["dataset=beir", "system_set@_global_=demo", f"dataset.path={tiny_beir}",
                              "compare.samples=500", "compare.permutations=500", "retrieval.top_n=10",
                              "retrieval.fusion_depth=10", "evaluation.depths=[2,5,10]", "train.steps=3",
                              "train.batch_size=4", "train.holdout=1",

@@ -5,7 +5,6 @@ import json
 import shutil
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml

@@ -24,7 +24,7 @@ from rerankeval.rag.config import RagConfig
 from rerankeval.report.seeds import seeds_section
 from rerankeval.stats.analysis import analyze
 from rerankeval.stats.comparison import compare
-from rerankeval.stats.config import CompareConfig, ReleaseRule
+from rerankeval.stats.config import CompareConfig
 from rerankeval.stats.schema import ComparisonCore
 from rerankeval.stats.seed_comparison import SeedValues, seed_comparison
 from rerankeval.systems.pair_scoring import PairBatch
@@ -166,7 +166,7 @@ def test_the_seed_aware_ci_widens_when_seeds_disagree_and_the_verdict_reads_it()
     for name, offsets in {"agree": np.zeros(3), "disagree": np.array([-0.06, 0.0, 0.06])}.items():
         per_query, per_seed = seeded_tables(offsets)
         results[name] = compare(per_query, slices, SETTINGS, RULE, per_query_seeds=per_seed)
-    (agree, agreed), (disagree, disagreed) = results["agree"], results["disagree"]
+    (_, agreed), (disagree, disagreed) = results["agree"], results["disagree"]
     found = {name: result["seeds"]["systems"]["ce"]["against"]["fusion"] for name, (result, _) in results.items()}
     assert found["agree"]["queries_only_ci"] == found["disagree"]["queries_only_ci"]  # the same seed means
     width = {name: entry["ci"][1] - entry["ci"][0] for name, entry in found.items()}

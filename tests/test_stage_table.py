@@ -89,7 +89,7 @@ def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_ot
     assert params.systems == settings["systems"] and params.dataset.eval_split == settings["dataset"]["eval_split"]
     with pytest.raises(UndeclaredSetting, match="stage rerank reads dataset.critical_slices"):
         params.dataset.critical_slices
-    with pytest.raises(ConfigError, match=f"rerank_bm25.json: missing.*dvc repro code"):
+    with pytest.raises(ConfigError, match="rerank_bm25.json: missing.*dvc repro code"):
         instance_params("rerank", "bm25", paths)
     # an edit of a setting it reads that the code stage has not seen yet: refused, not run on unrecorded settings
     edited = yaml.safe_load((tmp_path / "params.yaml").read_text(encoding="utf-8"))

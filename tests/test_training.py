@@ -12,7 +12,6 @@ from rerankeval.core.hashing import sha256_file, sha256_text
 from rerankeval.data.beir import load_beir
 from rerankeval.data.snapshot import write_snapshot
 from rerankeval.models.resolve import local_model_hash, resolve_model
-from rerankeval.pipeline import train as train_stage
 from rerankeval.retrieval.candidates import CANDIDATES_SCHEMA, load_candidates, passages_table, write_candidates
 from rerankeval.systems.base import Query, QueryCandidates
 from rerankeval.systems.registry import BuildContext, build_system

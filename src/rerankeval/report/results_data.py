@@ -277,9 +277,9 @@ def render_sweeps(data: Mapping[str, Any]) -> str:
 def render_tables(data: Mapping[str, Any]) -> str:
     """A hand-recorded file's own tables (``tables``: title, columns, rows), each cell as written there."""
     parts = []
-    for table in data.get("tables", []):
-        parts.append(f"{table['title']}\n\n" + _table(list(table["columns"]),
-                                                     [[str(cell) for cell in row] for row in table["rows"]]))
+    for recorded in data.get("tables", []):
+        parts.append(f"{recorded['title']}\n\n" + _table(list(recorded["columns"]),
+                                                        [[str(cell) for cell in row] for row in recorded["rows"]]))
     return "\n".join(parts)
 
 

@@ -172,7 +172,6 @@ def compare(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     decided = {
         "baseline": settings.baseline,
         **({"baselines": settings.baselines} if len(settings.baselines) > 1 else {}),
-        "baseline": settings.baseline,
         "queries": int(len(query_ids)),
         "verdict_queries": int(defined.sum()),
         "rule": rule_text,

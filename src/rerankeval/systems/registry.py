@@ -20,7 +20,6 @@ import pandas as pd
 from pydantic import Field
 
 from ..core.config import StrictConfig
-from ..core.errors import ConfigError
 from ..core.registry import Registry
 from .base import SplitCandidates, System
 from .roles import KindTraits
