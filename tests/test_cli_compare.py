@@ -163,6 +163,28 @@ def test_a_rule_claiming_for_a_system_without_a_run_decides_nothing_and_says_so(
     assert set(challengers) == {"copy"} and challengers["copy"]["claim"]["claim"] == "noninferior"
 
 
+def test_an_identical_run_whose_ir_metadata_says_it_reduces_to_the_baseline_gets_that_reason(files, rerankeval):
+    """export-run --ir-metadata records what a blend at weight 0 reduces to; the CLI reads it as the compare stage
+    reads the run's own metadata, so its reason is the pipeline's, not 'probably a configuration that never
+    reached the system'."""
+    from rerankeval.cli.export_run import ir_metadata_header
+    from rerankeval.data.trec import read_ir_metadata, read_trec_run
+
+    why = "its weight fitted on the train split (30 queries, rule one_se) is 0, so it ranks by fusion alone"
+    header = ir_metadata_header("blend", {"describe": {"kind": "blend", "reduces_to": {"system": "fusion",
+                                                                                       "why": why}}})
+    blend = files / "blend.trec"
+    blend.write_text(header + (files / "copy.trec").read_text())
+    assert read_trec_run(blend).equals(read_trec_run(files / "copy.trec"))  # trec_eval's reading skips the record
+    assert read_ir_metadata(blend)["method"]["retrieval"]["reranker"]["reduces to"]["system"] == "fusion"
+    assert read_ir_metadata(files / "copy.trec") is None
+    found = rerankeval("compare", "--qrels", files / "qrels.txt", "--baseline", f"fusion={files / 'fusion.trec'}",
+                       "--run", f"blend={blend}", "--run", f"copy={files / 'copy.trec'}", "--json", *FAST)
+    challengers = json.loads(found.stdout)["challengers"]
+    assert challengers["blend"]["decided_by"] == f"run identical to the baseline's on all {N_QUERIES} queries: {why}"
+    assert "probably a configuration that never reached the system" in challengers["copy"]["decided_by"]
+
+
 def test_a_run_missing_queries_is_scored_0_there_with_a_warning(files, rerankeval):
     lines = (files / "better.trec").read_text().splitlines()
     (files / "partial.trec").write_text("\n".join(line for line in lines if not line.startswith("Q00 ")) + "\n")
@@ -179,8 +201,9 @@ def test_defaults_are_the_pipelines():
         release["primary_metric"], release["min_delta"], release["unjudged_margin"])
     assert defaults.DEFAULT_MIN_RUN_COVERAGE == release["min_run_coverage"]
     assert defaults.DEFAULT_UNJUDGED_MEASURE == conf["unjudged"]["measure"]
-    assert (defaults.DEFAULT_N_SAMPLES, defaults.DEFAULT_SEED, defaults.DEFAULT_CONFIDENCE, defaults.DEFAULT_TRIALS) == (
-        conf["samples"], conf["seed"], conf["confidence"], conf["simulation"]["trials"])
+    assert (defaults.DEFAULT_N_SAMPLES, defaults.DEFAULT_SEED, defaults.DEFAULT_CONFIDENCE,
+            defaults.DEFAULT_TRIALS) == (conf["samples"], conf["seed"], conf["confidence"],
+                                         conf["simulation"]["trials"])
     demo = yaml.safe_load((REPO / "conf" / "dataset" / "demo.yaml").read_text())
     assert {spec["budget"] for spec in demo["critical_slices"]} == {defaults.DEFAULT_SLICE_BUDGET}
     # the CLI has no defaults of its own: each of its flags' is the statistics' default

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,9 @@ def run_compare(args: argparse.Namespace) -> int:
               "system it is compared with (--rule)", file=sys.stderr)
     settings = settings.for_systems(names)
     ranked = {name: assign_ranks(run) for name, run in runs.items()}
-    facts = RunFacts(identical_to_baseline=identical_to_baseline(ranked, baseline[0], query_ids),
+    identical = identical_to_baseline(ranked, baseline[0], query_ids)
+    facts = RunFacts(identical_to_baseline=identical,
+                     identical_because=_reduced_to(dict([*baselines, *named]), identical, baseline[0]),
                      positive_only=positive_only_reason(qrels, query_ids),
                      reference_systems=frozenset(args.references))
     columns = list(dict.fromkeys(spec.column for spec in settings.release.critical_slices))
@@ -139,6 +142,22 @@ def run_compare(args: argparse.Namespace) -> int:
           else _as_markdown(analysis.compare, analysis.verdicts))
     rejected = any(verdict["decision"] == "REJECT" for verdict in verdicts["verdicts"].values())
     return 1 if args.fail_on_reject and rejected else 0
+
+
+def _reduced_to(paths: dict[str, str], identical: Mapping[str, int], baseline: str) -> dict[str, str]:
+    """Why each run identical to the baseline's ranks as it does, where its ir_metadata record says its settings
+    reduce it to the baseline (``export-run --ir-metadata``: a blend at weight 0 or 1), as the compare stage reads
+    it from the run's own metadata; a run without one gets the verdict's generic reason."""
+    from ..data.trec import read_ir_metadata
+
+    found = {}
+    for name in identical:
+        record = read_ir_metadata(paths[name]) or {}
+        reranker = ((record.get("method") or {}).get("retrieval") or {}).get("reranker") or {}
+        reduced = reranker.get("reduces to") if isinstance(reranker, dict) else None
+        if isinstance(reduced, dict) and reduced.get("system") == baseline and reduced.get("why"):
+            found[name] = str(reduced["why"])
+    return found
 
 
 RULE_FLAGS = {"min_delta": "--min-delta", "claim": "--claim", "margin": "--margin", "slice_budget": "--slice-budget",

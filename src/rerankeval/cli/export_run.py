@@ -23,7 +23,8 @@ from .registry import argument, subcommand
         argument("--runs", metavar="DIR", help="the folder of the runs (default: paths.runs in ./dvc.yaml)"),
         argument("--ir-metadata", action="store_true",
                  help="start the file with an ir_metadata record (YAML in # comment lines, which trec_eval 10 skips): "
-                      "the system's settings, model, the snapshot, the code's commit, the platform and libraries"),
+                      "the system's settings, model, what a blend at weight 0 or 1 reduces to (rerankeval compare "
+                      "reads it), the snapshot, the code's commit, the platform and libraries"),
     ],
 )
 def _export_run(args: argparse.Namespace) -> int:
@@ -81,6 +82,8 @@ def ir_metadata_header(system: str, metadata: dict, latency=None, latency_metada
 
     import yaml
 
+    from ..data.trec import IR_METADATA_END, IR_METADATA_START
+
     describe = metadata.get("describe", {})
     environment = (latency_metadata or {}).get("environment", {})  # the machine a model ran on, beside its timings
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
@@ -96,7 +99,9 @@ def ir_metadata_header(system: str, metadata: dict, latency=None, latency_metada
         "implementation": {"source": {"repository": "rerankeval", "commit": commit}},
         "method": {"automatic": True, "retrieval": {"reranker": {
             key: describe.get(key) for key in ("kind", "model", "revision", "weights_sha256", "dtype", "max_length",
-                                                "truncation") if describe.get(key) is not None},
+                                                "truncation") if describe.get(key) is not None}
+            # what its settings reduce it to (a blend at weight 0 or 1), for `rerankeval compare` to say why
+            | ({"reduces to": describe["reduces_to"]} if describe.get("reduces_to") else {}),
             "settings": metadata.get("config", {})}},
         "data": {"test collection": {"split": metadata.get("split"), "snapshot": metadata.get("snapshot"),
                                      "candidates sha256": metadata.get("candidates_sha256")}},
@@ -104,7 +109,7 @@ def ir_metadata_header(system: str, metadata: dict, latency=None, latency_metada
     if latency is not None:
         record["resources"] = {"runtime": run_timings(latency)}
     text = yaml.safe_dump(record, sort_keys=True, allow_unicode=True)
-    return "".join(f"# {line}\n" for line in ["ir_metadata.start", *text.splitlines(), "ir_metadata.end"])
+    return "".join(f"# {line}\n" for line in [IR_METADATA_START, *text.splitlines(), IR_METADATA_END])
 
 
 def run_timings(latency) -> dict:

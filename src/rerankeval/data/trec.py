@@ -85,6 +85,32 @@ def run_tag(path: str | os.PathLike) -> str:
     return ""
 
 
+IR_METADATA_START, IR_METADATA_END = "ir_metadata.start", "ir_metadata.end"
+
+
+def read_ir_metadata(path: str | os.PathLike) -> dict | None:
+    """The ir_metadata record a TREC run file opens with (``# ir_metadata.start`` ... ``# ir_metadata.end``, as
+    ``rerankeval export-run --ir-metadata`` writes it), or None: a Parquet run, no record, or one that is not YAML
+    (a record is a description, never a reason to refuse the run)."""
+    import yaml
+
+    if Path(path).suffix == ".parquet":
+        return None
+    lines = []
+    for _, line in utf8_lines(Path(path)):
+        if not line.startswith("#"):
+            break
+        lines.append(line[1:].strip("\r\n").removeprefix(" "))
+    if not lines or lines[0].strip() != IR_METADATA_START or IR_METADATA_END not in (line.strip() for line in lines):
+        return None
+    body = lines[1:[line.strip() for line in lines].index(IR_METADATA_END)]
+    try:
+        record = yaml.safe_load("\n".join(body))
+    except yaml.YAMLError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def read_qrels(path: str | os.PathLike) -> pd.DataFrame:
     """Qrels from Parquet (.parquet: query_id, doc_id, relevance), BEIR TSV (by its header) or TREC qrels."""
     if Path(path).suffix == ".parquet":
