@@ -55,7 +55,8 @@ def rows(folder: str, found: dict) -> list[list]:
     """One row per slice of one collection's check, as the rerank stage records it."""
     return [[Path(folder).name, name, values["queries"], values["passages"], values["characters"],
              values["unknown_characters"], values["split_characters"], f"{values['query_share']:.4f}",
-             f"{values['passage_share']:.4f}", f"{values['share']:.4f}", found["decided_on"], "yes" if values["readable"] else "no"]
+             f"{values['passage_share']:.4f}", f"{values['share']:.4f}", found["decided_on"],
+             "yes" if values["readable"] else "no"]
             for name, values in found["slices"].items()]
 
 

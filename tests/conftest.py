@@ -54,5 +54,6 @@ def tiny_beir(tmp_path) -> Path:
         text = english.split(":")[-1][:40] if language == "en" else korean
         queries.append({"_id": f"q{number}", "text": text, "metadata": {"language": language}})
         (test if number < 6 else train).extend(
-            [(f"q{number}", f"d{number}a", 3), (f"q{number}", f"d{number}b", 2), (f"q{number}", f"d{(number + 1) % 8}a", 0)])
+            [(f"q{number}", f"d{number}a", 3), (f"q{number}", f"d{number}b", 2),
+             (f"q{number}", f"d{(number + 1) % 8}a", 0)])
     return write_beir(tmp_path / "tiny", corpus, queries, {"test": test, "train": train})

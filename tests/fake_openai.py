@@ -3,9 +3,9 @@
 Each request takes the next behaviour from ``script`` (then ``ok``): ``ok`` (a reply from ``responder``), ``429``
 (with Retry-After: 0), ``500``, ``echo_key_500`` (a 500 whose body echoes the Authorization header, as a careless
 proxy might), ``400``, ``hang`` (answers after ``hang_s``, past the client's timeout), ``malformed`` (200 with a body
-that is not JSON), ``no_choices`` (200 with an empty choices list). A wrong or missing key gets 401. A responder may return
-``{"text": ..., "top_logprobs": [(token, logprob), ...]}``: the first token's alternatives, sent when the request
-asks for logprobs.
+that is not JSON), ``no_choices`` (200 with an empty choices list). A wrong or missing key gets 401. A responder may
+return ``{"text": ..., "top_logprobs": [(token, logprob), ...]}``: the first token's alternatives, sent when the
+request asks for logprobs.
 """
 
 from __future__ import annotations

@@ -281,8 +281,8 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
                                                                                    monkeypatch):
     """Every system kind reranks the filtered candidates: a recording HTTP reranker, the learned kinds' pair cache, a
     team's run naming the restricted document, composites over them, the OpenAI-compatible generator (a recording
-    fake endpoint) and a served endpoint (the load test's requests) see no restricted text or id; the same pipeline with ``access_filter: false`` does send it, so the
-    recording would catch a leak."""
+    fake endpoint) and a served endpoint (the load test's requests) see no restricted text or id; the same pipeline
+    with ``access_filter: false`` does send it, so the recording would catch a leak."""
     from rerankeval.core.io import read_table
     from rerankeval.pipeline import answer, loadtest, rerank
     from rerankeval.pipeline.params import load_params

@@ -182,8 +182,8 @@ def test_custom_code_not_trusted_is_said_in_the_metadata_and_the_log(tmp_path, c
     config["auto_map"] = {"AutoModelForSequenceClassification": "modeling_custom.CustomBert"}
     (model / "config.json").write_text(json.dumps(config))
     context = BuildContext(qrels=pd.DataFrame({"query_id": [], "doc_id": [], "relevance": []}))
-    system = build_system("ce", {"kind": "cross_encoder", "model": str(model), "depth": 5, "max_length": 32, "batch_size": 4,
-                                 "cache_dir": str(tmp_path / "cache")}, context)
+    system = build_system("ce", {"kind": "cross_encoder", "model": str(model), "depth": 5, "max_length": 32,
+                                 "batch_size": 4, "cache_dir": str(tmp_path / "cache")}, context)
     described = json.dumps(system.describe())
     assert "remote_code_ignored" in described and "trust_remote_code is false" in described
     assert "warning:" in capsys.readouterr().err

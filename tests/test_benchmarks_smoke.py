@@ -132,7 +132,8 @@ def test_bench_serving(tmp_path):
 
 @needs_demo_outputs
 @pytest.mark.skipif(not (ROOT / "data" / "eval" / "per_query.parquet").exists()
-                    or not (ROOT / "data" / "runs").is_dir(), reason="needs the demo's runs and evaluation (`make demo`)")
+                    or not (ROOT / "data" / "runs").is_dir(),
+                    reason="needs the demo's runs and evaluation (`make demo`)")
 def test_bench_interleaving_null():
     out = run_script("bench_interleaving_null.py")
     assert "grade_blind" in out and "team_draft" in out and "balanced" in out and "100 null pairs" in out

@@ -69,7 +69,8 @@ def test_the_measure_sets_the_parser_names_are_the_ones_rerankeval_trec_eval_pri
 
 
 @pytest.mark.parametrize("name, says", [
-    ("num_ret", "`rerankeval trec_eval -m num_ret` prints it"), ("gm_map", "`rerankeval trec_eval -m gm_map` prints it"),
+    ("num_ret", "`rerankeval trec_eval -m num_ret` prints it"),
+    ("gm_map", "`rerankeval trec_eval -m gm_map` prints it"),
     ("ndcg_cut_0", "cannot read measure 'ndcg_cut_0'"), ("ndcgcut10", "unknown measure 'ndcgcut10'"),
     ("official", "`rerankeval trec_eval -m official` prints the set"),
     ("all_trec", "`rerankeval trec_eval -m all_trec` prints the set"),

@@ -21,11 +21,13 @@ def load(tmp_path, corpus=CORPUS, queries=QUERIES, qrels=None):
 def test_loads_tables_splits_and_slices(tiny_beir):
     collection = load_beir(tiny_beir)
     assert collection.corpus.num_rows == 24
-    splits = dict(zip(collection.queries.column("query_id").to_pylist(), collection.queries.column("split").to_pylist()))
+    splits = dict(zip(collection.queries.column("query_id").to_pylist(),
+                      collection.queries.column("split").to_pylist()))
     assert splits["q0"] == "test" and splits["q7"] == "train"
     assert collection.slice_columns == ["language"]
     assert collection.qrels.column("relevance").type.bit_width == 32
-    parents = dict(zip(collection.corpus.column("doc_id").to_pylist(), collection.corpus.column("parent_id").to_pylist()))
+    parents = dict(zip(collection.corpus.column("doc_id").to_pylist(),
+                       collection.corpus.column("parent_id").to_pylist()))
     assert parents["d3b"] == "d3" and parents["d3c"] == "d3c"
 
 
@@ -39,12 +41,14 @@ def test_row_hash_changes_with_text(tmp_path):
 @pytest.mark.parametrize(
     "corpus, queries, qrels, message",
     [
-        (CORPUS + [{"_id": "d1", "text": "dup"}], QUERIES, None, "corpus.jsonl:3: duplicate document id 'd1' (first on line 1)"),
+        (CORPUS + [{"_id": "d1", "text": "dup"}], QUERIES, None,
+         "corpus.jsonl:3: duplicate document id 'd1' (first on line 1)"),
         (CORPUS, QUERIES, {"test": [("q1", "d9", 1)]}, "test.tsv:2: document 'd9' is not in corpus.jsonl"),
         (CORPUS, QUERIES, {"test": [("q9", "d1", 1)]}, "test.tsv:2: query 'q9' is not in the queries files"),
         (CORPUS, QUERIES, {"test": [("q1", "d1", "1.5")]}, "test.tsv:2: grade '1.5' is not an integer"),
         (CORPUS, QUERIES, {"test": [("q1", "d1", 1), ("q1", "d1", 2)]}, "test.tsv:3: (q1, d1) is judged 2 here but 1"),
-        (CORPUS, [{"_id": "q1", "text": "  "}], {"test": [("q1", "d1", 1)]}, "queries.jsonl:1: query 'q1' has empty text"),
+        (CORPUS, [{"_id": "q1", "text": "  "}], {"test": [("q1", "d1", 1)]},
+         "queries.jsonl:1: query 'q1' has empty text"),
         (CORPUS, QUERIES, {"test": [("q1", "d1", 1)], "train": [("q1", "d2", 1)]}, "is also judged in split 'test'"),
     ],
 )

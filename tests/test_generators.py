@@ -54,7 +54,8 @@ def test_span_is_the_unmatched_run_next_to_the_question_words():
     wanted = {"fumbled", "ball"}
     assert extract_span("On third down, Newton fumbled the ball after a sack.", wanted, 8) == "Newton"
     # Korean: the particle of the last word is dropped.
-    assert extract_span("국무대신 마쓰모토 조지가 초안을 마련했다", {"국무", "무대", "대신", "초안"}, 3) == "마쓰모토 조지"
+    assert (extract_span("국무대신 마쓰모토 조지가 초안을 마련했다", {"국무", "무대", "대신", "초안"}, 3)
+            == "마쓰모토 조지")
 
 
 def test_reply_parsing():

@@ -380,7 +380,8 @@ def test_the_details_page_lists_each_llm_rerankers_invalid_outputs_and_pins(tmp_
                                               "llm": {"describe": system.describe()}},
                           {"llm": {"per_query_mean": 0.25, "low": 0.1, "high": 0.4}})
     row = next(line for line in section.splitlines() if line.startswith("| `llm`"))
-    assert "| 3 | 1 (33.3%) | 25.0% [10.0%, 40.0%] |" in row and "missing_labels 1, repeated_label 1, unknown_label 1" in row
+    assert ("| 3 | 1 (33.3%) | 25.0% [10.0%, 40.0%] |" in row
+            and "missing_labels 1, repeated_label 1, unknown_label 1" in row)
     assert "fake-llm (served: fake-llm x3)" in row and "window 4, stride 2, passes 1" in row
     assert "| not said (fingerprints: not said) |" in row  # the fake server says nothing of itself
     assert llm_section(["fusion"], {"fusion": {"describe": {}}}) == ""

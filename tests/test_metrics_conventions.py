@@ -142,7 +142,8 @@ def test_tie_break_rule_is_trec_evals_score_then_doc_id_descending():
                    ["query_id", "doc_id", "score", "fused_rank"])
     # fused_rank plays no part: trec_eval sees scores and doc ids only.
     assert assign_ranks(scored).sort_values("rank")["doc_id"].tolist() == ["c", "d", "b", "a"]
-    assert assign_ranks(scored.drop(columns="fused_rank")).sort_values("rank")["doc_id"].tolist() == ["c", "d", "b", "a"]
+    assert (assign_ranks(scored.drop(columns="fused_rank")).sort_values("rank")["doc_id"].tolist()
+            == ["c", "d", "b", "a"])
     qrels = frame([("q", "b", 1)], ["query_id", "doc_id", "relevance"])
     assert evaluate(scored, qrels, ["RR"]).loc["q", "RR"] == pytest.approx(1 / 3)
 

@@ -96,7 +96,8 @@ def test_each_baseline_has_its_release_family_and_the_rest_is_descriptive():
              if c["metric"] == "nDCG@10"]
     assert pairs == [("new", "fusion"), ("other", "fusion"), ("prod", "fusion"), ("new", "prod"), ("other", "prod")]
     every = result["comparisons"] + result["comparisons_by_baseline"]["prod"]
-    assert [c["family"] for c in every if c["metric"] == "nDCG@10"] == ["release vs fusion"] * 3 + ["release vs prod"] * 2
+    assert ([c["family"] for c in every if c["metric"] == "nDCG@10"]
+            == ["release vs fusion"] * 3 + ["release vs prod"] * 2)
     secondary = [c for c in every if c["metric"] != "nDCG@10"]
     raw = np.array([c["p_randomisation"] for c in secondary])
     assert {c["family"] for c in secondary} == {"descriptive"}

@@ -168,7 +168,8 @@ def test_report_sections_plot_pareto_point_and_efficiency_record(tmp_path):
 
 
 def test_api_prices_give_the_cost_columns():
-    latency = pd.DataFrame({"n_pairs": [100, 150], "timings": [[("billed_tokens", 2000.0)], [("billed_tokens", 4000.0)]]})
+    latency = pd.DataFrame({"n_pairs": [100, 150],
+                            "timings": [[("billed_tokens", 2000.0)], [("billed_tokens", 4000.0)]]})
     per_search = {"kind": "http_rerank", "price_per_search_usd": 0.002, "documents_per_search": 100}
     assert api_cost_per_1k(per_search, latency) == pytest.approx(0.002 * 1.5 * 1000)
     per_token = {"kind": "http_rerank", "price_per_million_tokens_usd": 0.02}

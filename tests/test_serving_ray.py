@@ -50,7 +50,8 @@ def server(tmp_path_factory, tiny_model):
     params["serving"]["serve"].update(max_batch_size=8, batch_wait_s=0.01, **LIMITS)
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("RAY_ADDRESS", None)
     process = subprocess.Popen([sys.executable, "-c", "import sys; from rerankeval.cli import main; sys.exit(main())",
                                 "serve", "tiny", "--params",

@@ -80,7 +80,8 @@ def test_the_measure_sets_print_what_trec_eval_10_prints_in_its_order(tmp_path):
     bases = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
              "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
              "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
-             "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj")  # relstring: per query
+             "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid",
+             "unj")  # relstring: per query
     expected = []
     for base in bases:
         cuts = {"iprec_at_recall": [f"{p / 10:3.2f}" for p in range(11)],

@@ -207,7 +207,8 @@ def test_a_pipeline_run_with_a_nan_tail_exports_to_the_same_values_in_trec_eval(
 
     run, _ = rerank(candidates(n_queries=2, n_docs=6), QUERIES, Fixed(scores=[0.5, 0.9, 0.5, 0.1]),
                     RerankSettings(depth=4))
-    assert run["score"].isna().sum() == 4 and run.groupby("query_id")["score"].apply(lambda s: s.duplicated().any()).all()
+    assert (run["score"].isna().sum() == 4
+            and run.groupby("query_id")["score"].apply(lambda s: s.duplicated().any()).all())
     write_trec_run(run, tmp_path / "run.trec", tag="system")
     back = read_trec_run(tmp_path / "run.trec")
     qrels = pd.DataFrame({"query_id": ["q0", "q0", "q0", "q1", "q1"], "doc_id": ["d0", "d2", "d5", "d2", "d4"],

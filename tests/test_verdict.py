@@ -132,8 +132,8 @@ def test_a_slice_rejects_only_when_its_adjusted_ci_lies_beyond_the_budget():
     unsure = decide(RULE, with_slice(GOOD, slice_("lang", "de", -0.03, -0.05, -0.01)))
     assert unsure.decision is Decision.INCONCLUSIVE
     assert unsure.decided_by == ("critical slice lang=de (n=200): mean delta -0.0300 below budget -0.0200 but not "
-                                 "established (99% CI [-0.0500, -0.0100] (adjusted for 5 slice tests) reaches above it); "
-                                 "blocks ACCEPT")
+                                 "established (99% CI [-0.0500, -0.0100] (adjusted for 5 slice tests) reaches above "
+                                 "it); blocks ACCEPT")
 
 
 def test_reject_when_any_value_of_a_critical_column_is_over_budget():

@@ -10,7 +10,8 @@ from .registry import argument, subcommand
 
 @subcommand(
     "export-candidates",
-    "write the frozen candidates (texts, ranks, scores, first-stage lists) as a replay file (JSONL, one line per query)",
+    "write the frozen candidates (texts, ranks, scores, first-stage lists) as a replay file "
+    "(JSONL, one line per query)",
     [
         argument("--out", required=True, metavar="FILE", help="the replay file to write"),
         argument("--candidates", metavar="FILE",

@@ -52,8 +52,8 @@ class Registry(Generic[T]):
             prefix = f"{where}: " if where else ""
             plugins = (f", or install a package that registers it under the {self._entry_point_group!r} entry-point "
                        "group" if self._entry_point_group else "")
-            stale = (f" (a built-in {self.what} missing here means the installed metadata is older than pyproject.toml's "
-                     "entry points: run `make install`)" if self._entry_point_group else "")
+            stale = (f" (a built-in {self.what} missing here means the installed metadata is older than "
+                     "pyproject.toml's entry points: run `make install`)" if self._entry_point_group else "")
             raise ConfigError(f"{prefix}unknown {self.what} {name!r}; known: {self.known()}. "
                               f"Fix: use a known {self.what}{plugins}{stale}.")
         return self._entries[self._lookup[self._key(name)]]

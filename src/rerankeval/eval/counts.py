@@ -12,7 +12,8 @@ import pandas as pd
 def trec_eval_counts(run: pd.DataFrame, qrels: pd.DataFrame, queries: list[str], level: int,
                      judged_only: bool) -> pd.DataFrame:
     """Per query (rows in ``queries``' order) trec_eval's num_ret, num_rel and num_rel_ret: documents retrieved
-    (with ``judged_only`` those graded 0 or more: a negative grade is pooled but unjudged, as trec_eval's -J drops it), graded ``level`` or more, and both."""
+    (with ``judged_only`` those graded 0 or more: a negative grade is pooled but unjudged, as trec_eval's -J drops it),
+    graded ``level`` or more, and both."""
     grades = {(str(q), str(d)): int(g) for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"])}
     retrieved = run[["query_id", "doc_id"]].astype(str)
     if judged_only:

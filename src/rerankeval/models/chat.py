@@ -1,5 +1,5 @@
-"""An OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, a hosted API): ``POST {base_url}/chat/completions``
-through ``core.http.HttpClient``, the one client of every outbound call.
+"""An OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, a hosted API):
+``POST {base_url}/chat/completions`` through ``core.http.HttpClient``, the one client of every outbound call.
 
 - **Secrets**: the API key is read from the environment variable the config names and held in memory only; the
   HTTP client redacts it (and any Authorization or Bearer value) from every reply and failure message, so it never

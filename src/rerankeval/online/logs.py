@@ -156,7 +156,8 @@ def parse_impression(record: Any, where: str, systems: tuple[str, str], now: dat
         raise refusal(where, "reformulated", f"expected true or false, got {reformulated!r}", "write a JSON boolean")
     return Impression(
         impression=text_field(record, "impression", where), time=log_time(record.get("time"), where, now),
-        query_id=text_field(record, "query_id", where), segment=text_field(record, "segment", where, required=False) or "all",
+        query_id=text_field(record, "query_id", where),
+        segment=text_field(record, "segment", where, required=False) or "all",
         arm=arm, shown=tuple(shown), origin=tuple(origin or ()), clicks=tuple(positions), dwell_s=tuple(dwell),
         reformulated=reformulated, latency_ms=_number(record.get("latency_ms"), where, "latency_ms"))
 

@@ -114,8 +114,9 @@ def instance_params(stage: str, item: str, paths: PipelinePaths) -> Params:
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))["settings"]
     except FileNotFoundError:
-        raise ConfigError(f"{path}: missing: the code stage has not run since {item!r} was added under `{spec.each}` in "
-                          f"{PARAMS_FILE}. Fix: `dvc repro` (the code stage runs first), or `dvc repro code`.") from None
+        raise ConfigError(f"{path}: missing: the code stage has not run since {item!r} was added under "
+                          f"`{spec.each}` in {PARAMS_FILE}. Fix: `dvc repro` (the code stage runs first), or "
+                          "`dvc repro code`.") from None
     except KeyError:
         raise ConfigError(f"{path}: holds no settings (written by an older code stage). Fix: `dvc repro` (the code "
                           "stage runs first), or `dvc repro code`.") from None

@@ -194,7 +194,8 @@ def render_stage(stage: Stage, root: Path = Path(".")) -> list[str]:
 
 
 def render(root: Path = Path(".")) -> str:
-    lines = ["# Rendered from the stage table (src/rerankeval/pipeline/table.py) by `python -m rerankeval.pipeline.render",
+    lines = ["# Rendered from the stage table (src/rerankeval/pipeline/table.py) by "
+             "`python -m rerankeval.pipeline.render",
              "# --write`: edit the table, not this file (tests/test_stage_table.py fails when they differ).",
              "vars:", "  - paths:", *(f"      {name}: {path}" for name, path in PATHS.items()), "", "stages:"]
     for stage in STAGES:

@@ -34,7 +34,8 @@ def inactive_sweeps(policies: PoliciesConfig, systems: Collection[str]) -> list[
 
 def run(params: Params, paths: PipelinePaths) -> None:
     policies, split = params.policies, params.dataset.eval_split
-    measure = frontier_measure(policies.measure, params.evaluation.depth_measures, params.compare.release.primary_metric)
+    measure = frontier_measure(policies.measure, params.evaluation.depth_measures,
+                               params.compare.release.primary_metric)
     baseline_name, settings, evaluation = params.compare.baseline, params.compare, params.evaluation
     snapshot = Snapshot(paths.snapshot)
     qrels = snapshot.table("qrels").to_pandas()

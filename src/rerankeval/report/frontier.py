@@ -41,8 +41,8 @@ def plot_frontier(points: pd.DataFrame, measure: str, path: Path, bounds: Mappin
     axis.scatter(front["x"], front["quality"], s=90, facecolors="none", edgecolors="#d62728", zorder=3)
     labels += [(row.x, row.quality, row.label, palette[row.system]) for row in front.itertuples()]
     axis.set(xscale="log", xlabel="p95 latency per query (ms, log; cold: cache hits cost their model time)",
-             ylabel=measure, title=f"Quality vs latency: {measure} (colour: system; solid: depth, dashed: sweep, star: as "
-                   "configured; red: frontier)")
+             ylabel=measure, title=f"Quality vs latency: {measure} (colour: system; solid: depth, dashed: sweep, "
+                   "star: as configured; red: frontier)")
     plots.bound_lines(axis, bounds or {}, float(points["quality"].min()), float(points["quality"].max()))
     plots.legend_outside(axis, fontsize=7)
     fig.tight_layout()

@@ -278,7 +278,8 @@ def served_replay_section(served: Mapping[str, Any]) -> list[str]:
     rows = [["served, open loop", f"{replayed['requests']:,}", _ms(replayed["p50_ms"]), _ms(replayed["p95_ms"]),
              _ms(replayed["p99_ms"]), f"{replayed['timeout_rate']:.3f}", f"{replayed['error_rate']:.3f}"],
             ["simulated (in-process service times, one FIFO server)",
-             f"{served['arrivals'] - served['without_candidates']:,}", _ms(simulated["p50_ms"]), _ms(simulated["p95_ms"]), _ms(simulated["p99_ms"]), "", ""]]
+             f"{served['arrivals'] - served['without_candidates']:,}", _ms(simulated["p50_ms"]),
+             _ms(simulated["p95_ms"]), _ms(simulated["p99_ms"]), "", ""]]
     return [f"## `{served['system']}` served at the log's arrival pattern", "", table(
         ["latency", "requests", "p50 ms", "p95 ms", "p99 ms", "timeout rate", "error rate"], rows), "",
             f"The first {served['arrivals']:,} arrivals ({replayed['span_s']:,.0f} s at {served['speed']:g}x the "

@@ -28,12 +28,12 @@ def latency_section(measurements: Mapping[str, Mapping[str, Any]], sources: Mapp
              + (f" (not trusted to REJECT: {untrusted[system]})" if system in untrusted else "")]
             for system, m in measurements.items()]
     return ("## Latency measured on its own (what the verdict's latency check reads)\n\n"
-            + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round", "CPU time p95 ms",
-                        "pairs/s", "other processes' CPUs by round", "load average 1 min before / after",
-                        "verdict reads"], rows)
-            + "\n\nEach system scores the first queries of the split at its depth with nothing cached, after a warm-up, "
-              "in repeated rounds; p50/p95/p99 are those of the quietest round (load only adds time). The CPUs other "
-              "processes kept busy in each round (from /proc/stat) state the noise: above "
+            + md.table(["system", "queries", "rounds", "p50 ms", "p95 ms", "p99 ms", "p95 ms by round",
+                        "CPU time p95 ms", "pairs/s", "other processes' CPUs by round",
+                        "load average 1 min before / after", "verdict reads"], rows)
+            + "\n\nEach system scores the first queries of the split at its depth with nothing cached, after a "
+              "warm-up, in repeated rounds; p50/p95/p99 are those of the quietest round (load only adds time). "
+              "The CPUs other processes kept busy in each round (from /proc/stat) state the noise: above "
               "`serving.latency.max_other_cpus`, an overrun cannot REJECT (the latency check is INCONCLUSIVE, "
               "with that reason). "
               "A load test of a system, when one ran, replaces its figure in the verdict (p95 at the chosen "

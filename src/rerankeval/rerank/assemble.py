@@ -51,7 +51,8 @@ def order_head(scores: np.ndarray, fused_rank: np.ndarray, doc_ids: np.ndarray) 
 def _validated(values: np.ndarray, n: int) -> np.ndarray | str:
     scores = np.asarray(values, dtype=np.float64)
     if scores.shape != (n,):
-        return f"bad_response: system returned {scores.shape[0] if scores.ndim else 'a scalar'} scores for {n} candidates"
+        return (f"bad_response: system returned {scores.shape[0] if scores.ndim else 'a scalar'} scores for {n} "
+                "candidates")
     if np.isnan(scores).any():
         return "bad_response: system returned NaN scores"
     return stored_scores(scores)  # the declared precision; the order below is computed from these stored values

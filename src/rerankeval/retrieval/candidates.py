@@ -83,7 +83,8 @@ def write_candidates(candidates_path: str | Path, passages_path: str | Path, can
 
 def candidate_source(metadata: dict[str, Any]) -> dict[str, Any]:
     """Which source froze candidates with this metadata (``table_metadata``): its ``kind`` (``retrieval.source``) and
-    ``name``, the first stage reports and metrics name (``hybrid``, ``run``, or a replay file's ``candidate_source``)."""
+    ``name``, the first stage reports and metrics name (``hybrid``, ``run``, or a replay file's
+    ``candidate_source``)."""
     return metadata.get("source") or HYBRID_SOURCE
 
 

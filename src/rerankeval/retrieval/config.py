@@ -4,9 +4,9 @@
 first stage as a TREC run, ``replay`` a replay file (``retrieval.sources``). The block is typed by its ``source``: each
 source's config class is registered in ``SOURCES`` (the ``rerankeval.sources`` entry-point group: a package adds a
 source by declaring the module that registers its config there) and names its implementation as a
-``module:function`` string, imported only to freeze; each refuses unknown keys. ``depends_on`` is the file the candidates are built from, so that
-dvc.yaml's freeze stage, which cannot have conditional deps, names it as one dep: the snapshot's corpus for hybrid,
-the run or replay file otherwise.
+``module:function`` string, imported only to freeze; each refuses unknown keys. ``depends_on`` is the file the
+candidates are built from, so that dvc.yaml's freeze stage, which cannot have conditional deps, names it as one dep:
+the snapshot's corpus for hybrid, the run or replay file otherwise.
 
 Only settings live here (pydantic and ``core.config``), so reading params.yaml does not load the retrievers.
 """
@@ -115,7 +115,8 @@ class SourceConfig(StrictConfig):
         if path is not None and self.depends_on is not None and Path(self.depends_on) != Path(path):
             raise ValueError(f"depends_on is {self.depends_on!r}, but the candidates come from {self.input_key} "
                              f"{path!r}, so DVC would not re-run freeze when that file changes. Fix: set "
-                             f"depends_on: {path} (conf/retrieval/{self.source}.yaml sets it to ${{.{self.input_key}}})")
+                             f"depends_on: {path} (conf/retrieval/{self.source}.yaml sets it to "
+                             f"${{.{self.input_key}}})")
         return self
 
     def settings(self) -> dict[str, Any]:

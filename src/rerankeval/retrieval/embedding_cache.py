@@ -5,8 +5,8 @@ covers everything that decides a vector's bits (the encoder's weights hash, its 
 is "query" or "passage" (e5 prefixes them differently) and the key is the sha256 of the exact text encoded (after any
 truncation), so no setting can serve a stale vector. Vectors are stored as little-endian float32 bytes, as the encoder
 produced them. Each ``store`` is its own committed transaction (``core.sqlite_cache``): a killed run keeps every
-batch it finished and resumes from there. Encoders cached here are batch-invariant (a text's vector does not depend on the
-other texts of its batch), so a cached vector equals a freshly computed one bit for bit.
+batch it finished and resumes from there. Encoders cached here are batch-invariant (a text's vector does not depend on
+the other texts of its batch), so a cached vector equals a freshly computed one bit for bit.
 """
 
 from __future__ import annotations

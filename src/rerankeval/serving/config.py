@@ -70,7 +70,8 @@ class LoadTestConfig(RetrySettings):
 
 
 class LatencyConfig(StrictConfig):
-    """The ``latency`` stage: each system's per-query latency measured on its own, in-process, warmed up and repeated."""
+    """The ``latency`` stage: each system's per-query latency measured on its own, in-process, warmed up and
+    repeated."""
 
     queries: int = Field(30, ge=1)
     """Queries of the evaluated split timed (the first ones by query id; all when there are fewer)."""

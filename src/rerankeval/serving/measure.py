@@ -4,11 +4,11 @@ In-process by default: the system scores the first ``queries`` queries of the ev
 depth, with nothing cached, after ``warmup_queries`` untimed ones, ``repeats`` rounds over all of them. Load from
 other processes only adds wall time, so the verdict reads the quietest round (lowest p95), and each round records
 what competed with it: the CPUs other processes kept busy (``/proc/stat`` minus this process's CPU time, steal
-included; the load average where there is no ``/proc/stat`` or the round is too short for its clock ticks). A round where that exceeds ``max_other_cpus`` is not
-trusted: an overrun measured then cannot REJECT (``stats.verdict``). The CPU time of each query (every thread of
-this process, so torch's intra-op threads count) is recorded beside: what the system costs, whatever the load.
-When a load test of the system ran, the verdict reads the load test's p95 at ``pareto_concurrency`` instead
-(latency as a client of the served model sees it).
+included; the load average where there is no ``/proc/stat`` or the round is too short for its clock ticks). A round
+where that exceeds ``max_other_cpus`` is not trusted: an overrun measured then cannot REJECT (``stats.verdict``). The
+CPU time of each query (every thread of this process, so torch's intra-op threads count) is recorded beside: what the
+system costs, whatever the load. When a load test of the system ran, the verdict reads the load test's p95 at
+``pareto_concurrency`` instead (latency as a client of the served model sees it).
 """
 
 from __future__ import annotations

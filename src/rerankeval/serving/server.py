@@ -37,7 +37,8 @@ def serving_recipe(system_name: str, systems: Mapping[str, Mapping[str, Any]]) -
     settings = parse_system_config(system_name, systems[system_name])
     if settings.kind not in PAIR_SCORERS or settings.kind == "http_rerank":
         raise ConfigError(f"serve: systems.{system_name} is of kind {settings.kind!r}; only systems that score pairs "
-                          f"with a model of their own can be served ({', '.join(sorted(set(PAIR_SCORERS) - {'http_rerank'}))}).")
+                          "with a model of their own can be served "
+                          f"({', '.join(sorted(set(PAIR_SCORERS) - {'http_rerank'}))}).")
     if settings.outdated == "demote":
         raise ConfigError(f"serve: systems.{system_name} has outdated: demote, a rule on its ranking that needs the "
                           "collection's validity labels, which a served request does not carry: the endpoint would "

@@ -15,8 +15,8 @@ from pydantic import Field, field_validator, model_validator
 from ..core.config import StrictConfig
 from ..eval.measure_names import MeasureName
 from .critical_slices import CriticalSlice
-from .defaults import (DEFAULT_CONFIDENCE, DEFAULT_MIN_RUN_COVERAGE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES, DEFAULT_SEED,
-                       DEFAULT_TIE_TOL, DEFAULT_TRIALS)
+from .defaults import (DEFAULT_CONFIDENCE, DEFAULT_MIN_RUN_COVERAGE, DEFAULT_MIN_SLICE_SIZE, DEFAULT_N_SAMPLES,
+                       DEFAULT_SEED, DEFAULT_TIE_TOL, DEFAULT_TRIALS)
 
 
 class ReleaseClaim(StrictConfig):

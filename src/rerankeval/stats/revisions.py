@@ -50,8 +50,8 @@ class Revision:
                 object.__setattr__(self, name, {})
 
 
-PINS = ("model", "served_models", "backends", "system_fingerprints", "template", "template_sha256", "decoding", "window",
-        "top_logprobs", "max_passage_words", "yes_words", "no_words", "grades")
+PINS = ("model", "served_models", "backends", "system_fingerprints", "template", "template_sha256", "decoding",
+        "window", "top_logprobs", "max_passage_words", "yes_words", "no_words", "grades")
 """The pins of an LLM reranker's run that make two runs different systems when they differ: what the model is, what
 it is asked (the template, each passage's length) and how its answer is read (the labels). Not the endpoint's URL:
 the same model moved to another host is the same system, and the served model and backend say if it is not."""

@@ -59,7 +59,8 @@ def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None
     (the random system's per-query ``metric``, indexed by query id), and the fused ranking against its best
     component. ``baseline_retriever``: the first-stage ranking the baseline's kind reproduces
     (``roles.KindTraits.retriever``), None for a reranker. ``flag`` says why the baseline cannot carry a decision, or
-    is None. Without BM25 and dense (a run or replay candidate source) the one ranking is the candidates' own order, which a fusion-kind baseline reproduces."""
+    is None. Without BM25 and dense (a run or replay candidate source) the one ranking is the candidates' own order,
+    which a fusion-kind baseline reproduces."""
     wide = first_stage.pivot(index="query_id", columns="retriever", values=metric).sort_index()
     retrievers = [name for name in (*COMPONENTS, FUSED) if name in wide.columns] + \
         sorted(set(wide.columns) - {*COMPONENTS, FUSED})

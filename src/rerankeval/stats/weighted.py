@@ -86,7 +86,8 @@ def weighted_comparison(per_query: pd.DataFrame, weights: pd.Series, systems: Se
         comparisons = [{"challenger": system, "metric": metric, **_entry(intervals, j, delta[domain].mean())}
                        for j, (system, metric, delta) in enumerate(deltas)]
     return {"queries": int(domain.sum()), "total_weight": round(float(weight[domain].sum()), 6),
-            "effective_queries": round(means.effective_queries, 2), "zero_weight_queries": int((weight[domain] == 0).sum()),
+            "effective_queries": round(means.effective_queries, 2),
+            "zero_weight_queries": int((weight[domain] == 0).sum()),
             "systems": table, "comparisons": comparisons}
 
 

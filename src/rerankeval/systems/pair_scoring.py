@@ -87,7 +87,8 @@ def score_item(scorer: PairScorer, item: WorkItem,
                 on_batch(item, batch)
             spent += float(np.sum(batch.compute_s))
             if item.budget_s is not None and spent > item.budget_s:
-                raise DeadlineExceeded(f"{spent:.3f}s of compute with {len(item.passages) - sum(len(b.indices) for b in batches)}"
+                raise DeadlineExceeded(f"{spent:.3f}s of compute with "
+                                       f"{len(item.passages) - sum(len(b.indices) for b in batches)}"
                                        f" of {len(item.passages)} uncached pairs left (the scored ones are cached)")
             produced_at = time.perf_counter()
         return Scores(np.empty(0))

@@ -79,7 +79,8 @@ class PairSystem(System):
             plans[query.query_id] = (query_sha, passage_shas, known, list(todo), time.perf_counter() - started)
             budget = None if deadline_s is None else deadline_s - replayed
             if budget is not None and budget < 0:
-                failure = DeadlineExceeded(f"{replayed:.3f}s of compute on cached pairs alone > deadline {deadline_s:g}s")
+                failure = DeadlineExceeded(f"{replayed:.3f}s of compute on cached pairs alone > deadline "
+                                           f"{deadline_s:g}s")
                 failure.wall_s, failure.replayed_s = plans[query.query_id][-1], replayed
                 outcomes[query.query_id] = failure
             elif todo:

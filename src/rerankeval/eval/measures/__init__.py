@@ -5,7 +5,7 @@ Importing this package declares the built-in families (``families``); their kern
 context and the generated answer: AnswerF1, CitationPrecision, EvidenceCoverage, ...), imported at the first value.
 """
 
-from . import families  # noqa: F401  (declares the built-in families)
+from . import families as _builtin_families  # noqa: F401  (declares the built-in families)
 from .base import (
     GAINS,
     IDCGS,

@@ -278,7 +278,11 @@ function render() {
   renderDetail(state);
 }
 
-setupFilters((() => { const s = readState(); if (!D.systems.includes(s.system)) s.system = defaultSystem(); return s; })());
+setupFilters((() => {
+  const s = readState();
+  if (!D.systems.includes(s.system)) s.system = defaultSystem();
+  return s;
+})());
 window.addEventListener("hashchange", render);
 render();
 """

@@ -72,8 +72,9 @@ def freeze_run(snapshot: Snapshot, config: RunConfig) -> FrozenSet:
 
     missing = queries_without_candidates(query_ids.to_pylist(), set(pc.unique(kept.column("query_id")).to_pylist()))
     beyond = int(len(ranked) - kept.num_rows)
-    record = {"name": NAME, "first_stage_columns": False, "rows": int(len(run)), "beyond_top_n": beyond, "queries_without_candidates": len(missing),
-              "scores_at_float32": tied, **({"rows_outside_sample": skipped} if sample else {})}
+    record = {"name": NAME, "first_stage_columns": False, "rows": int(len(run)), "beyond_top_n": beyond,
+              "queries_without_candidates": len(missing), "scores_at_float32": tied,
+              **({"rows_outside_sample": skipped} if sample else {})}
     log = [f"{path}: {len(run)} rows for {len(query_ids) - len(missing)} queries; each query's top {config.top_n} in "
            f"trec_eval's order kept, {beyond} rows below it not frozen"]
     if skipped:
