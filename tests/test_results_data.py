@@ -165,9 +165,9 @@ def test_the_demo_file_carries_every_sweep_setting_and_the_page_renders_them():
     for point in costs["sweeps"]:
         policy = demo["sweeps"]["policies"][point["policy"]]
         assert (policy["system"], policy["parameter"]) == (point["system"], point["parameter"])
-        assert policy["points"][point["value"]] == {"quality": point["quality"], "delta": point["delta"],
-                                                    "delta_ci": [point["low"], point["high"]],
-                                                    "model_pairs": point["model_pairs"]}
+        assert policy["points"][point["value"]] == {
+            "quality": round(point["quality"], 6), "delta": round(point["delta"], 6),
+            "delta_ci": [round(point["low"], 6), round(point["high"], 6)], "model_pairs": point["model_pairs"]}
     page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     demo_section = page[page.index("## demo"):].split("\n## ", 1)[0]
     first = costs["sweeps"][0]

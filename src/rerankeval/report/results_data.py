@@ -112,9 +112,15 @@ def _sweeps(costs: Costs) -> dict[str, Any]:
     for point in costs.sweeps:
         policy = policies.setdefault(point.policy, {"system": point.system, "parameter": point.parameter,
                                                     "points": {}})
-        policy["points"][point.value] = {"quality": point.quality, "delta": point.delta,
-                                         "delta_ci": [point.low, point.high], "model_pairs": point.model_pairs}
+        policy["points"][point.value] = {"quality": _rounded(point.quality), "delta": _rounded(point.delta),
+                                         "delta_ci": [_rounded(point.low), _rounded(point.high)],
+                                         "model_pairs": point.model_pairs}
     return {"measure": costs.measure, "policies": policies}
+
+
+def _rounded(value: float | None) -> float | None:
+    """To compare.json's 6 decimals (costs.json keeps its floats whole)."""
+    return None if value is None else round(value, 6)
 
 
 def record_run(root: Path, reports: Path, dataset: str, command: str, commit: str) -> Path:
