@@ -174,3 +174,14 @@ def test_a_setting_held_elsewhere_is_one_point_with_one_latency():
     assert points["label"].tolist() == ["ce@5", "ce@10", "cascade", "ce depth=20", "cascade second_depth=5",
                                         "cascade rules.0.margin.at_least=0.5"]
     assert points.loc[points["label"] == "ce@10", "p95_ms"].tolist() == [200.0]
+
+
+def test_graded_qrels_without_a_hard_negative_above_the_best_doc_keep_the_decoy_column_only():
+    """Cranfield's case: lower-graded relevant documents above the best one (decoys), none judged 0 there."""
+    qrels = pd.DataFrame({"query_id": ["q1"] * 3, "doc_id": ["d3", "d1", "d2"], "relevance": [3, 1, 2]})
+    queries = pd.DataFrame({"query_id": ["q1"], "text": ["a"]})
+    text = moved_section({"ce": run_of(["d3", "d2", "d0", "d1", "d4"])}, qrels, queries, [], "fusion",
+                         ["fusion", "ce"])
+    assert "No hard negative (judged 0) sat above a query's best document" in text and "its column is left out" in text
+    assert "| system | queries | decoys pushed below the best doc |" in text and "hard negatives pushed" not in text
+    assert "| `ce` | 1 | 2/2 (100%) |" in text  # d1 and d2 were above d3 in fused order; both now below it

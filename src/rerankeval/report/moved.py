@@ -97,11 +97,16 @@ def moved_section(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, queries
     header = ["system", "queries", *(f"{label} pushed below the best doc" for _, label in counted),
               "top doc was fused #1", "top doc from beyond fused #10", "best doc up / down",
               "relevant docs moved (ranks)"]
+    absent = {"hard_negatives": "hard negative (judged 0)",
+              "decoys": "decoy (judged relevant below the query's best grade)"}
+    missing = [absent[kind] for kind in absent if kind not in dict(counted)]
     counts = ("A hard negative is judged 0, a decoy judged relevant but below the query's best grade (a near-twin "
-              "code, an outdated manual); both counted when the fused order put them above the best document, and "
-              "pushed when the system ranks them below it." if counted else
-              "No hard negative (judged 0) or decoy (judged relevant below the query's best grade) sat above a "
-              "query's best document in the fused order, so there is none to push down: those columns are left out.")
+              "code, an outdated manual); each counted when the fused order put it above the best document, and "
+              "pushed when the system ranks it below." if counted else "")
+    if missing:
+        left_out = "those columns are" if len(missing) > 1 else "its column is"
+        counts += (f"{' ' if counts else ''}No {' or '.join(missing)} sat above a query's best document in the fused "
+                   f"order, so there is none to push down: {left_out} left out.")
     parts = [f"## What the rerankers moved (against the `{baseline}` order)",
              f"{counts} Relevant docs moved: mean of fused rank minus final rank (positive: up).", table(header, rows)]
     by_slice = summary[(summary["slice"] != "all") & ~summary["system"].isin(reference)]
