@@ -180,7 +180,7 @@ def test_reference_systems_stand_apart_and_the_answer_delta_shows_only_when_the_
                          "plots", "details.md")
     decisions, references = text.split("### Reference systems")
     assert "| `copy` |" not in decisions and "| `copy` | ceiling (bound) | +0.0000 [+0.0000, +0.0000] |" in references
-    assert "| Δ AnswerF1 [90% CI] |" in decisions and "| +0.0500 [+0.0100 .. +0.0900] |" in decisions
+    assert "| Δ AnswerF1 [90% CI] |" in decisions and "| +0.0500 [+0.0100, +0.0900] |" in decisions
     assert "copies sentences" not in text
     flagged = decision_page(["# t"], decision_inputs(verdicts, compared.model_copy(update={
         "generator_sanity": GeneratorCheck.model_validate({**sane, "flag": "the generator cannot tell rankings apart"})

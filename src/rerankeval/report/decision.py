@@ -14,7 +14,7 @@ from ..stats.verdict import ci_label
 from ..systems.roles import KindTraits
 from . import claims
 from .guardrails import guardrail_section
-from .markdown import ci, delta_ci, fmt, ms, table, verdict_rule
+from .markdown import delta_ci, delta_with_interval, ms, table, verdict_rule
 
 ROLE_NAMES = {"ceiling": "ceiling (bound)", "floor": "floor (bound)", "first_stage": "first-stage order"}
 DECISION_PLOTS = (("pareto.png", "quality against p95 latency, the frontier"),
@@ -187,4 +187,4 @@ def _answer_delta(inputs: DecisionInputs, system: str, reference: str, metric: s
     if reference != inputs.compare.baseline:
         return "n/a"
     found = next((c for c in inputs.compare.comparisons if c.challenger == system and c.metric == metric), None)
-    return "n/a" if found is None else f"{fmt(found.delta, signed=True)} [{ci(found, signed=True)}]"
+    return "n/a" if found is None else delta_with_interval(found.delta, found.low, found.high)

@@ -191,8 +191,12 @@ def inference_text(verdicts: DecisionCore) -> str:
 
 def delta_ci(verdict: Verdict) -> str:
     """A verdict's Δ of the primary metric with its CI: ``+0.0270 [-0.0100, +0.0624]``."""
-    return (f"{fmt(verdict.delta, signed=True)} [{fmt(verdict.ci[0], signed=True)}, "
-            f"{fmt(verdict.ci[1], signed=True)}]")
+    return delta_with_interval(verdict.delta, *verdict.ci)
+
+
+def delta_with_interval(delta: float | None, low: float | None, high: float | None) -> str:
+    """A Δ beside a verdict's, in the decision table's form: ``+0.0270 [-0.0100, +0.0624]``."""
+    return f"{fmt(delta, signed=True)} [{fmt(low, signed=True)}, {fmt(high, signed=True)}]"
 
 
 def verdict_reasons(verdicts: DecisionCore, folded: bool = True) -> list[str]:
