@@ -71,9 +71,7 @@ def test_the_cli_on_the_demos_exported_runs_gives_compare_jsons_primary_interval
 
 
 def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_path):
-    import yaml
-
-    from rerankeval.data.trec import read_trec_run
+    from rerankeval.data.trec import read_ir_metadata, read_trec_run
 
     system = next(name for name in sorted(json.loads(Path("reports/compare.json").read_text())["systems"]))
     export_run(PATHS, system, tmp_path / "plain.trec")
@@ -81,7 +79,7 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     lines = (tmp_path / "described.trec").read_text().splitlines()
     end = lines.index("# ir_metadata.end")
     assert lines[0] == "# ir_metadata.start" and all(line.startswith("#") for line in lines[:end + 1])
-    record = yaml.safe_load("\n".join(line[2:] for line in lines[1:end]))
+    record = read_ir_metadata(tmp_path / "described.trec")  # the record the lines above hold, as a reader reads it
     assert record["tag"] == system and record["data"]["test collection"]["snapshot"]["qrels"]
     assert record["implementation"]["source"]["commit"]
     latency = pd.read_parquet(PATHS.run_latency(system))
@@ -93,8 +91,7 @@ def test_an_exported_run_can_carry_its_ir_metadata_which_trec_eval_skips(tmp_pat
     from rerankeval.core.io import table_metadata
 
     export_run(PATHS, "ce_minilm_ft", tmp_path / "model.trec", ir_metadata=True)
-    lines = (tmp_path / "model.trec").read_text().splitlines()
-    record = yaml.safe_load("\n".join(line[2:] for line in lines[1:lines.index("# ir_metadata.end")]))
+    record = read_ir_metadata(tmp_path / "model.trec")
     machine = table_metadata(PATHS.run_latency("ce_minilm_ft"))["environment"]
     assert record["platform"]["hardware"]["cpu"]["model"] == machine["cpu_model"]
     assert "environment" not in table_metadata(PATHS.run("ce_minilm_ft"))["describe"]

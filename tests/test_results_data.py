@@ -256,3 +256,19 @@ def test_another_collections_run_is_recorded_from_its_reports_and_rendered(proje
     assert results_data.main(["--root", str(project), "--check"]) == 0
     with pytest.raises(ResultsDataError, match="the demo's results file is written from this checkout's reports"):
         results_data.record_run(project, run, "demo", command, "abc1234")
+
+
+def test_a_sweep_setting_s_delta_and_interval_follow_an_int8_baseline_and_its_quality_does_not():
+    """A sweep of an fp32 system against an int8 baseline: its Δ and each bound of the Δ's interval move with the
+    baseline (within the tolerance), its own quality stays exact."""
+    from rerankeval.report.cross_machine import departures
+
+    def results(quality: float, delta: float, low: float) -> dict:
+        point = {"quality": quality, "delta": delta, "delta_ci": [low, 0.05], "model_pairs": 10}
+        return {"baseline": "int8", "sweeps": {"measure": PRIMARY, "policies": {
+            "depth": {"system": "fp32", "parameter": "depth", "points": {"5": point}}}}}
+
+    committed, moved = results(0.5, 0.01, -0.02), INT8_TOLERANCE / 2
+    assert departures(committed, results(0.5, 0.01 + moved, -0.02 + moved), {"int8"}) == []
+    [found] = departures(committed, results(0.5 + moved, 0.01, -0.02), {"int8"})
+    assert found.startswith("sweeps.policies.depth.points.5.quality committed 0.5") and "exact" in found

@@ -149,15 +149,14 @@ def _reduced_to(paths: dict[str, str], identical: Mapping[str, int], baseline: s
     reduce it to the baseline (``export-run --ir-metadata``: a blend at weight 0 or 1), as the compare stage reads
     it from the run's own metadata; a run without one gets the verdict's generic reason."""
     from ..data.trec import read_ir_metadata
+    from ..stats.sanity import reduced_to_baseline
 
-    found = {}
-    for name in identical:
-        record = read_ir_metadata(paths[name]) or {}
-        reranker = ((record.get("method") or {}).get("retrieval") or {}).get("reranker") or {}
-        reduced = reranker.get("reduces to") if isinstance(reranker, dict) else None
-        if isinstance(reduced, dict) and reduced.get("system") == baseline and reduced.get("why"):
-            found[name] = str(reduced["why"])
-    return found
+    def reduces_to(path: str):
+        record = read_ir_metadata(path) or {}
+        reranker = ((record.get("method") or {}).get("retrieval") or {}).get("reranker")
+        return reranker.get("reduces to") if isinstance(reranker, dict) else None
+
+    return reduced_to_baseline({name: reduces_to(paths[name]) for name in identical}, baseline)
 
 
 RULE_FLAGS = {"min_delta": "--min-delta", "claim": "--claim", "margin": "--margin", "slice_budget": "--slice-budget",

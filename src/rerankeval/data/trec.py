@@ -96,16 +96,16 @@ def read_ir_metadata(path: str | os.PathLike) -> dict | None:
 
     if Path(path).suffix == ".parquet":
         return None
-    lines = []
+    header = []  # the comment lines the file opens with, each without its "# "
     for _, line in utf8_lines(Path(path)):
         if not line.startswith("#"):
             break
-        lines.append(line[1:].strip("\r\n").removeprefix(" "))
-    if not lines or lines[0].strip() != IR_METADATA_START or IR_METADATA_END not in (line.strip() for line in lines):
+        header.append(line[1:].rstrip("\r\n").removeprefix(" "))
+    marks = [line.strip() for line in header]
+    if not marks or marks[0] != IR_METADATA_START or IR_METADATA_END not in marks:
         return None
-    body = lines[1:[line.strip() for line in lines].index(IR_METADATA_END)]
     try:
-        record = yaml.safe_load("\n".join(body))
+        record = yaml.safe_load("\n".join(header[1:marks.index(IR_METADATA_END)]))
     except yaml.YAMLError:
         return None
     return record if isinstance(record, dict) else None

@@ -22,7 +22,7 @@ from ..stats.comparison import relevant_doc_type
 from ..stats.decisions import RunFacts, finite
 from ..stats.guardrails import invalid_output_record
 from ..stats.run_checks import ParityEvidence
-from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason
+from ..stats.sanity import first_stage_sanity, identical_to_baseline, positive_only_reason, reduced_to_baseline
 from ..stats.variants import mean_interval, precision_variant, twins
 from ..systems.base import SKIPPED
 from ..systems.roles import KindTraits, floor_system
@@ -268,8 +268,8 @@ def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame,
 def identical_because(paths: PipelinePaths, identical: Mapping[str, int], baseline: str) -> dict[str, str]:
     """Why each system identical to the baseline ranks as it does, where its run says its own settings reduce it to
     the baseline (``describe.reduces_to``: a blend at weight 0 or 1)."""
-    found = {system: table_metadata(paths.run(system)).get("describe", {}).get("reduces_to") for system in identical}
-    return {system: reduced["why"] for system, reduced in found.items() if reduced and reduced["system"] == baseline}
+    return reduced_to_baseline({system: table_metadata(paths.run(system)).get("describe", {}).get("reduces_to")
+                                for system in identical}, baseline)
 
 
 def check_first_stage(params: Params, per_query: pd.DataFrame, first_stage: pd.DataFrame, primary: str,

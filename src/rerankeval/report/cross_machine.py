@@ -82,7 +82,8 @@ def _rule(field: tuple[str, ...], cpu_dependent: set[str], baseline: Any,
         return 0.0, "a verdict must be the same on every CPU"
     if field[:2] == ("sweeps", "policies") and len(field) > 3:
         # A setting's quality moves with its system; its delta and interval with the baseline's too.
-        moved_by = [name for name in (swept.get(field[2]), baseline if "delta" in field else None)
+        moved_by = [name for name in (swept.get(field[2]),
+                                      baseline if any(part.startswith("delta") for part in field[3:]) else None)
                     if name in cpu_dependent]
         if moved_by:
             return INT8_TOLERANCE, f"{moved_by[0]} runs int8 kernels: within ±{INT8_TOLERANCE:g}"

@@ -259,7 +259,8 @@ def decide_pairs(pairs: ReleasePairs, deltas: np.ndarray, labels: Mapping[str, n
             verdict["operating_characteristics"] = (
                 {"at_zero": at_null, "at_min_delta": at_alternative} if claims[k].claim == "superior"
                 else {"at_minus_margin": at_null, "at_zero": at_alternative})
-            if not np.nanstd(family.deltas[:, k]) > 0:  # the trials keep the observed spread: here none
+            defined = family.deltas[~np.isnan(family.deltas[:, k]), k]
+            if len(defined) and not defined.std() > 0:  # the trials keep the observed spread: here none
                 verdict["rates_why"] = NO_SPREAD
             verdict["family"] = family_label(group)
             verdict["p_adjusted"] = finite(pairs.p_adjusted[k])

@@ -52,6 +52,14 @@ def identical_to_baseline(runs: Mapping[str, pd.DataFrame], baseline: str, query
             if system != baseline and len(reference) and rankings(run).equals(reference)}
 
 
+def reduced_to_baseline(reductions: Mapping[str, Any], baseline: str) -> dict[str, str]:
+    """Why each run identical to the baseline's ranks as it does, where what its system says it reduces to
+    (``describe.reduces_to``: {system, why}, a blend at weight 0 or 1; None: nothing) names the baseline. The
+    compare stage reads it from each run's metadata, ``rerankeval compare`` from each run file's ir_metadata."""
+    return {system: str(reduced["why"]) for system, reduced in reductions.items()
+            if isinstance(reduced, Mapping) and reduced.get("system") == baseline and reduced.get("why")}
+
+
 def first_stage_sanity(first_stage: pd.DataFrame, random_floor: pd.Series | None, metric: str, baseline: str,
                        baseline_retriever: str | None, *, n_samples: int, seed: int, confidence: float,
                        method: CIMethod) -> dict[str, Any]:
