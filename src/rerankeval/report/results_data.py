@@ -310,10 +310,9 @@ def render_blocks(results: Mapping[str, Mapping[str, Any]],
     for name, data in results.items():
         if "systems" in data:
             blocks[f"systems-{name}"] = render_systems(data)
-            if render_answers(data):
-                blocks[f"answers-{name}"] = render_answers(data)
-            if render_sweeps(data):
-                blocks[f"sweeps-{name}"] = render_sweeps(data)
+            for kind, rendered in (("answers", render_answers(data)), ("sweeps", render_sweeps(data))):
+                if rendered:  # "" where the collection has none
+                    blocks[f"{kind}-{name}"] = rendered
         if data.get("tables"):
             blocks[f"tables-{name}"] = render_tables(data)
     return blocks
