@@ -42,6 +42,24 @@ class LengthScorer:
 
 register_pair_scorer("test_length", LengthConfig)(lambda config, context: LengthScorer(config.model_dir))
 
+
+class TokenCountingScorer(LengthScorer):
+    """The word count with token accounting, as a model's tokenizer reports it: query tokens 3, passage tokens its
+    words, truncated past 3 words."""
+
+    def fingerprint(self) -> dict:
+        return {"scorer": "test-length-tokens/v1"}
+
+    def score_batches(self, query: str, passages: list[str]) -> Iterator[PairBatch]:
+        for batch in super().score_batches(query, passages):
+            words = batch.scores.astype(np.int32)
+            yield PairBatch(batch.indices, batch.scores, batch.compute_s,
+                            stats={"query_tokens": np.full(len(words), 3, dtype=np.int32), "passage_tokens": words,
+                                   "truncated": words > 3})
+
+
+register_pair_scorer("test_length_tokens", LengthConfig)(lambda config, context: TokenCountingScorer())
+
 # Four candidates per query in fused order; word counts 1, 4, 2, 3; BM25 scores 2, 8, 4, 0.
 PASSAGES = ["PAY-1041 retry", "PAY-1042 never retry charges", "orion manual", "plan tiers table"]
 WORDS = [2, 4, 2, 3]

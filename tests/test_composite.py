@@ -3,6 +3,7 @@ and their latency), cascade, the components' shared cache, and the DVC rule for 
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,8 @@ import pytest
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.rerank.driver import RerankSettings, rerank
+from rerankeval.serving.config import LatencyConfig
+from rerankeval.serving.measure import measure_latency
 from rerankeval.systems.base import RERANKED, SKIPPED, Query, QueryCandidates, SplitCandidates
 from rerankeval.systems.registry import build_system
 from rerankeval.systems.composite.components import normalise, pair_counts
@@ -133,6 +136,51 @@ def test_cascade_by_hand(systems):
     assert len(SCORED) == 4 and latency["compute_s"].tolist() == pytest.approx([0.02, 0.02], abs=1e-3)
     with pytest.raises(ConfigError, match="second_depth 5 exceeds depth 4"):
         build_system("cascade", {**systems["cascade"], "second_depth": 5}, context(systems))
+
+
+def test_a_cascade_records_its_model_stages_token_counts_on_the_rows_it_scored(systems):
+    systems["tokens"] = {"kind": "test_length_tokens", "depth": 4, "cache_dir": systems["length"]["cache_dir"]}
+    systems["cascade"] = {"kind": "cascade", "depth": 4, "first": "column:bm25_score", "second": "tokens",
+                          "second_depth": 2}
+    run, _ = rerank(candidates(), QUERIES, build_system("cascade", systems["cascade"], context(systems)),
+                    RerankSettings(4))
+    q1 = run[run["query_id"] == "q1"].set_index("doc_id")
+    # The model rescored BM25's top 2 (d1: 4 words, d2: 2 words); d0 and d3 were ordered by the BM25 column only.
+    assert q1.loc[["d1", "d2"], "passage_tokens"].tolist() == [4, 2]
+    assert q1.loc[["d1", "d2"], "truncated"].tolist() == [True, False]
+    assert q1.loc[["d0", "d3"], "passage_tokens"].isna().all() and q1.loc[["d0", "d3"], "query_tokens"].isna().all()
+    # A first stage that counts tokens scored every row; a second that does not adds no counts.
+    systems["cascade"] = {**systems["cascade"], "first": "tokens", "second": "length"}
+    first, _ = rerank(candidates(), QUERIES, build_system("cascade", systems["cascade"], context(systems)),
+                      RerankSettings(4))
+    assert first[first["query_id"] == "q1"].set_index("doc_id").loc[["d0", "d1", "d2", "d3"], "passage_tokens"] \
+        .tolist() == [2, 4, 2, 3]
+    # Two stages that count tokens tokenise a shortlisted row twice: no one count stands for it, none is recorded.
+    systems["tokens_again"] = dict(systems["tokens"])
+    systems["cascade"] = {**systems["cascade"], "first": "tokens", "second": "tokens_again"}
+    twice, _ = rerank(candidates(), QUERIES, build_system("cascade", systems["cascade"], context(systems)),
+                      RerankSettings(4))
+    assert twice["passage_tokens"].isna().all()
+
+
+def test_a_composite_is_timed_with_its_components_cold(systems):
+    """Its latency measurement scores every pair with the model, as a served blend would, not from the pair-score
+    cache the quality run filled (whose times were taken under a load nobody recorded), and writes nothing there."""
+    systems["blend"] = {"kind": "blend", "depth": 4, "components": ["length", "column:bm25_score"], "weight": 0.5}
+    blend = build_system("blend", systems["blend"], context(systems))
+    rerank(candidates(), QUERIES, blend, RerankSettings(4))
+    cache_files = {path: path.stat().st_mtime_ns for path in Path(systems["length"]["cache_dir"]).rglob("*")}
+    SCORED.clear()
+    queries = [QueryCandidates(QUERIES[query_id], frame.reset_index(drop=True))
+               for query_id, frame in candidates().groupby("query_id")]
+    result = measure_latency(blend, queries, LatencyConfig(queries=1, warmup_queries=1, repeats=2))
+    # 1 warm-up and 1 timed query, the timed one in each of 2 rounds: every time its 4 pairs by the model.
+    assert len(SCORED) == 4 * 3 and result["replayed_share"] == 0.0
+    assert not (result["untrusted"] or "").startswith("most of it is compute replayed")
+    assert {path: path.stat().st_mtime_ns for path in cache_files} == cache_files
+    SCORED.clear()
+    rerank(candidates(), QUERIES, blend, RerankSettings(4))
+    assert SCORED == []  # the cache is read again after the measurement
 
 
 def test_a_component_failure_fails_the_composite_on_that_query_only(systems):

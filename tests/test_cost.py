@@ -38,6 +38,18 @@ def test_latency_at_depth_scales_model_time_by_token_share():
     assert cost_per_query(pd.Series([3.6, 7.2]), hourly_price=1.0) == pytest.approx(0.0015)
 
 
+def test_rows_without_token_counts_take_no_model_time_where_their_query_has_counts():
+    # A cascade: the model rescored fused ranks 2 and 3 (10 and 30 tokens); ranks 1 and 4 came from a column.
+    run, latency = run_and_latency()
+    run = run[run["query_id"] == "a"].assign(score=[0.1, 0.2, 0.3, 0.4],
+                                             query_tokens=pd.array([None, 2, 2, None], dtype="Int32"),
+                                             passage_tokens=pd.array([None, 8, 28, None], dtype="Int32"))
+    at_depth = {depth: latency_at_depth(run, latency.iloc[:1], depth, warmup_queries=0)["a"] for depth in (1, 2, 4)}
+    assert at_depth[1] == pytest.approx(0.1)  # no model time in the top 1
+    assert at_depth[2] == pytest.approx(0.1 + 0.6 * 10 / 40)
+    assert at_depth[4] == pytest.approx(0.7)
+
+
 def test_cache_hits_cost_their_replayed_compute_time():
     run, latency = run_and_latency()
     # b served entirely from the cache: 0.02 s measured, 0.3 s of model time replayed from when it was scored.

@@ -157,8 +157,8 @@ def test_every_failed_check_is_a_listed_reason_whichever_decided():
             assert verdict.decided_by.startswith("latency p95" if decision is Decision.REJECT else "nDCG@10")
 
 
-def test_a_composite_whose_time_is_mostly_replayed_cannot_reject_on_it():
-    """The replayed compute was timed in the rerank stage, whose load the measurement cannot see."""
+def test_a_system_whose_time_is_mostly_replayed_cannot_reject_on_it():
+    """The replayed compute was timed when it was first computed, under a load the measurement cannot see."""
 
     machine = SimulatedMachine()
 

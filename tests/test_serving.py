@@ -102,15 +102,17 @@ def test_the_dedicated_measurement_is_warmed_up_repeated_and_states_its_noise():
 
 
 class CachedComposite(System):
-    """Reads every pair from the cache (no wall time); the pairs cost 0.5 s when they were first scored."""
+    """Reads every answer from a cache it cannot bypass (no wall time, as an LLM reranker's cached answers); they cost
+    0.5 s when they were first computed."""
 
     def score(self, query):
         return Scores(np.zeros(len(query.frame)), replayed_s=0.5, cache_hits=len(query.frame))
 
 
 def test_a_composite_reading_the_cache_is_charged_what_its_pairs_cost_when_scored():
-    """Its components read the pair-score cache the measurement cannot bypass: the blend of a cached cross-encoder
-    must not measure 0 ms (on the demo it did, 0.3 ms against the cross-encoder's 395 ms)."""
+    """What a system reads from a cache the measurement cannot bypass is charged as it cost: a cached system must not
+    measure 0 ms (a blend on the demo did, 0.3 ms against the cross-encoder's 395 ms, before its components were
+    made cold: ``tests/test_composite.py``)."""
     queries = [QueryCandidates(Query(f"q{i}", "text"), pd.DataFrame({"passage": ["p"]})) for i in range(5)]
     result = measure_latency(CachedComposite(), queries, LatencyConfig(queries=3, warmup_queries=2, repeats=2))
     assert 500 <= result["p50_ms"] < 520

@@ -21,7 +21,8 @@ from . import loadtest
 from .params import Params
 from .system_configs import first_seed_configs
 
-MEASUREMENT_VERSION = "latency/v3"  # v3: the verdict round's per-query times (wall_ms_by_query)
+MEASUREMENT_VERSION = "latency/v4"  # v3: the verdict round's per-query times (wall_ms_by_query); v4: a composite's
+# components timed cold (``System.uncached``), not replayed from the pair-score cache
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

@@ -2,9 +2,9 @@
 and an LLM endpoint's prices), each system's cost record and the depth-vs-cost table of the compare stage's analysis.
 
 Latency at a shallower depth comes from the one scoring pass at full depth: a query's model time (tokenisation and
-forward) is scaled by the share of its scored tokens that lie in the top d (pairs where no token counts exist), its
-fixed overhead is kept. Model time includes the replayed compute time of cache hits (``rerank.latency``), so a
-run served from the pair-score cache costs what the model costs. Pure functions over the run and latency tables.
+forward) is scaled by the share of its scored tokens that lie in the top d (of its scored pairs where no token counts
+exist), its fixed overhead is kept. Model time includes the replayed compute time of cache hits (``rerank.latency``),
+so a run served from the pair-score cache costs what the model costs. Pure functions over the run and latency tables.
 """
 
 from __future__ import annotations
@@ -49,8 +49,11 @@ def latency_at_depth(run: pd.DataFrame, latency: pd.DataFrame, depth: int, warmu
     """Estimated seconds per query had only the top ``depth`` candidates been scored (timed queries only)."""
     timed = timed_queries(latency, warmup_queries).set_index("query_id")
     scored = run[run["score"].notna()]
-    weight = scored["passage_tokens"].astype("float64") + scored["query_tokens"].astype("float64")
-    weight = weight.where(weight.notna(), 1.0)  # no token counts: every pair weighs the same
+    tokens = scored["passage_tokens"].astype("float64") + scored["query_tokens"].astype("float64")
+    # A row without token counts took no model time where other rows of its query have them (a cascade's rows its
+    # model did not score); in a query without any counts every pair weighs the same.
+    counted = tokens.notna().groupby(scored["query_id"]).transform("any")
+    weight = tokens.fillna(pd.Series(np.where(counted, 0.0, 1.0), index=tokens.index))
     total = weight.groupby(scored["query_id"]).sum()
     head = weight[scored["fused_rank"] <= depth].groupby(scored.loc[scored["fused_rank"] <= depth, "query_id"]).sum()
     share = (head.reindex(total.index, fill_value=0.0) / total).reindex(timed.index).fillna(0.0)

@@ -69,14 +69,16 @@ class Clocks:
 
 
 def score_uncached(system: System, query: QueryCandidates) -> float:
-    """Score one query as a cold request: a pair scorer bypasses its pair-score cache. Returns the compute seconds
-    of cache hits it could not bypass (a composite's components read the cache): the caller charges them, as
-    measured when those pairs were scored, so a blend of a cached cross-encoder costs what the cross-encoder does."""
+    """Score one query as a cold request: a pair scorer calls its model directly, a composite with every component
+    cold (``System.uncached``: no pair-score cache, nothing remembered from the last query), so a blend of a
+    cross-encoder is timed scoring its pairs. Returns the compute seconds of cache hits a system could not bypass
+    (an LLM reranker's answers): the caller charges them, as measured when they were first computed."""
     if isinstance(system, PairSystem):
         for _ in system.scorer.score_batches(query.query_text, query.passages):
             pass
         return 0.0
-    return system.score(query).replayed_s
+    with system.uncached():
+        return system.score(query).replayed_s
 
 
 def percentiles_ms(seconds: Sequence[float], prefix: str = "") -> dict[str, float | None]:

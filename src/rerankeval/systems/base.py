@@ -8,7 +8,8 @@ holds what the stages that read runs, train on a split or generate answers need 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -92,6 +93,13 @@ class System:
 
     def describe(self) -> dict[str, Any]:
         return {}
+
+    @contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Within it the system scores as a cold request would, bypassing what it keeps between calls where it can
+        (``serving.measure`` times systems so). Nothing to bypass here; what a system cannot bypass it reports as
+        ``Scores.replayed_s``."""
+        yield
 
     def score_all(self, queries: Sequence[QueryCandidates], deadline_s: float | None) -> dict[str, Outcome]:
         """Every query's scores, or the failure that degrades it (a system error, or a missed deadline)."""

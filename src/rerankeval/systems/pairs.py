@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import numpy as np
@@ -60,6 +61,17 @@ class PairSystem(System):
 
     def __init__(self, scorer: PairScorer, cache: ScoreCache, normalization: str, executor):
         self.scorer, self.cache, self.normalization, self.executor = scorer, cache, normalization, executor
+        self._reads_cache = True
+
+    @contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Every pair scored by the model, none read from the pair-score cache or written to it (the cache keeps
+        the compute time measured when each pair was first scored)."""
+        previous, self._reads_cache = self._reads_cache, False  # a component two composites share is entered twice
+        try:
+            yield
+        finally:
+            self._reads_cache = previous
 
     def score(self, query: QueryCandidates) -> Scores:
         outcome = self.score_all([query], None)[query.query_id]
@@ -73,7 +85,7 @@ class PairSystem(System):
             started = time.perf_counter()
             query_sha = sha256_text(query.query_text)
             passage_shas = [sha256_text(passage) for passage in query.passages]
-            known = self.cache.lookup(query_sha, passage_shas)
+            known = self.cache.lookup(query_sha, passage_shas) if self._reads_cache else {}
             todo = {sha: passage for sha, passage in zip(passage_shas, query.passages) if sha not in known}
             replayed = sum(known[sha].compute_s for sha in passage_shas if sha in known)
             plans[query.query_id] = (query_sha, passage_shas, known, list(todo), time.perf_counter() - started)
@@ -90,7 +102,8 @@ class PairSystem(System):
             query_sha, _, known, todo_shas, _ = plans[item.query_id]
             fresh = {todo_shas[index]: _pair_score(batch, position, index)
                      for position, index in enumerate(batch.indices.tolist())}
-            self.cache.store(query_sha, fresh)
+            if self._reads_cache:
+                self.cache.store(query_sha, fresh)
             known.update(fresh)
 
         prepare = getattr(self.scorer, "prepare", None)

@@ -101,6 +101,9 @@ class BlendSystem(CompositeSystem):
             results[query.query_id] = summed(parts, values, own_s=time.perf_counter() - started)
         return results
 
+    def components(self) -> list[Component]:
+        return list(self.parts)
+
     def describe(self) -> dict[str, Any]:
         return {"blend": f"{self.weight:g} * {self.normalization}({self.parts[0].name}) + "
                          f"{1 - self.weight:g} * {self.normalization}({self.parts[1].name})",

@@ -5,7 +5,8 @@ The final order is second's order of those ``second_depth`` candidates, then the
 first's order, then the remaining candidates in fused order. Scores in the run: second's for the candidates it
 scored; below them, values that keep first's order (``components.below``). Latency and cost are the sum of both
 stages (plus the ordering); pairs either stage already scored come from the pair-score cache. At ``second_depth`` 0
-the second stage is not called: the cascade is its first stage alone, and costs what that costs.
+the second stage is not called: the cascade is its first stage alone, and costs what that costs. Token counts in the
+run are those of the stage whose model counts tokens, on the rows it scored (``CascadeSystem._row_token_counts``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..base import Outcome, QueryCandidates
+from ..base import Outcome, QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from .components import (Component, ComponentName, CompositeConfig, CompositeSystem, below, check_composition,
                          component, failed, summed, system_order)
@@ -81,8 +82,28 @@ class CascadeSystem(CompositeSystem):
             values[order[len(rescored):]] = below(rescored, len(order) - len(rescored))
             results[query.query_id] = summed(parts, values,
                                              own_s=own_s[query.query_id] + time.perf_counter() - started)
-            results[query.query_id].pair_stats = {}  # each stage scored other pairs: no one token count per row
+            results[query.query_id].pair_stats = self._row_token_counts(parts, order, len(query.frame))
         return results
+
+    def _row_token_counts(self, parts: dict[str, Scores], order: np.ndarray, rows: int) -> dict[str, np.ndarray]:
+        """Token accounting per row (``base.PAIR_STATS``) when one stage's model tokenised pairs: its counts on the
+        rows it scored, None on the others (a first stage scored from a column, or rows below the second's
+        shortlist). When both stages count tokens none is recorded: a shortlisted row was tokenised twice, by two
+        models, and no one count stands for it."""
+        first = parts[self.first.name].pair_stats
+        second = parts[self.second.name].pair_stats if self.second_depth else {}
+        if first and second:
+            return {}
+        if first:
+            return first
+        counts = {}
+        for column, values in second.items():
+            counts[column] = np.full(rows, None, dtype=object)
+            counts[column][order[:len(values)]] = np.asarray(values, dtype=object)
+        return counts
+
+    def components(self) -> list[Component]:
+        return [self.first, self.second]
 
     def describe(self) -> dict[str, Any]:
         return {"cascade": f"{self.first.name} on the top depth, then {self.second.name} on its top "

@@ -18,7 +18,8 @@ applied inside it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
@@ -80,6 +81,16 @@ class Component(System):
             elif self.counts_pairs:
                 self.counts.reused += len(query.frame)
         return {query.query_id: check_deadline(self._memo[keys[query.query_id]], deadline_s) for query in queries}
+
+    @contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Nothing remembered from earlier calls, or kept for later ones, and the system's own ``uncached``."""
+        self._memo.clear()
+        try:
+            with self.system.uncached():
+                yield
+        finally:
+            self._memo.clear()
 
     def describe(self) -> dict[str, Any]:
         return self.system.describe()
@@ -245,6 +256,18 @@ class CompositeSystem(System):
 
     def combine(self, queries: Sequence[QueryCandidates]) -> dict[str, Outcome]:
         raise NotImplementedError
+
+    def components(self) -> list[Component]:
+        """The components it combines."""
+        raise NotImplementedError
+
+    @contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Every component cold (``Component.uncached``): a blend of a cross-encoder is timed scoring its pairs."""
+        with ExitStack() as stack:
+            for part in self.components():
+                stack.enter_context(part.uncached())
+            yield
 
     def score(self, query: QueryCandidates) -> Scores:
         outcome = self.combine([query])[query.query_id]

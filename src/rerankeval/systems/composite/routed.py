@@ -146,6 +146,9 @@ class RoutedSystem(CompositeSystem):
                                                  own_s=routing_s[query.query_id] + time.perf_counter() - started)
         return results
 
+    def components(self) -> list[Component]:
+        return list(self.targets.values())
+
     def describe(self) -> dict[str, Any]:
         return {"rules": [rule.to_dict() for rule in self.config.rules], "default": self.config.default,
                 "identifier_pattern": self.config.identifier_pattern,
