@@ -30,6 +30,7 @@ from ..core.errors import RerankevalError
 from ..core.io import read_json, write_text
 from ..stats.analysis import read_analysis
 from ..stats.schema import Costs
+from ..stats.verdict import ci_label
 from .cross_machine import cpu_dependent_systems, departures
 from .markdown import table
 
@@ -98,6 +99,7 @@ def run_results(reports: Path, dataset: str, provenance: Mapping[str, Any]) -> d
                            "delta": fit["delta"], "ci": list(fit["ci"]), "confidence": fit["confidence"],
                            "weights": dict(metrics["fusion"]["weights"])}} if fitted else {}),
         "baseline": baseline,
+        "confidence": compare.method.confidence,  # the level of every interval below
         "systems": systems,
         **({"sweeps": _sweeps(analysis.costs)} if analysis.costs.sweeps else {}),
         # why the answer measures do not compare rankings here, when the generator cannot tell them apart
@@ -236,8 +238,9 @@ def render_fusion_fit(results: Mapping[str, Mapping[str, Any]]) -> str:
         decision = "plain RRF kept" if weights.get("bm25") == weights.get("dense") else \
             f"weights {weights['bm25']:g} / {weights['dense']:g}"
         rows.append([name, str(fit["queries"]), _number(fit["best_share"]), _signed(fit["delta"]),
-                     _interval(fit["ci"]), decision])
-    return _table(["dataset", "train queries", "best BM25 share", "gain over plain RRF", "99.17% CI", "decision"], rows)
+                     f"{ci_label(fit['confidence'])} {_interval(fit['ci'])}", decision])
+    # Each fit records its own level (rerankeval.retrieval.fusion_fit).
+    return _table(["dataset", "train queries", "best BM25 share", "gain over plain RRF", "CI", "decision"], rows)
 
 
 def render_systems(data: Mapping[str, Any]) -> str:
@@ -247,7 +250,8 @@ def render_systems(data: Mapping[str, Any]) -> str:
         rows.append([f"`{name}`", _number(entry["mean"]), _interval(entry["ci"]).replace("+", ""),
                      "" if delta is None else f"{_signed(delta)} {_interval(entry['delta_ci'])}",
                      entry.get("verdict", "")])
-    return _table(["system", PRIMARY, "95% CI", f"Δ vs `{data['baseline']}` [95% CI]", "verdict"], rows)
+    level = ci_label(data["confidence"])
+    return _table(["system", PRIMARY, level, f"Δ vs `{data['baseline']}` [{level}]", "verdict"], rows)
 
 
 def render_answers(data: Mapping[str, Any]) -> str:
@@ -262,8 +266,9 @@ def render_answers(data: Mapping[str, Any]) -> str:
                 f"{_signed(found[measure]['delta_vs_baseline'])} {_interval(found[measure]['delta_ci'])}"))])
     if not rows:
         return ""
+    level = ci_label(data["confidence"])
     header = ["system", *(cell for measure in ANSWER_MEASURES
-                          for cell in (measure, f"Δ {measure} vs `{data['baseline']}` [95% CI]"))]
+                          for cell in (measure, f"Δ {measure} vs `{data['baseline']}` [{level}]"))]
     return _table(header, rows)
 
 
@@ -276,7 +281,8 @@ def render_sweeps(data: Mapping[str, Any]) -> str:
              "" if point["delta"] is None else f"{_signed(point['delta'])} {_interval(point['delta_ci'])}",
              str(point["model_pairs"])]
             for label, policy in sweeps["policies"].items() for value, point in policy["points"].items()]
-    return _table(["sweep", "setting", sweeps["measure"], f"Δ vs `{data['baseline']}` [the sweep's 95% CI]",
+    return _table(["sweep", "setting", sweeps["measure"],
+                   f"Δ vs `{data['baseline']}` [the sweep's {ci_label(data['confidence'])}]",
                    "pairs scored by a model"], rows)
 
 
