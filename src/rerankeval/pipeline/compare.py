@@ -65,6 +65,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
                                                  rule.primary_metric)
     latency_p95_ms, sources, untrusted = verdict_latencies(str(paths.measurement(SYSTEM_PLACEHOLDER)),
                                                            paths.loadtest, params.system_names)
+    latency_by_query = verdict_times_by_query(str(paths.measurement(SYSTEM_PLACEHOLDER)), paths.loadtest,
+                                              params.system_names)
     invalid = invalid_outputs(latency_frames, settings.resampling())
     parity = served_parity(params, runs)
     identical = identical_to_baseline(runs, settings.baseline, query_ids)
@@ -77,9 +79,7 @@ def run(params: Params, paths: PipelinePaths) -> None:
         cost_seconds={system: timed_cold_seconds(frame, params.evaluation.warmup_queries)
                       for system, frame in latency_frames.items()}, caveats=caveats,
         reference_systems=frozenset(system for system, found in traits.items() if found.reference),
-        coverage=run_coverage(paths, params.system_names),
-        latency_by_query=verdict_times_by_query(str(paths.measurement(SYSTEM_PLACEHOLDER)), paths.loadtest,
-                                                params.system_names),
+        coverage=run_coverage(paths, params.system_names), latency_by_query=latency_by_query,
         invalid_outputs={system: (found["invalid"], found["calls"]) for system, found in invalid.items()},
         served_parity={system: ParityEvidence(found["reference"], found["parity"]["pairs"],
                                               found["parity"]["max_diff"], found["parity"]["tolerance"],
@@ -95,7 +95,8 @@ def run(params: Params, paths: PipelinePaths) -> None:
         empty_results={system: {"empty": int(len(set(query_ids) - set(run["query_id"]))), "queries": len(query_ids)}
                        for system, run in runs.items()},
         inactive_claims=params.compare.inactive_claims(params.system_names), served_parity=parity,
-        variants=variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs),
+        variants=variant_statistics(params, per_query, latency_frames, traits, rule.primary_metric, runs,
+                                    latency_by_query),
         costs=costs, rankings=RankingEvidence(runs, qrels, queries["text"].to_dict()), invalid_outputs=invalid,
         weights=queries["weight"] if "weight" in queries.columns else None)
     analysis = analyze(per_query, slices, settings, rule, facts,
@@ -221,11 +222,21 @@ def timed_cold_seconds(latency: pd.DataFrame, warmup: int) -> pd.Series:
     return cold_seconds(timed).set_axis(timed["query_id"].to_numpy())
 
 
+MEASURED = "the latency stage's measurement"
+"""A precision variant's speed-up timed as its verdict's latency is: both sides in the dedicated measurement."""
+
+
 def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[str, pd.DataFrame],
-                       traits: dict[str, KindTraits], metric: str, runs: dict[str, pd.DataFrame]) -> dict:
+                       traits: dict[str, KindTraits], metric: str, runs: dict[str, pd.DataFrame],
+                       measured_ms: Mapping[str, pd.Series]) -> dict:
     """What the report's precision and configurations tables state with a CI: each precision variant against its
     float32 twin (quality, speed and how far their rankings agree, ``stats.agreement``), each composed system's cold
-    seconds per query and skip rate (``stats.variants``)."""
+    seconds per query and skip rate (``stats.variants``).
+
+    A variant's speed-up pairs the per-query times of the dedicated latency measurement (``measured_ms``: the
+    verdict round's, by query id), taken in one process one after the other, where both sides have them: the times
+    a latency claim against the twin reads, so one page states one speed-up. Otherwise (a side the load test decided)
+    the quality run's model seconds, which a cache hit replays as measured when the pair was first scored."""
     settings, warmup = params.compare, params.evaluation.warmup_queries
     boot = settings.resampling()
     systems = {system: params.systems[system] for system in params.system_names}
@@ -233,9 +244,15 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
     compared = settings.for_systems(systems).references(systems)  # the pairs the analysis compares on ``metric``
     precision = []
     for variant, twin in twins(systems, {name for name, found in traits.items() if found.learned}):
-        seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
-                             for s in (twin, variant)], axis=1)
+        if twin in measured_ms and variant in measured_ms:
+            seconds = pd.concat([measured_ms[s].rename(s) / 1000 for s in (twin, variant)], axis=1)
+            timed = MEASURED
+        else:
+            seconds = pd.concat([model_seconds(timed_queries(latencies[s], warmup).set_index("query_id")).rename(s)
+                                 for s in (twin, variant)], axis=1)
+            timed = " / ".join(_quality_run_timing(latencies[s]) for s in (twin, variant))
         found = precision_variant(variant, twin, quality, seconds, boot, compared=variant in compared.get(twin, []))
+        found["timed"] = timed
         found["agreement"] = agreement_summary(runs[twin], runs[variant], boot)
         precision.append(found)
     composites = {}
@@ -246,6 +263,11 @@ def variant_statistics(params: Params, per_query: pd.DataFrame, latencies: dict[
                 "cold_seconds": mean_interval(cold_seconds(timed_queries(latency, warmup)).to_numpy(), boot),
                 "skipped": mean_interval((latency["mode"] == SKIPPED).to_numpy(dtype=np.float64), boot)}
     return {"metric": metric, "precision": precision, "composites": composites}
+
+
+def _quality_run_timing(latency: pd.DataFrame) -> str:
+    measured, replayed = latency["compute_s"].sum(), latency["replayed_s"].sum()
+    return "the quality run" if measured >= replayed else "the quality run, replayed from the cache"
 
 
 def check_caveats(params: Params, paths: PipelinePaths, per_query: pd.DataFrame, traits: dict[str, KindTraits],

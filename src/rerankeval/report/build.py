@@ -177,7 +177,7 @@ def build_report(inputs: ReportInputs, plots_dir: Path, links: ReportLinks = Rep
                 "weights_sha256": (described["weights_sha256"] or "")[:12] or None, "dtype": described["dtype"],
                 "peak_rss_mib": round(float(inputs.latency_metadata[system]["peak_rss_mib"]), 1)}
     variants = inputs.verdicts.variants
-    precision_rows = precision.precision_rows(variants.get("precision", []), inputs.latencies,
+    precision_rows = precision.precision_rows(variants.get("precision", []),
                                               {s: m.get("describe", {}) for s, m in inputs.run_metadata.items()})
     tables = inputs.manifest["tables"]
     context = {"dataset": params.dataset.name, "split": compare.split, "queries": compare.queries,

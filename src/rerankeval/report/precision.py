@@ -2,11 +2,9 @@
 system with the same settings but the dtype), with the quality delta's paired bootstrap CI and the speed ratio, as
 the compare stage computed them (``stats.variants``, in verdicts.json).
 
-The speed ratio is the twin's mean model seconds per query over the variant's, on the same queries and pairs, with
-a paired bootstrap CI (the same query resamples for both). Model seconds are measured when the pairs were scored
-(a cache hit replays them), so the table says whether each side was measured in this run or replayed: on a shared
-machine, only a ratio of two timings taken together is a fair one (``benchmarks/bench_precision.py`` interleaves
-them in one process).
+The speed ratio is the twin's mean seconds per query over the variant's, on the same queries, with a paired
+bootstrap CI (the same query resamples for both), timed as the compare stage recorded (``timed``): the dedicated
+latency measurement where both sides have one, else the quality run's model seconds.
 """
 
 from __future__ import annotations
@@ -14,26 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from .markdown import fmt, table
 
 
-def _source(latency: pd.DataFrame) -> str:
-    measured, replayed = latency["compute_s"].sum(), latency["replayed_s"].sum()
-    return "this run" if measured >= replayed else "replayed from the cache"
-
-
-def precision_rows(variants: Sequence[Mapping[str, Any]], latencies: Mapping[str, pd.DataFrame],
+def precision_rows(variants: Sequence[Mapping[str, Any]],
                    described: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The compare stage's precision statistics (verdicts.json ``variants``) with what each side ran as."""
     rows = []
     for found in variants:
-        variant, twin, delta = found["variant"], found["twin"], found["delta"] or {}
+        variant, delta = found["variant"], found["delta"] or {}
         precision = described.get(variant, {}).get("precision", {})
         rows.append({**found, "dtype": precision.get("dtype"), "native_bf16": precision.get("native_bf16"),
-                     "delta": delta.get("mean"), "low": delta.get("low"), "high": delta.get("high"),
-                     "timing": f"{_source(latencies[twin])} / {_source(latencies[variant])}"})
+                     "delta": delta.get("mean"), "low": delta.get("low"), "high": delta.get("high")})
     return rows
 
 
@@ -44,13 +34,15 @@ def precision_section(rows: Sequence[Mapping[str, Any]], measure: str, confidenc
                                                                  if r["native_bf16"] is False else ""),
              f"{fmt(r['delta'], signed=True)} [{fmt(r['low'], signed=True)}, {fmt(r['high'], signed=True)}]",
              f"{r['speed_ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}]",
-             f"{r['twin_ms']:.1f} / {r['variant_ms']:.1f}", r["timing"]] for r in rows]
+             f"{r['twin_ms']:.1f} / {r['variant_ms']:.1f}", r["timed"]] for r in rows]
     return ("## Precision variants against float32\n\n"
             + table(["variant", "dtype", f"Δ {measure} [{confidence:.0%} CI]", "speed-up [CI]",
-                     "model ms per query float32 / variant", "timed (float32 / variant)"], body)
-            + "\n\nΔ is paired over queries; speed-up is float32 model time over the variant's, on the same pairs. "
-              "Timings replayed from the cache were measured when the pairs were first scored, possibly under "
-              "another machine load: `benchmarks/bench_precision.py` measures both in one process, interleaved."
+                     "ms per query float32 / variant", "timed by"], body)
+            + "\n\nΔ is paired over queries; speed-up is float32's mean time per query over the variant's, on the same "
+              "queries. The latency stage's measurement times both one after the other in one process, as the "
+              "verdict's latency check and a latency claim read them; the quality run's model times, where a side "
+              "lacks that measurement, were taken when the pairs were first scored (a cache hit replays them), "
+              "possibly under another machine load. `benchmarks/bench_precision.py` interleaves both in one process."
             + agreement_table(rows))
 
 
