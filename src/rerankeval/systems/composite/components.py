@@ -259,7 +259,8 @@ class CompositeSystem(System):
 
     def components(self) -> list[Component]:
         """The components it combines."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} lists no components(): the latency stage makes them cold "
+                                  "through it (CompositeSystem.uncached), so every composite returns them")
 
     @contextmanager
     def uncached(self) -> Iterator[None]:
