@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from rerankeval.core.io import write_json
@@ -38,10 +39,16 @@ class SimulatedMachine:
         self.cpu_s += cpu_s
         self.busy_s += cpu_s + self.other_cpus * wall
 
-    def clocks(self, with_proc_stat: bool = True) -> Clocks:
+    def idle(self, seconds: float) -> None:
+        """This process waits: the wall clock runs, the other processes keep working."""
+        self.wall_s += seconds
+        self.busy_s += self.other_cpus * seconds
+
+    def clocks(self, with_proc_stat: bool = True, load_average: float | None = None) -> Clocks:
         return Clocks(wall=lambda: self.wall_s, cpu=lambda: self.cpu_s,
                       machine=(lambda: MachineSample(self.busy_s, 0.0)) if with_proc_stat else (lambda: None),
-                      load_average=lambda: self.other_cpus + 1.0, cpus=self.cpus)
+                      load_average=lambda: self.other_cpus + 1.0 if load_average is None else load_average,
+                      cpus=self.cpus, sleep=self.idle)
 
 
 class FixedWorkload(System):
@@ -71,6 +78,23 @@ def test_the_cpu_time_of_a_fixed_workload_is_stable_under_a_wall_clock_slowdown(
     assert idle["other_cpus_by_round"] == [0.0] * 3 and loaded["other_cpus_by_round"] == [1.8] * 3
     assert idle["untrusted"] is None
     assert loaded["untrusted"].startswith("measured while other processes kept 1.8 of 2 CPUs busy")
+
+
+def test_a_round_of_fast_queries_is_watched_long_enough_to_see_other_processes():
+    """Queries of 0.1 ms end a round within a tick of /proc/stat; the 1-minute load average still holds the stages
+    that ran before (here 1.6): the round is watched, idle, for a quarter second, and what others ran is read."""
+
+    class Fast(System):
+        def score(self, query):
+            machine.work(0.0001)
+            return Scores(np.zeros(len(query.frame)))
+
+    for others in (0.0, 0.9):
+        machine = SimulatedMachine(other_cpus=others)
+        result = measure_latency(Fast(), QUERIES, SETTINGS, machine.clocks(load_average=1.6))
+        assert result["other_cpus_by_round"] == [pytest.approx(others, abs=0.01)] * 3
+        assert (result["untrusted"] is None) == (others <= SETTINGS.max_other_cpus)
+        assert result["p95_ms"] == pytest.approx(0.1)  # the wait is not the queries' time
 
 
 def test_without_proc_stat_the_load_average_less_the_measurements_own_work_stands_in():

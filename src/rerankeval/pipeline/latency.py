@@ -21,8 +21,9 @@ from . import loadtest
 from .params import Params
 from .system_configs import first_seed_configs
 
-MEASUREMENT_VERSION = "latency/v4"  # v3: the verdict round's per-query times (wall_ms_by_query); v4: a composite's
-# components timed cold (``System.uncached``), not replayed from the pair-score cache
+MEASUREMENT_VERSION = "latency/v5"  # v3: the verdict round's per-query times (wall_ms_by_query); v4: a composite's
+# components timed cold (``System.uncached``), not replayed from the pair-score cache; v5: other processes' CPUs
+# read from /proc/stat over at least a quarter second, also for a round of fast queries (not the load average)
 
 
 def run(params: Params, paths: PipelinePaths) -> None:

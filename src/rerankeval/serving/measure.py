@@ -32,9 +32,9 @@ from .config import LatencyConfig
 SOURCE_IN_PROCESS, SOURCE_LOADTEST = "in-process", "load test"
 # /proc/stat columns that are a CPU at work for someone (user nice system idle iowait irq softirq steal ...).
 _BUSY_COLUMNS, _STEAL_COLUMN = (0, 1, 2, 5, 6, 7), 7
-# /proc/stat counts in clock ticks (10 ms): a shorter round reads as whole CPUs busy or idle, so the load average
-# stands in below this.
-_MIN_PROC_STAT_WINDOW_S = 1.0
+# /proc/stat counts in clock ticks (10 ms per CPU): over this window a tick either way on 2 CPUs moves the other
+# processes' CPUs by under 0.1, well inside serving.latency.max_other_cpus. A shorter round is watched this long.
+_MIN_PROC_STAT_WINDOW_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class Clocks:
     machine: Callable[[], MachineSample | None] = machine_sample
     load_average: Callable[[], float] = lambda: os.getloadavg()[0]
     cpus: int = os.cpu_count() or 1
+    sleep: Callable[[float], None] = time.sleep
 
 
 def score_uncached(system: System, query: QueryCandidates) -> float:
@@ -147,14 +148,20 @@ def _measure_round(system: System, timed: Sequence[QueryCandidates], clocks: Clo
         cpu_s.append(cpu)
         replayed += replayed_s
         failures += failed
-    machine_end, own_cpu, wall = clocks.machine(), clocks.cpu() - cpu_start, clocks.wall() - wall_start
-    if machine_start is None or machine_end is None or wall < _MIN_PROC_STAT_WINDOW_S:
-        # The load average counts this measurement's own running threads too: take out what it used.
+    wall = clocks.wall() - wall_start
+    if machine_start is not None and wall < _MIN_PROC_STAT_WINDOW_S:
+        # A round of fast queries is over within a few ticks: keep watching the machine, idle, until the window is
+        # long enough to see what other processes ran. The 1-minute load average cannot stand in: it still holds
+        # the stages that ran before this one.
+        clocks.sleep(_MIN_PROC_STAT_WINDOW_S - wall)
+    machine_end, own_cpu, window = clocks.machine(), clocks.cpu() - cpu_start, clocks.wall() - wall_start
+    if machine_start is None or machine_end is None:
+        # No /proc/stat: the load average counts this measurement's own running threads too: take out what it used.
         load = max(load_start, clocks.load_average())
-        other = min(clocks.cpus, max(0.0, load - own_cpu / max(wall, 1e-9)))  # runnable threads beyond the CPUs wait
+        other = min(clocks.cpus, max(0.0, load - own_cpu / max(window, 1e-9)))  # runnable threads beyond CPUs wait
         return _Round(wall_s, cpu_s, replayed, other, None), failures
-    other = (machine_end.busy_s - machine_start.busy_s - own_cpu) / wall
-    steal = (machine_end.steal_s - machine_start.steal_s) / wall
+    other = (machine_end.busy_s - machine_start.busy_s - own_cpu) / window
+    steal = (machine_end.steal_s - machine_start.steal_s) / window
     return _Round(wall_s, cpu_s, replayed, min(clocks.cpus, max(0.0, other)), max(0.0, steal)), failures
 
 
