@@ -15,7 +15,8 @@ from rerankeval.serving.config import LatencyConfig
 from rerankeval.serving.measure import measure_latency
 from rerankeval.systems.base import RERANKED, SKIPPED, Query, QueryCandidates, SplitCandidates
 from rerankeval.systems.registry import build_system
-from rerankeval.systems.composite.components import normalise, pair_counts
+from rerankeval.systems.composite.components import normalise
+from rerankeval.systems.pair_counts import pair_counts
 from rerankeval.systems.composite.features import DEFAULT_IDENTIFIER_PATTERN, QueryFeatures
 from tests.composite_fixtures import (QRELS, QUERIES, SCORED, candidates, context, order,  # noqa: F401, F811
                                       systems)  # (fixture)

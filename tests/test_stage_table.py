@@ -181,6 +181,18 @@ def test_a_kind_s_edit_changes_the_fingerprints_of_the_systems_built_on_it_only(
     assert "rerank_oracle.json" not in changed and "rerank_random.json" not in changed
 
 
+@pytest.mark.parametrize("shared", ["src/rerankeval/systems/composite/components.py",
+                                    "src/rerankeval/systems/pairs.py"])
+def test_composite_and_pair_scoring_code_is_no_first_stage_order_s_code(fingerprints, shared):
+    """Every rerank stage records the pairs composites needed (systems.pair_counts); an edit to the code composites or
+    pair scorers share re-runs the systems built on it, never the first-stage orders and the bounds."""
+    before = fingerprints()
+    after = fingerprints(shared)
+    changed = {name for name in before if before[name] != after[name]}
+    unaffected = {f"rerank_{name}.json" for name in ("fusion", "bm25", "dense", "oracle", "random")}
+    assert changed and "rerank_blend_ce_fusion.json" in changed and not changed & unaffected, changed
+
+
 def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
     before = fingerprints()
     assert before["answer_bm25.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}

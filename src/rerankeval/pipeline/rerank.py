@@ -18,8 +18,8 @@ from ..rerank.assemble import TIE_BREAK, run_table
 from ..rerank.driver import rerank, settings_of
 from ..rerank.latency import latency_table
 from ..systems.base import FUSION_FALLBACK
+from ..systems.pair_counts import pair_counts
 from ..systems.run_coverage import coverage_text
-from ..systems.composite.components import pair_counts
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system
 from ..systems.splits import split_candidates
 from ..workspace.paths import PipelinePaths

@@ -23,7 +23,8 @@ from ..core.errors import ConfigError
 from ..rerank.driver import rerank, settings_of
 from ..systems.base import Query
 from ..systems.registry import SYSTEM_KINDS, BuildContext, build_system, parse_system_config
-from ..systems.composite.components import PairCounts, component, pair_counts
+from ..systems.composite.components import component
+from ..systems.pair_counts import PairCounts, pair_counts
 from .config import SweepConfig
 
 

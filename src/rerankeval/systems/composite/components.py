@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from pydantic import AfterValidator
 from ...core.errors import ConfigError, ScoringFailure
 from ..baselines import ColumnSystem
 from ..base import RERANKED, Outcome, QueryCandidates, Scores, System, check_deadline
+from ..pair_counts import PairCounts
 from ..pairs import PairSystem
 from ..registry import BuildContext, SystemConfig, build_system
 
@@ -37,25 +37,6 @@ COLUMN_PREFIX = "column:"
 SCORE_COLUMNS = ("bm25_score", "dense_score", "fused_score")
 CODE_DIR = "src/rerankeval/systems"
 """Every rerank stage depends on this code, so a component watched only through it needs no dependency of its own."""
-
-
-@dataclass
-class PairCounts:
-    """Pairs a composite's model components needed: scored by a model now, read from the pair-score cache, or
-    served again from this process's memory (a component shared by several settings or composites)."""
-
-    scored: int = 0
-    from_cache: int = 0
-    reused: int = 0
-
-    def __add__(self, other: "PairCounts") -> "PairCounts":
-        return PairCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
-
-    def __sub__(self, other: "PairCounts") -> "PairCounts":
-        return PairCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
-
-    def to_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 class Component(System):
@@ -121,14 +102,6 @@ def component(context: BuildContext, name: str, where: str) -> Component:
     finally:
         building.remove(name)
     return built[name]
-
-
-def pair_counts(context: BuildContext) -> PairCounts:
-    """Pairs scored, read from the cache and reused by every component built in this process so far."""
-    total = PairCounts()
-    for built in context.shared.get("components", {}).values():
-        total = total + built.counts
-    return total
 
 
 # ---------------------------------------------------------------------------------------------------------------
