@@ -36,7 +36,8 @@ from ..registry import BuildContext, SystemConfig, build_system
 COLUMN_PREFIX = "column:"
 SCORE_COLUMNS = ("bm25_score", "dense_score", "fused_score")
 CODE_DIR = "src/rerankeval/systems"
-"""Every rerank stage depends on this code, so a component watched only through it needs no dependency of its own."""
+"""A component whose DVC dependency is code here needs none in the composite: a composite's code fingerprint holds
+its components' kinds' code (``data/code/rerank_<system>.json``), so only a model or run file must be watched."""
 
 
 class Component(System):
