@@ -226,3 +226,36 @@ def test_a_challenger_whose_deltas_have_no_spread_shows_no_simulated_rates(tmp_p
     assert "| `same` | n/a | n/a | n/a | n/a |" in text
     assert f"n/a for `same` vs `base`: {NO_SPREAD}." in text and claims.no_rates(verdicts) == [
         f"n/a for `same` vs `base`: {NO_SPREAD}."]
+
+
+def test_the_diff_asks_analyze_a_question_of_pairs(monkeypatch):
+    """`rerankeval diff` makes no inference of its own: it asks ``analyze`` one question of ``Pairs`` (each changed
+    system's head run against its base run, the changed systems one family) and shows what it answers (the sweep:
+    tests/test_policies.py)."""
+    from rerankeval.stats import analysis, revisions
+    from rerankeval.stats.config import CompareConfig
+
+    asked = []
+
+    def recording(per_query, slices, settings, question, *args, **kwargs):
+        asked.append(question)
+        return analysis.analyze(per_query, slices, settings, question, *args, **kwargs)
+
+    monkeypatch.setattr(revisions, "analyze", recording)
+    rng = np.random.default_rng(11)
+    queries = [f"q{i:02d}" for i in range(30)]
+    values = {system: rng.uniform(0.2, 0.8, 30) for system in ("ce", "bm25")}
+    settings = CompareConfig.parse({"baseline": "bm25", "metrics": ["nDCG@10"], "samples": 200, "permutations": 200,
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+
+    def revision(label: str, shift: float) -> revisions.Revision:
+        frame = pd.concat([pd.DataFrame({"system": system, "query_id": queries, "nDCG@10": found + (
+            shift if system == "ce" else 0.0)}) for system, found in values.items()], ignore_index=True)
+        return revisions.Revision(label, frame, pd.DataFrame(index=pd.Index(queries, name="query_id")), {}, {})
+
+    diffed = revisions.diff_revisions(revision("base", 0.0), revision("head", 0.05), settings, "nDCG@10")
+    [question] = asked
+    assert isinstance(question, analysis.Pairs) and question.pairs == [("head:ce", "base:ce")]
+    assert question.family == "changed systems on nDCG@10" and diffed.systems["changed"] == ["ce"]
+    [row] = diffed.comparisons
+    assert row.delta == pytest.approx(0.05) and row.family == question.family

@@ -201,3 +201,25 @@ def test_run_policy_still_refuses_a_system_it_is_asked_to_sweep_by_name(composed
     with pytest.raises(ConfigError, match="no system 'nope' under `systems`"):
         run_policy(SweepConfig(system="nope", parameter="depth", values=[2]), candidates(), QUERIES,
                    context(composed), "policies.sweeps[0]")
+
+
+def test_a_sweep_asks_analyze_a_question_of_pairs(composed, monkeypatch):
+    """The sweep makes no inference of its own: it asks ``analyze`` one question of ``Pairs`` per sweep (each
+    setting against the baseline, the sweep one family) and shows what it answers."""
+    from rerankeval.policies import points as points_module
+    from rerankeval.stats import analysis
+
+    asked = []
+
+    def recording(per_query, slices, settings, question, *args, **kwargs):
+        asked.append(question)
+        return analysis.analyze(per_query, slices, settings, question, *args, **kwargs)
+
+    monkeypatch.setattr(points_module, "analyze", recording)
+    policy, baseline, quality = blend_sweep_on_60_queries(composed, monkeypatch, seed=7, step=0.03)
+    points = policy_points(policy, baseline, QRELS, "RR@10", resampled(200), no_relevant="drop", warmup_queries=0,
+                           hourly_price=3.6)
+    [question] = asked
+    assert isinstance(question, analysis.Pairs) and question.family == policy.label
+    assert question.pairs == [(f"setting {k}", "baseline") for k in range(len(policy.settings))]
+    assert points["delta"].tolist() == pytest.approx([(values - baseline).mean() for values in quality.values()])

@@ -1,6 +1,7 @@
 """A sweep's settings as points of the quality-cost frontier: mean quality, its paired CI against the baseline and
-its adjusted p (one decision family per sweep, by the paired inference every table of deltas uses,
-``stats.inference``, so the best-looking setting of many is not read at a single setting's level), p95 latency, cost
+its adjusted p (``stats.analysis.analyze`` asked each setting against the baseline as one decision family per sweep,
+the paired inference every table of deltas uses, so the best-looking setting of many is not read at a single
+setting's level), p95 latency, cost
 per 1k queries, skip and fallback rates, the pairs the setting needed from a model and those the sweep needed.
 
 Every cost is the setting's own, from its per-query latency table: cold latency (measured wall time plus the
@@ -20,10 +21,8 @@ import pandas as pd
 from ..eval.engine import evaluate
 from ..rerank.cost import cost_per_query
 from ..rerank.latency import cold_seconds, summarise_latency, timed_queries
-from ..stats.deltas import Comparison
-from ..stats.domains import PairedFamily
+from ..stats.analysis import Pairs, analyze
 from ..stats.config import CompareConfig
-from ..stats.inference import paired_inference
 from ..systems.base import FUSION_FALLBACK, SKIPPED
 from .sweep import PolicyRuns
 
@@ -41,14 +40,15 @@ def per_query_quality(run: pd.DataFrame, qrels: pd.DataFrame, query_ids: Sequenc
 def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, measure: str, settings: CompareConfig,
                   *, no_relevant: str, warmup_queries: int, hourly_price: float) -> pd.DataFrame:
     """One row per setting (``POINT_COLUMNS``); ``baseline``: the baseline's per-query ``measure`` by query id. Each
-    setting's interval and p are its sweep's family's (``stats.inference``, under the comparison's ``settings``)."""
+    setting's interval and p are its sweep's family's (``analyze``'s ``Pairs``, under the comparison's
+    ``settings``)."""
     qualities = [per_query_quality(setting.run, qrels, list(baseline.index), measure, no_relevant)
                  for setting in policy.settings]
-    family = PairedFamily(
-        tuple(Comparison(setting_label(setting.value), measure) for setting in policy.settings),
-        np.column_stack([baseline.reindex(values.index).to_numpy(dtype=np.float64) for values in qualities]),
-        np.column_stack([values.to_numpy(dtype=np.float64) for values in qualities]))
-    inference = paired_inference(family, [policy.label] * len(qualities), settings)
+    names = [f"setting {position}" for position in range(len(qualities))]  # no setting is named as the baseline
+    per_query = pd.concat([_frame("baseline", baseline, measure)] + [
+        _frame(name, values, measure) for name, values in zip(names, qualities)], ignore_index=True)
+    inference = analyze(per_query, pd.DataFrame(index=baseline.index), settings,
+                        Pairs([(name, "baseline") for name in names], [measure], measure, policy.label)).inference
     intervals = inference.shown
     rows = []
     for position, (setting, values) in enumerate(zip(policy.settings, qualities)):
@@ -66,6 +66,10 @@ def policy_points(policy: PolicyRuns, baseline: pd.Series, qrels: pd.DataFrame, 
             "fallback_rate": float((latency["mode"] == FUSION_FALLBACK).mean()),
             "queries": int(len(values)), **{f"pairs_{key}": value for key, value in policy.pairs.to_dict().items()}})
     return pd.DataFrame(rows, columns=POINT_COLUMNS)
+
+
+def _frame(system: str, values: pd.Series, measure: str) -> pd.DataFrame:
+    return pd.DataFrame({"system": system, "query_id": values.index, measure: values.to_numpy(dtype=np.float64)})
 
 
 def setting_label(value) -> str:

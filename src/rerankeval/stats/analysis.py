@@ -1,9 +1,13 @@
 """One analysis: ``analyze`` turns the per-query measures, slices, settings and what the runs cost into one typed
 ``Analysis`` (the comparison, the decision and the costs), and compare.json, verdicts.json and costs.json are its dumps.
 
-The compare stage and ``rerankeval compare`` both call ``analyze``; the CLI has only runs, so its analysis holds the
-comparison and the decision without what the stage reads from the pipeline's other outputs (``PipelineRecords``). The
-report, the details page, the site and the plots read it back with ``read_analysis`` and only render it.
+The compare stage and ``rerankeval compare`` both call ``analyze`` with the release rule; the CLI has only runs, so its
+analysis holds the comparison and the decision without what the stage reads from the pipeline's other outputs
+(``PipelineRecords``). The report, the details page, the site and the plots read it back with ``read_analysis`` and
+only render it. ``rerankeval diff`` (each changed system's head run against its base run) and the sweep stage (each
+setting against the baseline) ask ``analyze`` a question of ``Pairs`` instead: no release rule applies to them, so
+their ``PairsAnalysis`` holds the pairs' inference (the same ``stats.inference`` as the release family's, one decision
+family on the primary metric) and no verdict.
 """
 
 from __future__ import annotations
@@ -14,13 +18,18 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from ..core.errors import ContractError
+from . import domains
 from .answers import answer_analysis
-from .comparison import RunFacts, compare, regression_details
+from .comparison import RunFacts, compare, metric_arrays, regression_details
 from .config import CompareConfig, ReleaseRule
+from .deltas import Comparison
+from .inference import PairedInference, paired_inference
+from .resampling import SliceIntervals
 from .schema import Compare, ComparisonCore, Costs, DecisionCore, Verdicts
 from .weighted import weighted_comparison
 
@@ -78,14 +87,43 @@ class Analysis(BaseModel):
                 if model is not None}
 
 
-def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule,
+@dataclass(frozen=True)
+class Pairs:
+    """A question without a release rule: is each pair's difference real? ``pairs``: (challenger, baseline) systems
+    of the per-query measures. On ``primary_metric`` every pair is a member of one decision family named ``family``
+    (simultaneous intervals and adjusted p by the release family's procedure, ``stats.family``); on the other
+    ``metrics`` each pair is descriptive."""
+
+    pairs: Sequence[tuple[str, str]]
+    metrics: Sequence[str]
+    primary_metric: str
+    family: str
+
+
+@dataclass(frozen=True, eq=False)
+class PairsAnalysis:
+    """What ``analyze`` answers to ``Pairs``: the members ``paired`` (each pair on each metric, pairs first, in the
+    question's order), their ``inference`` in that order, the sorted ``query_ids`` they are paired on, and per slice
+    column the decision family's slice intervals (``domains.family_slices``; members in the order of
+    ``inference.decided``)."""
+
+    paired: domains.PairedFamily
+    inference: PairedInference
+    query_ids: np.ndarray
+    slices: Mapping[str, SliceIntervals]
+
+
+def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule | Pairs,
             facts: RunFacts = RunFacts(), per_query_seeds: pd.DataFrame | None = None,
-            records: PipelineRecords | None = None) -> Analysis:
+            records: PipelineRecords | None = None) -> Analysis | PairsAnalysis:
     """The comparison and the decision (``stats.comparison.compare``: every pair over one set of resamples, the
     release family's simultaneous intervals, the verdicts with their simulated error rates and power); with
     ``records`` (the stage's; the CLI has only runs), the answers beside the ranking, the pipeline's checks, the
     variants (a compared pair's Δ is its comparison's), the weighted means and the costs. A field the models do not
-    declare, or one of the wrong type, is refused here, before anything is written."""
+    declare, or one of the wrong type, is refused here, before anything is written. Asked ``Pairs`` instead of a
+    rule (a diff's, a sweep's), the pairs' inference alone (``PairsAnalysis``)."""
+    if isinstance(rule, Pairs):
+        return _pairs_analysis(per_query, slices, settings, rule)
     result, decided = compare(per_query, slices, settings, rule, facts, per_query_seeds)
     if records is None:
         return _typed(result, decided, None, stage=False)
@@ -108,6 +146,28 @@ def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
             per_query, records.weights, records.systems, list(dict.fromkeys([*settings.metrics, rule.primary_metric])),
             settings.baseline, **settings.resampling(with_method=False))
     return _typed(result, decided, dict(records.costs), stage=True)
+
+
+def _pairs_analysis(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig,
+                    question: Pairs) -> PairsAnalysis:
+    """Every pair on every metric over one set of resamples (``stats.inference``); the primary metric's pairs one
+    decision family, and its slices (``slices``: one row per query, index query_id, a column per label)."""
+    systems = list(dict.fromkeys(system for pair in question.pairs for system in pair))
+    metrics = list(dict.fromkeys([*question.metrics, question.primary_metric]))
+    scores = metric_arrays(per_query, systems, metrics)
+    members = [(challenger, baseline, metric) for challenger, baseline in question.pairs for metric in metrics]
+    paired = domains.PairedFamily(
+        tuple(Comparison(challenger, metric, baseline) for challenger, baseline, metric in members),
+        np.column_stack([scores[baseline][metric] for _, baseline, metric in members]),
+        np.column_stack([scores[challenger][metric] for challenger, _, metric in members]))
+    inference = paired_inference(paired, [question.family if metric == question.primary_metric else None
+                                          for _, _, metric in members], settings)
+    query_ids = np.sort(per_query[per_query["system"] == systems[0]]["query_id"].to_numpy())
+    labels, on_primary = slices.reindex(query_ids), paired.subset(inference.decided)
+    found = {column: domains.family_slices(on_primary, labels[column].fillna("(none)").astype(str).to_numpy(),
+                                           min_slice_size=settings.min_slice_size, **settings.resampling())
+             for column in labels.columns}
+    return PairsAnalysis(paired, inference, query_ids, found)
 
 
 def _on_the_comparisons_intervals(variants: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:

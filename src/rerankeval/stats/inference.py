@@ -1,6 +1,6 @@
-"""One paired inference behind every table of deltas: the comparisons of ``analyze`` (the compare stage's and
-``rerankeval compare``'s, ``stats.comparison``), `rerankeval diff`'s revisions (``stats.revisions``) and a sweep's
-settings (``policies.points``).
+"""One paired inference behind every table of deltas, all of them ``analyze``'s: the release comparison (the compare
+stage's and ``rerankeval compare``'s, ``stats.comparison``) and its answer to ``Pairs`` (`rerankeval diff`'s
+revisions, ``stats.revisions``; a sweep's settings, ``policies.points``).
 
 ``paired_inference`` takes a family of paired comparisons (every member on the same queries, so on the same bootstrap
 resamples) and each member's multiplicity group: a decision family (the release challengers against one baseline; the

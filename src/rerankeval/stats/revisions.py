@@ -2,7 +2,8 @@
 
 The per-query metrics of both revisions are paired by (system, query_id) and every system × metric delta gets a
 paired CI, an adjusted p-value and win/tie/loss counts; then the slices whose delta on the primary metric moved. The
-primary metric's deltas of the changed systems are one family, their intervals and adjusted p from one procedure
+numbers are ``analyze``'s answer to ``Pairs`` (each changed system's head run against its base run): the primary
+metric's deltas of the changed systems are one family, their intervals and adjusted p from one procedure
 (``stats.family``, as the compare stage's release family), which alone decides what the PR regressed; the other
 metrics are descriptive, Holm-adjusted among themselves. A system only in head is shown against head's baseline with
 the comparison head's own compare stage made (its compare.json): one set of resamples per comparison, never a second
@@ -19,13 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import domains
 from .agreement import agreement_summary
+from .analysis import Pairs, analyze
 from .comparison import finite
 from .config import CompareConfig
-from .deltas import Comparison
 from .family import PROCEDURE
-from .inference import paired_inference
 from .schema import RevisionDiff
 
 
@@ -134,35 +133,33 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
     if not changed:
         return RevisionDiff.model_validate(result)
 
-    family = [(system, metric) for system in changed for metric in metrics]
-    # Base and head of each system x metric; measures undefined on some queries go by their domain (stats.domains).
-    # The changed systems' primary deltas are one decision family; the other metrics are descriptive.
-    paired = domains.PairedFamily(
-        tuple(Comparison(s, m) for s, m in family),
-        np.column_stack([base_scores[s][:, metrics.index(m)] for s, m in family]),
-        np.column_stack([head_scores[s][:, metrics.index(m)] for s, m in family]))
+    # Each changed system's head run against its base run, in one analysis (stats.analysis.Pairs): on the primary
+    # metric the changed systems are one decision family, the other metrics descriptive; measures undefined on some
+    # queries go by their domain (stats.domains).
     changed_family = f"changed systems on {primary_metric}"
-    inference = paired_inference(paired, [changed_family if metric == primary_metric else None
-                                          for _, metric in family], settings)
-    for j, (system, metric) in enumerate(family):
-        low, high = inference.shown.low[j], inference.shown.high[j]
+    sides = {side: {system: f"{side}:{system}" for system in changed} for side in ("base", "head")}
+    per_query = pd.concat([_named(revision, systems_named, query_ids, metrics) for revision, systems_named in
+                           ((base, sides["base"]), (head, sides["head"]))], ignore_index=True)
+    analysis = analyze(per_query, head.slices, settings, Pairs(
+        [(sides["head"][system], sides["base"][system]) for system in changed], metrics, primary_metric,
+        changed_family))
+    paired, inference = analysis.paired, analysis.inference
+    for j, item in enumerate(paired.comparisons):
+        system, metric = changed[j // len(metrics)], item.metric
         result["comparisons"].append({
             "system": system, "metric": metric,
-            "base": finite(np.nanmean(base_scores[system][:, metrics.index(metric)])),
-            "head": finite(np.nanmean(head_scores[system][:, metrics.index(metric)])),
-            "delta": finite(inference.shown.mean[j]), "low": finite(low), "high": finite(high),
+            "base": finite(np.nanmean(paired.base[:, j])), "head": finite(np.nanmean(paired.challenger[:, j])),
+            "delta": finite(inference.shown.mean[j]), "low": finite(inference.shown.low[j]),
+            "high": finite(inference.shown.high[j]),
             "family": changed_family if j in inference.decided else "descriptive",
             "p_adjusted": finite(inference.p_adjusted[j]), "p_randomisation": finite(inference.p_randomisation[j]),
             "improved": inference.summaries[j].improved, "tied": inference.summaries[j].tied,
             "regressed": inference.summaries[j].regressed,
         })
-        if j in inference.decided and high < 0:
+        if j in inference.decided and inference.shown.high[j] < 0:
             result["regressions"].append(system)
 
-    labels, on_primary = head.slices.reindex(query_ids), paired.subset(inference.decided)
-    for column in labels.columns:
-        found = domains.family_slices(on_primary, labels[column].fillna("(none)").astype(str).to_numpy(),
-                                      min_slice_size=settings.min_slice_size, **settings.resampling())
+    for column, found in analysis.slices.items():
         for k, value in enumerate(found.values):
             for i, system in enumerate(changed):
                 if found.low[k, i] > 0 or found.high[k, i] < 0:
@@ -238,6 +235,14 @@ def _query_ids(revision: Revision, systems: Sequence[str]) -> set:
     """Queries evaluated for every one of ``systems`` in this revision."""
     rows = revision.per_query[revision.per_query["system"].isin(systems)]
     return set.intersection(*(set(ids) for _, ids in rows.groupby("system")["query_id"]))
+
+
+def _named(revision: Revision, names: Mapping[str, str], query_ids: Sequence, metrics: Sequence[str]) -> pd.DataFrame:
+    """The revision's per-query ``metrics`` of the systems ``names`` keys, on ``query_ids``, each system renamed to
+    its value (base and head of one system are two systems of the analysis)."""
+    rows = revision.per_query[revision.per_query["system"].isin(list(names))
+                              & revision.per_query["query_id"].isin(list(query_ids))]
+    return rows[["system", "query_id", *metrics]].assign(system=rows["system"].map(names))
 
 
 def _scores(revision: Revision, systems: Sequence[str], query_ids: Sequence, metrics: Sequence[str]) -> dict:
