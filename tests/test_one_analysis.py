@@ -259,3 +259,22 @@ def test_the_diff_asks_analyze_a_question_of_pairs(monkeypatch):
     assert question.family == "changed systems on nDCG@10" and diffed.systems["changed"] == ["ce"]
     [row] = diffed.comparisons
     assert row.delta == pytest.approx(0.05) and row.family == question.family
+
+
+def test_a_question_of_pairs_refuses_what_only_a_decision_reads():
+    """Facts, seeds and pipeline records weigh only in a release decision: asked ``Pairs``, ``analyze`` refuses them
+    by name rather than ignore them."""
+    from rerankeval.stats.analysis import Pairs, analyze
+    from rerankeval.stats.comparison import RunFacts
+    from rerankeval.stats.config import CompareConfig
+
+    queries = [f"q{i}" for i in range(10)]
+    per_query = pd.concat([pd.DataFrame({"system": system, "query_id": queries, "nDCG@10": np.linspace(0, 1, 10)})
+                           for system in ("a", "b")])
+    settings = CompareConfig.parse({"baseline": "a", "metrics": ["nDCG@10"], "samples": 100, "permutations": 100,
+                                    "release": {"primary_metric": "nDCG@10", "min_delta": 0.03}}, "compare")
+    question = Pairs([("b", "a")], ["nDCG@10"], "nDCG@10", "b vs a")
+    slices = pd.DataFrame(index=queries)
+    assert analyze(per_query, slices, settings, question).inference.shown.mean.tolist() == [0.0]
+    with pytest.raises(ValueError, match="without a decision"):
+        analyze(per_query, slices, settings, question, RunFacts(latency_p95_ms={"b": 1.0}))

@@ -1,8 +1,8 @@
 """A sweep's settings as points of the quality-cost frontier: mean quality, its paired CI against the baseline and
 its adjusted p (``stats.analysis.analyze`` asked each setting against the baseline as one decision family per sweep,
 the paired inference every table of deltas uses, so the best-looking setting of many is not read at a single
-setting's level), p95 latency, cost
-per 1k queries, skip and fallback rates, the pairs the setting needed from a model and those the sweep needed.
+setting's level), p95 latency, cost per 1k queries, skip and fallback rates, the pairs the setting needed from a model
+and those the sweep needed.
 
 Every cost is the setting's own, from its per-query latency table: cold latency (measured wall time plus the
 replayed compute time of cache hits, ``rerank.latency``), so a point served from the cache costs what its model

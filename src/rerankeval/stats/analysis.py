@@ -103,18 +103,20 @@ class Pairs:
 @dataclass(frozen=True, eq=False)
 class PairsAnalysis:
     """What ``analyze`` answers to ``Pairs``: the members ``paired`` (each pair on each metric, pairs first, in the
-    question's order), their ``inference`` in that order, the sorted ``query_ids`` they are paired on, and per slice
-    column the decision family's slice intervals (``domains.family_slices``; members in the order of
-    ``inference.decided``)."""
+    question's order; rows: the queries, sorted by id), their ``inference`` in that order, and per slice column the
+    decision family's slice intervals (``domains.family_slices``; members in the order of ``inference.decided``)."""
 
     paired: domains.PairedFamily
     inference: PairedInference
-    query_ids: np.ndarray
     slices: Mapping[str, SliceIntervals]
 
 
+NO_FACTS = RunFacts()
+"""The default: nothing known besides the per-query measures. A question of ``Pairs`` is answered on them alone."""
+
+
 def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConfig, rule: ReleaseRule | Pairs,
-            facts: RunFacts = RunFacts(), per_query_seeds: pd.DataFrame | None = None,
+            facts: RunFacts = NO_FACTS, per_query_seeds: pd.DataFrame | None = None,
             records: PipelineRecords | None = None) -> Analysis | PairsAnalysis:
     """The comparison and the decision (``stats.comparison.compare``: every pair over one set of resamples, the
     release family's simultaneous intervals, the verdicts with their simulated error rates and power); with
@@ -123,6 +125,9 @@ def analyze(per_query: pd.DataFrame, slices: pd.DataFrame, settings: CompareConf
     declare, or one of the wrong type, is refused here, before anything is written. Asked ``Pairs`` instead of a
     rule (a diff's, a sweep's), the pairs' inference alone (``PairsAnalysis``)."""
     if isinstance(rule, Pairs):
+        if per_query_seeds is not None or records is not None or facts is not NO_FACTS:
+            raise ValueError("a question of Pairs is answered without a decision: it takes no run facts, seeds or "
+                             "pipeline records (pass a ReleaseRule for the release decision)")
         return _pairs_analysis(per_query, slices, settings, rule)
     result, decided = compare(per_query, slices, settings, rule, facts, per_query_seeds)
     if records is None:
@@ -167,7 +172,7 @@ def _pairs_analysis(per_query: pd.DataFrame, slices: pd.DataFrame, settings: Com
     found = {column: domains.family_slices(on_primary, labels[column].fillna("(none)").astype(str).to_numpy(),
                                            min_slice_size=settings.min_slice_size, **settings.resampling())
              for column in labels.columns}
-    return PairsAnalysis(paired, inference, query_ids, found)
+    return PairsAnalysis(paired, inference, found)
 
 
 def _on_the_comparisons_intervals(variants: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:

@@ -144,8 +144,9 @@ def diff_revisions(base: Revision, head: Revision, settings: CompareConfig, prim
         [(sides["head"][system], sides["base"][system]) for system in changed], metrics, primary_metric,
         changed_family))
     paired, inference = analysis.paired, analysis.inference
+    system_of = {name: system for system, name in sides["head"].items()}
     for j, item in enumerate(paired.comparisons):
-        system, metric = changed[j // len(metrics)], item.metric
+        system, metric = system_of[item.challenger], item.metric
         result["comparisons"].append({
             "system": system, "metric": metric,
             "base": finite(np.nanmean(paired.base[:, j])), "head": finite(np.nanmean(paired.challenger[:, j])),
