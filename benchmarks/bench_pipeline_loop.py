@@ -1,20 +1,22 @@
 """The pipeline's loop on a checkout whose outputs are up to date: what a no-op costs (``dvc status`` against a
 no-op ``dvc repro``, alternated, median of --repeats), the same two with DVC's per-stage read-write lock
 (``dvc.rwlock.rwlock``, the ``.dvc/tmp/rwlock`` file each stage check edits) made a no-op in the process, which shows
-how much of the gap between them is that lock's; what rewriting dvc.lock costs, which DVC does after every stage it
-runs; and how many deps each stage names in dvc.yaml and how many code files its fingerprint lists. Run by hand
+how much of the gap between them is that lock's; where each command's time goes inside DVC's process (its functions
+timed in place); what rewriting dvc.lock costs, which DVC does after every stage it runs; and how many deps each stage
+names in dvc.yaml and how many code files its fingerprint lists. Run by hand
 after ``make demo``; nothing here is asserted.
 
     .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5
     .venv/bin/python benchmarks/bench_pipeline_loop.py --repeats 5 record --commit C --command ... --conditions ... \
         --out results/benchmarks/pipeline_loop.yaml
-    .venv/bin/python benchmarks/bench_pipeline_loop.py --smoke    # one `dvc status` of each kind: checks they run
+    .venv/bin/python benchmarks/bench_pipeline_loop.py --smoke    # `dvc status` of each kind: checks they run
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,62 @@ WITHOUT_RWLOCK = ("import contextlib, sys, dvc.rwlock; from dvc.cli import main;
 COMMANDS = {"dvc status": [DVC, "status"], "dvc repro": [DVC, "repro"],
             "dvc status, rwlock bypassed": [sys.executable, "-c", WITHOUT_RWLOCK, "status"],
             "dvc repro, rwlock bypassed": [sys.executable, "-c", WITHOUT_RWLOCK, "repro"]}
+
+
+TIMED_INSIDE = """
+import functools, importlib, json, os, sys, time
+from dvc.cli import main
+spent = {}
+def timing(owner, name, label):
+    original = getattr(owner, name)
+    @functools.wraps(original)
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+    setattr(owner, name, timed)
+for module, owner, name, label in json.loads(os.environ["TIMED_PARTS"]):
+    found = importlib.import_module(module)
+    timing(getattr(found, owner) if owner else found, name, label)
+started = time.perf_counter()
+code = main(sys.argv[1:])
+spent["main (after the imports)"] = time.perf_counter() - started
+print("TIMED_INSIDE " + json.dumps(spent), file=sys.stderr)
+sys.exit(code)
+"""
+"""DVC's command line with timers around the functions named in ``TIMED_PARTS`` (module, class or "", function,
+label): a diagnostic, never a way to run the pipeline."""
+PARTS = {"dvc status": [("dvc.repo.status", "", "_local_status", "_local_status: every stage's status, the index load"),
+                        ("dvc.stage", "Stage", "status", "Stage.status, all stages")],
+         "dvc repro": [("dvc.repo.reproduce", "", "collect_stages",
+                        "collect_stages: dvc.yaml and dvc.lock loaded for the target"),
+                       ("dvc.repo.reproduce", "", "_reproduce", "_reproduce: every stage's check"),
+                       ("dvc.stage", "Stage", "changed",
+                        "Stage.changed, all stages (its read-write lock edits included)")]}
+"""Where a no-op spends its time in DVC 3.67 (``dvc.repo.reproduce.reproduce``, ``dvc.repo.status``)."""
+
+
+def inside_table(repeats: int, commands: list[str]) -> dict:
+    """Each command's time inside DVC's process, by function (median of ``repeats`` runs, alternated); what is not
+    in a row is DVC's setup, the index's graph (repro) and the output."""
+    times: dict[tuple[str, str], list[float]] = {}
+    for _ in range(repeats):
+        for name in commands:
+            parts = PARTS[name]
+            done = subprocess.run([sys.executable, "-c", TIMED_INSIDE, name.split()[1]], cwd=ROOT, capture_output=True,
+                                  text=True, env={**os.environ, "TIMED_PARTS": json.dumps(parts)})
+            found = [line for line in done.stderr.splitlines() if line.startswith("TIMED_INSIDE ")]
+            if done.returncode != 0 or not found:
+                sys.exit(f"{name}, timed inside, failed ({done.returncode}): {done.stderr[-2000:]}")
+            if "Running stage" in done.stdout:
+                sys.exit("`dvc repro` ran a stage: the outputs are not up to date. Run `dvc repro` first, then this.")
+            for part, seconds in json.loads(found[-1].removeprefix("TIMED_INSIDE ")).items():
+                times.setdefault((name, part), []).append(seconds)
+    rows = [[name, part, round(statistics.median(values), 3)] for (name, part), values in times.items()]
+    return {"title": f"Where each command's time goes inside DVC's process (seconds, median of {repeats})",
+            "columns": ["command", "part", "median"], "rows": rows}
 
 
 def timed(command: list[str]) -> float:
@@ -111,8 +169,9 @@ def main() -> None:
     add_provenance_arguments(steps.add_parser("record", help="write the results YAML"))
     args = parser.parse_args()
     tables = [loop_table(1, ["dvc status", "dvc status, rwlock bypassed"]) if args.smoke
-              else loop_table(args.repeats, list(COMMANDS)), lock_rewrite_table(1 if args.smoke else args.repeats),
-              deps_table()]
+              else loop_table(args.repeats, list(COMMANDS)),
+              inside_table(1, ["dvc status"]) if args.smoke else inside_table(args.repeats, list(PARTS)),
+              lock_rewrite_table(1 if args.smoke else args.repeats), deps_table()]
     print_benchmark(args, "the no-op loop: dvc status against a no-op dvc repro, and each stage's deps", [], tables)
 
 
