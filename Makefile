@@ -21,8 +21,8 @@ export TRANSFORMERS_VERBOSITY := error
 # --no-compile, then COMPILE_SITE_PACKAGES compiles the same modules with a worker per core
 # (benchmarks/bench_install.py, results/benchmarks/install_*.yaml). The later installs add a few packages to a
 # compiled venv: pip compiles those, since a pool of workers spends longer checking every module again (5.3 s, against
-# 0.7 s in one process). Like pip, it skips a module that does not compile (torch ships one in Python 3.12's syntax):
-# importing it fails either way.
+# 0.7 s in one process, on an Intel Xeon with 2 cores). Like pip, it skips a module that does not compile (torch ships
+# one in Python 3.12's syntax): importing it fails either way.
 PIP_INSTALL = -m pip install --quiet
 COMPILE_SITE_PACKAGES = -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
 
