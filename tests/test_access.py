@@ -364,7 +364,8 @@ def test_no_unauthorized_text_or_id_reaches_any_system_kind_a_cache_a_log_or_a_r
             before_api, before_llm = len(server.requests), len(llm.requests)
             loaded = load_params(tmp_path / "params.yaml")
             rerank.run(loaded, paths, name)
-            answer.run(loaded, paths, name)
+            answer.select(loaded, paths, [name])
+            answer.generate(loaded, paths, [name])
             sent_by[name] = (json.dumps([body for _, body, _ in server.requests[before_api:]]),
                              json.dumps(llm.requests[before_llm:], ensure_ascii=False))
 

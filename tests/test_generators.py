@@ -158,7 +158,7 @@ def test_the_api_key_never_appears_in_any_written_file(tmp_path, monkeypatch, ca
         (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         # The first query's endpoint echoes the key in its error bodies; the second answers normally.
         server.script = ["echo_key_500", "echo_key_500"]
-        generate(load_params(tmp_path / "params.yaml"), paths, "s")
+        generate(load_params(tmp_path / "params.yaml"), paths, ["s"])
     answers = pq.read_table(paths.answer("s")).to_pylist()
     assert answers[0]["failed"] and answers[0]["reason"].startswith("http_5xx: ")
     written = [path for path in tmp_path.rglob("*") if path.is_file()]

@@ -236,7 +236,7 @@ def test_no_secret_reaches_any_file_a_stage_writes(api, tmp_path, monkeypatch, c
                                   "api_key_env": KEY_ENV, "cache_dir": str(tmp_path / "cache"), "max_retries": 0}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     api.script = ["echo_401", "echo_200"]  # generate: a 401 echoing the header, then a 200 answer echoing the key
-    generate(load_params(tmp_path / "params.yaml"), paths, "s")
+    generate(load_params(tmp_path / "params.yaml"), paths, ["s"])
     answers = pq.read_table(paths.answer("s")).to_pylist()
     assert answers[0]["reason"].startswith("http_4xx: HTTP 401") and "[redacted]" in answers[1]["answer"]
 

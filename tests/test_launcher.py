@@ -67,7 +67,7 @@ def test_a_bad_stage_or_a_missing_system_names_the_stages(argv, problem, capsys)
     assert main(argv) == 2
     message = capsys.readouterr().err
     assert message.startswith(problem), message
-    assert (f"stages: {', '.join(STAGES)} (rerank, answer take a system under `systems` in "
+    assert (f"stages: {', '.join(STAGES)} (rerank takes a system under `systems` in "
             "params.yaml; readout takes a name under `online.readouts`; shadow takes a name under "
             "`online.shadows`).") in message
 

@@ -79,8 +79,7 @@ def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_ot
     settings = written[f"rerank_{blend}.json"]["settings"]
     # a system it builds reads its components' settings too, and no other system's
     assert set(settings["systems"]) == {blend, *systems[blend]["components"]}
-    assert set(written["answer_bm25.json"]["settings"]["systems"]) == {"bm25"}
-    assert set(written["answer_bm25.json"]["settings"]["rag"]) == {"select", "generator", "claims"}
+    assert set(written["rerank_bm25.json"]["settings"]["systems"]) == {"bm25"}
     paths = PipelinePaths.load(REPO / "dvc.yaml")
     (tmp_path / paths.code).mkdir(parents=True)
     (tmp_path / paths.code / f"rerank_{blend}.json").write_text(json.dumps(written[f"rerank_{blend}.json"]))
@@ -195,7 +194,7 @@ def test_composite_and_pair_scoring_code_is_no_first_stage_order_s_code(fingerpr
 
 def test_the_local_llm_generator_s_edit_changes_nothing_the_demo_runs(fingerprints):
     before = fingerprints()
-    assert before["answer_bm25.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
+    assert before["answer.json"]["kinds"] == before["calibrate.json"]["kinds"] == {"generator": "extractive"}
     assert fingerprints("src/rerankeval/rag/generators/local_llm.py") == before
 
 

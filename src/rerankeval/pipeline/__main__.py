@@ -33,11 +33,9 @@ STAGES = {stage.name: stage for stage in TABLE}
 PER_SYSTEM = tuple(stage.name for stage in TABLE if stage.per_system)
 """The stages DVC runs once per system (``foreach: ${systems}``) or per item of another mapping (``Stage.each``):
 their second argument is the system or the item."""
-USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAGES)} "
-         f"({', '.join(name for name in PER_SYSTEM if STAGES[name].each == 'systems')} take a system under `systems` "
-         f"in params.yaml; "
-         + "; ".join(f"{name} takes a name under `{STAGES[name].each}`" for name in PER_SYSTEM
-                     if STAGES[name].each != "systems") + ")")
+USAGE = (f"python -m rerankeval.pipeline STAGE [SYSTEM]; stages: {', '.join(STAGES)} ("
+         + "; ".join(f"{name} takes a system under `systems` in params.yaml" if STAGES[name].each == "systems"
+                     else f"{name} takes a name under `{STAGES[name].each}`" for name in PER_SYSTEM) + ")")
 
 
 STAGE_TIMES = Path("logs/stage_times.jsonl")

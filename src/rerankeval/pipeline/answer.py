@@ -1,10 +1,13 @@
-"""Stage `answer@<system>`: steps 3 and 4 of the funnel for one system. The context each query's answer is generated
-from, chosen from the system's ranking (``rag.select``); then the answer one fixed generator, prompt and context
-budget writes from it for every system (``rag.generators``). Contexts and answers are byte-identical across reruns;
-what took how long goes to a separate timing table (``rag.answers``).
+"""Stage `answer`: steps 3 and 4 of the funnel for every system. The context each query's answer is generated from,
+chosen from each system's ranking (``rag.select``); then the answer one fixed generator, prompt and context budget
+writes from it for every system (``rag.generators``). Contexts and answers are byte-identical across reruns; what took
+how long goes to a separate timing table per system (``rag.answers``).
 
-One stage, not two: a no-op ``dvc repro`` pays DVC's per-stage bookkeeping twice per stage (its locks, its checks)
-where ``dvc status`` pays it once, and the two steps of a system always ran together.
+One stage for all systems, not one per system: selection is a fraction of a second per system and the extractive
+generator about as much, while each DVC stage costs seconds of bookkeeping to run (its locks, its lock-file rewrite, a
+process) and some milliseconds on every no-op ``dvc repro`` and ``dvc status``. The generator is built (a local
+server started) once, not once per system. A changed run re-selects and re-answers every system; an LLM generator's
+response cache (``rag.generators``) answers the systems whose contexts did not move without a call.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..data.snapshot import Snapshot
 from ..rag.answers import ANSWERS_SCHEMA, TIMING_SCHEMA, answer_row
 from ..rag.claims import count_supported, sentences
 from ..rag.generators import BuildContext, build_generator
+from ..rag.generators.base import Generator
 from ..rag.passages import Passages, corpus_texts, load_passages
 from ..rag.select import CONTEXT_SCHEMA, context_lists, context_table
 from ..rag.similarity import dense_similarity
@@ -30,66 +34,76 @@ from ..workspace.runs import load_runs
 from .params import Params
 
 
-def run(params: Params, paths: PipelinePaths, system: str) -> None:
-    select(params, paths, system)
-    generate(params, paths, system)
+def run(params: Params, paths: PipelinePaths) -> None:
+    select(params, paths, params.system_names)
+    generate(params, paths, params.system_names)
 
 
-def select(params: Params, paths: PipelinePaths, system: str) -> None:
-    """The context of each query of the evaluated split, chosen from the system's ranking: its run file."""
+def select(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
+    """The context of each query of the evaluated split, chosen from each system's ranking: its run file."""
     config = params.rag.select
     snapshot = Snapshot(paths.snapshot)
-    ranked = load_runs(paths.run(SYSTEM_PLACEHOLDER), [system], paths.candidates)[system]
-    ranked = ranked[["query_id", "doc_id", "parent_id", "rank"]]
-    started = time.perf_counter()
     passages = load_passages(snapshot, paths.candidates)
-    similarity = None
-    if config.mmr_lambda is not None and config.similarity == "dense":
-        pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
-        similarity = dense_similarity(passages, pool, params.retrieval, paths.candidates)
     labels = AccessLabels.of_candidates(snapshot, paths.candidates, params.retrieval.access.queries_without_groups)
-    # A system configured with access_filter: false ignores access here too (systems.registry.SystemConfig).
-    filtered = (labels.restricts and params.retrieval.access.filter
-                and params.systems[system].get("access_filter", True) is not False)
-    table = context_table(ranked, passages, config, similarity, labels.may_see_one if filtered else None)
-    write_table(paths.context(system), table, {"system": system, "select": config.to_dict(),
-                                               "split": params.dataset.eval_split,
-                                               "run_sha256": sha256_file(paths.run(system))})
-    queries = len(set(table.column("query_id").to_pylist()))
-    print(f"select[{system}]: {table.num_rows} passages for {queries} queries "
-          f"in {time.perf_counter() - started:.2f}s")
+    runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), systems, paths.candidates)
+    for system in systems:
+        started = time.perf_counter()
+        ranked = runs[system][["query_id", "doc_id", "parent_id", "rank"]]
+        similarity = None
+        if config.mmr_lambda is not None and config.similarity == "dense":
+            pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
+            similarity = dense_similarity(passages, pool, params.retrieval, paths.candidates)
+        # A system configured with access_filter: false ignores access here too (systems.registry.SystemConfig); its
+        # run records the settings it was made with.
+        filtered = (labels.restricts and params.retrieval.access.filter
+                    and table_metadata(paths.run(system))["config"].get("access_filter", True) is not False)
+        table = context_table(ranked, passages, config, similarity, labels.may_see_one if filtered else None)
+        write_table(paths.context(system), table, {"system": system, "select": config.to_dict(),
+                                                   "split": params.dataset.eval_split,
+                                                   "run_sha256": sha256_file(paths.run(system))})
+        queries = len(set(table.column("query_id").to_pylist()))
+        print(f"select[{system}]: {table.num_rows} passages for {queries} queries "
+              f"in {time.perf_counter() - started:.2f}s")
 
 
-def generate(params: Params, paths: PipelinePaths, system: str) -> None:
-    """The answers of the evaluated split's queries from the system's contexts (its context file)."""
-    rag = params.rag
+def generate(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
+    """The answers of the evaluated split's queries from each system's contexts (its context file), by one generator
+    built once."""
     snapshot = Snapshot(paths.snapshot)
-    context_path = paths.context(system)
-    context_meta = table_metadata(context_path)
-    if context_meta.get("system") != system:
-        raise ContractError(f"{context_path}: written for system {context_meta.get('system')!r}, not {system!r}. "
-                            f"Fix: `dvc repro --force answer@{system}`.")
+    for system in systems:
+        context_meta = table_metadata(paths.context(system))
+        if context_meta.get("system") != system:
+            raise ContractError(f"{paths.context(system)}: written for system {context_meta.get('system')!r}, not "
+                                f"{system!r}. Fix: `dvc repro --force answer`.")
     calibration = read_json(paths.calibration)
     context = BuildContext(corpus_texts=corpus_texts(snapshot), calibration=calibration.get("result", {}))
-    with build_generator(rag.generator, context) as generator:  # stops a server the generator started
+    with build_generator(params.rag.generator, context) as generator:  # stops a server the generator started
         passages: Passages = load_passages(snapshot, paths.candidates)
-        chosen = context_lists(read_table(context_path, CONTEXT_SCHEMA))
-        judge = getattr(generator, "chat", None) if rag.claims.judge == "llm" else None
-        rows, timing = [], []
-        started = time.perf_counter()
-        for query in snapshot.queries_of(params.dataset.eval_split).itertuples():
-            doc_ids = chosen.get(query.query_id, [])
-            texts = [passages.text[d] for d in doc_ids]
-            began = time.perf_counter()
-            generated = generator.generate(query.text, texts)
-            # A cache hit replays the seconds the request originally took; otherwise what this call took.
-            seconds = generated.seconds if generated.cache_hit else time.perf_counter() - began
-            claims = [] if generated.abstained or generated.failed else sentences(generated.answer)
-            cited = [texts[i] for i in generated.citations]
-            supported = count_supported(claims, cited, rag.claims.support_threshold, judge)
-            rows.append(answer_row(query.query_id, generated, doc_ids, len(claims), supported))
-            timing.append({"query_id": query.query_id, "generate_s": seconds,
-                           "cache_hit": generated.cache_hit, "attempts": generated.attempts})
+        for system in systems:
+            _answer(params, paths, system, generator, snapshot, passages)
+
+
+def _answer(params: Params, paths: PipelinePaths, system: str, generator: Generator, snapshot: Snapshot,
+            passages: Passages) -> None:
+    rag = params.rag
+    context_path = paths.context(system)
+    chosen = context_lists(read_table(context_path, CONTEXT_SCHEMA))
+    judge = getattr(generator, "chat", None) if rag.claims.judge == "llm" else None
+    rows, timing = [], []
+    started = time.perf_counter()
+    for query in snapshot.queries_of(params.dataset.eval_split).itertuples():
+        doc_ids = chosen.get(query.query_id, [])
+        texts = [passages.text[d] for d in doc_ids]
+        began = time.perf_counter()
+        generated = generator.generate(query.text, texts)
+        # A cache hit replays the seconds the request originally took; otherwise what this call took.
+        seconds = generated.seconds if generated.cache_hit else time.perf_counter() - began
+        claims = [] if generated.abstained or generated.failed else sentences(generated.answer)
+        cited = [texts[i] for i in generated.citations]
+        supported = count_supported(claims, cited, rag.claims.support_threshold, judge)
+        rows.append(answer_row(query.query_id, generated, doc_ids, len(claims), supported))
+        timing.append({"query_id": query.query_id, "generate_s": seconds,
+                       "cache_hit": generated.cache_hit, "attempts": generated.attempts})
     answers = pa.Table.from_pylist(rows, schema=ANSWERS_SCHEMA)
     write_table(paths.answer(system), answers, {"system": system, "generator": generator.describe(),
                                                 "claims": rag.claims.to_dict(), "split": params.dataset.eval_split,

@@ -130,16 +130,15 @@ _STAGES: tuple[Stage, ...] = (
           "train split.",
           reads=("rag.select", "rag.generator", "rag.calibration_split", "retrieval.access", TENANT),
           inputs=FROZEN, outputs=(Output("${paths.calibration}"),), kinds="generator"),
-    Stage("answer", "Steps 3 and 4 of the funnel, per system: the context its ranking gives the generator "
+    Stage("answer", "Steps 3 and 4 of the funnel, for every system: the context its ranking gives the generator "
           "(rerankeval.rag.select), then the answer one generator, prompt and budget writes from it for every "
-          "system (rerankeval.rag.generators).",
-          reads=("rag.select", "rag.generator", "rag.claims", "retrieval", f"systems.{SYSTEM}", "dataset.eval_split",
+          "system (rerankeval.rag.generators). One stage, not one per system: each is a second's work, and each "
+          "DVC stage costs more than that.",
+          reads=("rag.select", "rag.generator", "rag.claims", "retrieval", "system_names", "dataset.eval_split",
                  TENANT),
-          inputs=(*FROZEN, f"${{paths.runs}}/run_{SYSTEM}.parquet", "${paths.calibration}"),
-          outputs=(Output(f"${{paths.contexts}}/context_{SYSTEM}.parquet"),
-                   Output(f"${{paths.answers}}/answers_{SYSTEM}.parquet"),
-                   Output(f"${{paths.answers}}/timing_{SYSTEM}.parquet")),
-          per_system=True, kinds="generator"),
+          inputs=(*FROZEN, "${paths.runs}", "${paths.calibration}"),
+          outputs=(Output("${paths.contexts}"), Output("${paths.answers}")),
+          kinds="generator"),
     Stage("evaluate", "Per-query measures under their declared conventions (rerankeval.eval).",
           reads=("rag.measures", "evaluation.measures", "evaluation.oracle_measures", "evaluation.depths",
                  "evaluation.depth_measures", "evaluation.no_relevant", "evaluation.guardrails", "dataset.eval_split",

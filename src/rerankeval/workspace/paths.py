@@ -186,7 +186,7 @@ class PipelinePaths:
             "rerank": [self.run(system), self.run_latency(system), self.seed_runs(system)],
             "latency": [self.latency, self.loadtest],
             "calibrate": [self.calibration],
-            "answer": [self.context(system), self.answer(system), self.timing(system)],
+            "answer": [self.contexts, self.answers],
             "evaluate": [self.eval, self.metrics],
             "compare": [self.compare, self.verdicts, self.costs, self.judging_queue],
             "sweep": [self.sweeps],
