@@ -103,15 +103,20 @@ def test_the_report_states_the_sample(tmp_path, collection):
 
 
 def test_the_snapshot_stage_reruns_when_any_dataset_setting_it_reads_changes():
-    """Each ``dataset.<field>`` the stage's code reads is one of its DVC params: a new sample, or another evaluated
-    split, in a workspace that already holds a snapshot must not reuse the old one."""
+    """Each ``dataset.<field>`` the stage's code reads is one of its declared settings, which the code stage (whose DVC
+    params cover them) records in its fingerprint: a new sample, or another evaluated split, in a workspace that
+    already holds a snapshot must not reuse the old one."""
     import re
 
     import yaml
 
+    from rerankeval.pipeline.table import BY_NAME
+
     source = (REPO / "src" / "rerankeval" / "pipeline" / "snapshot.py").read_text(encoding="utf-8")
     read = {f"dataset.{field}" for field in re.findall(r"\bdataset\.(\w+)", source)}
-    stage = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["snapshot"]
     assert {"dataset.sample", "dataset.eval_split"} <= read
-    missing = sorted(read - set(stage["params"]))
-    assert not missing, f"dvc.yaml's snapshot stage lacks the params {missing}"
+    missing = sorted(read - set(BY_NAME["snapshot"].reads))
+    assert not missing, f"the snapshot stage's entry in pipeline/table.py lacks the settings {missing}"
+    tracked = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["code"]["params"]
+    untracked = sorted(key for key in read if not any(key == param or key.startswith(param + ".") for param in tracked))
+    assert not untracked, f"dvc.yaml's code stage lacks the params {untracked}"

@@ -1,6 +1,7 @@
-"""The pipeline's shape is the stage table: dvc.yaml is its rendering, each stage's DVC params are the settings it may
-read, and a stage's code deps (its static import closure, plus the ``code`` stage's fingerprint of the kinds it
-builds) hold the code it runs and not the code it does not: an edit re-runs what it touches."""
+"""The pipeline's shape is the stage table: dvc.yaml is its rendering, the settings each stage may read are what the
+code stage records for it (the code stage's DVC params), and a stage's code deps (its static import closure, plus the
+``code`` stage's fingerprint of the kinds it builds) hold the code it runs and not the code it does not: an edit
+re-runs what it touches."""
 
 import json
 import shutil
@@ -11,11 +12,11 @@ import yaml
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.pipeline import code as code_stage
-from rerankeval.pipeline.__main__ import instance_params
+from rerankeval.pipeline.__main__ import recorded_params
 from rerankeval.pipeline.params import UndeclaredSetting, load_params
 from rerankeval.workspace.paths import PipelinePaths
 from rerankeval.pipeline.render import code_deps, import_closure, render, stage_modules
-from rerankeval.pipeline.table import BY_NAME, PATHS, STAGES, SYSTEM, code_file
+from rerankeval.pipeline.table import BY_NAME, PATHS, STAGES, SYSTEM, code_file, dvc_params
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,16 +61,40 @@ def test_a_stage_reading_a_setting_it_does_not_declare_fails_loudly():
         params.compare
 
 
-def test_each_stage_s_dvc_params_are_its_declared_reads_and_the_code_stage_s_cover_every_instance_s():
+def test_only_the_code_stage_has_dvc_params_and_they_cover_every_stage_s_reads():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for stage in STAGES:
         rendered = stages[stage.name].get("do", stages[stage.name]).get("params")
-        assert rendered == (None if stage.per_system else list(stage.reads)), stage.name
+        assert rendered == (list(stage.reads) if stage.name == "code" else None), stage.name
+        assert dvc_params(stage) == (stage.reads if stage.name == "code" else ())
     code_reads = BY_NAME["code"].reads
     for stage in STAGES:
-        for key in stage.reads if stage.per_system else ():
+        for key in stage.reads:
             general = key.removesuffix(f".{SYSTEM}")
             assert any(general == read or general.startswith(read + ".") for read in code_reads), (stage.name, key)
+
+
+def test_a_stage_runs_on_the_settings_the_code_stage_recorded_for_it_and_refuses_an_unrecorded_edit(fingerprints,
+                                                                                                    tmp_path):
+    written = fingerprints()
+    settings = written["compare.json"]["settings"]
+    assert set(settings) == {key.split(".")[0] for key in BY_NAME["compare"].reads}
+    assert set(settings["dataset"]) == {"eval_split", "critical_slices"}
+    paths = PipelinePaths.load(REPO / "dvc.yaml")
+    (tmp_path / paths.code).mkdir(parents=True)
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    with pytest.raises(ConfigError, match=r"compare.json: missing: the code stage has not run\. Fix: `dvc repro`"):
+        recorded_params("compare", None, paths)
+    (tmp_path / paths.code / "compare.json").write_text(json.dumps(written["compare.json"]))
+    params = recorded_params("compare", None, paths)
+    assert params.compare.confidence == settings["compare"]["confidence"]
+    with pytest.raises(UndeclaredSetting, match="stage compare reads dataset.name"):
+        params.dataset.name
+    edited = yaml.safe_load((tmp_path / "params.yaml").read_text(encoding="utf-8"))
+    edited["compare"]["confidence"] = 0.9
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError, match="compare of compare differ from what the code stage last wrote"):
+        recorded_params("compare", None, paths)
 
 
 def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_other(fingerprints, tmp_path):
@@ -84,24 +109,24 @@ def test_an_instance_reads_the_settings_it_declares_from_its_code_file_and_no_ot
     (tmp_path / paths.code).mkdir(parents=True)
     (tmp_path / paths.code / f"rerank_{blend}.json").write_text(json.dumps(written[f"rerank_{blend}.json"]))
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
-    params = instance_params("rerank", blend, paths)
+    params = recorded_params("rerank", blend, paths)
     assert params.systems == settings["systems"] and params.dataset.eval_split == settings["dataset"]["eval_split"]
     with pytest.raises(UndeclaredSetting, match="stage rerank reads dataset.critical_slices"):
         params.dataset.critical_slices
     with pytest.raises(ConfigError, match="rerank_bm25.json: missing.*dvc repro code"):
-        instance_params("rerank", "bm25", paths)
+        recorded_params("rerank", "bm25", paths)
     # an edit of a setting it reads that the code stage has not seen yet: refused, not run on unrecorded settings
     edited = yaml.safe_load((tmp_path / "params.yaml").read_text(encoding="utf-8"))
     component = systems[blend]["components"][0]
     edited["systems"][component]["depth"] = 7
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited, sort_keys=False), encoding="utf-8")
     with pytest.raises(ConfigError, match=f"systems.{component} of rerank@{blend} differ from what the code stage"):
-        instance_params("rerank", blend, paths)
+        recorded_params("rerank", blend, paths)
     # one it does not read is not its business
     edited["systems"][component]["depth"] = systems[component]["depth"]
     edited["dataset"]["critical_slices"] = []
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited, sort_keys=False), encoding="utf-8")
-    assert instance_params("rerank", blend, paths).systems == settings["systems"]
+    assert recorded_params("rerank", blend, paths).systems == settings["systems"]
 
 
 def test_a_measure_kernel_edit_re_runs_what_computes_measures_and_no_reranker():
@@ -246,19 +271,19 @@ def test_a_name_with_a_dot_is_one_key_of_an_instance_s_settings(tmp_path, monkey
     loaded = load_params(stage="code")
     from rerankeval.pipeline.system_configs import system_configs
 
-    settings = code_stage.instance_settings(loaded, BY_NAME["rerank"], "bm25.v2", system_configs(loaded))
+    settings = code_stage.stage_settings(loaded, BY_NAME["rerank"], "bm25.v2", system_configs(loaded))
     assert settings["systems"] == {"bm25.v2": params["systems"]["bm25"]}
     (tmp_path / "data" / "code").mkdir(parents=True)
     (tmp_path / "data" / "code" / "rerank_bm25.v2.json").write_text(json.dumps({"settings": settings}))
     paths = PipelinePaths.load(REPO / "dvc.yaml")
-    assert list(instance_params("rerank", "bm25.v2", paths).systems) == ["bm25.v2"]
+    assert list(recorded_params("rerank", "bm25.v2", paths).systems) == ["bm25.v2"]
     params["systems"]["bm25.v2"] = {**params["systems"]["bm25.v2"], "depth": 7}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"systems\.bm25\.v2 of rerank@bm25\.v2 differ"):
-        instance_params("rerank", "bm25.v2", paths)
+        recorded_params("rerank", "bm25.v2", paths)
     (tmp_path / "data" / "code" / "rerank_bm25.v2.json").write_text(json.dumps({"code": {}}))  # an older code stage
     with pytest.raises(ConfigError, match="holds no settings.*dvc repro"):
-        instance_params("rerank", "bm25.v2", paths)
+        recorded_params("rerank", "bm25.v2", paths)
 
 
 def test_dvc_lock_holds_the_stages_of_the_rendered_pipeline_and_no_other():

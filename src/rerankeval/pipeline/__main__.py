@@ -1,8 +1,8 @@
 """Every DVC stage's one entry point: ``sh stages/python -m rerankeval.pipeline <stage> [<system>]``.
 
 The stages are the stage table's (``pipeline.table``); the artefact paths come from dvc.yaml's ``vars: paths``
-(``PipelinePaths``), the settings from params.yaml, only those the stage declares (``pipeline.params``; a per-system
-stage's instance reads them from the file the code stage wrote for it, ``pipeline.code``); the stage is
+(``PipelinePaths``), the settings from params.yaml, only those the stage declares and only as the code stage recorded
+them in the stage's fingerprint (``pipeline.params``, ``pipeline.code``); the stage is
 ``run(params, paths[, system])`` of its module, imported by name when its stage runs: a stage's import closure, which
 ``pipeline.render`` lists as its DVC code deps, is this module's and its own module's, never another stage's. Bad input
 is a message and exit code 2, never a traceback. Each run appends its stage's wall time to ``STAGE_TIMES`` (a log
@@ -25,7 +25,7 @@ from ..core.caches import refuse_caches, use_tenant
 from ..core.errors import ConfigError, RerankevalError
 from ..core.privacy import redact_logs
 from ..workspace.paths import PipelinePaths
-from .params import Params, configured_items, load_instance_params, load_params, log_privacy
+from .params import Params, configured_items, load_params, load_recorded_params, log_privacy
 from .table import STAGES as TABLE
 from .table import code_file
 
@@ -104,21 +104,21 @@ def run(stage: str, system: list[str]) -> None:
                           "let the other run finish, then run this one again.")
 
 
-def instance_params(stage: str, item: str, paths: PipelinePaths) -> Params:
-    """The settings of per-system ``stage``'s instance for ``item``, typed from params.yaml and checked against what
-    the code stage wrote for it (``pipeline.code``, ``pipeline.params.load_instance_params``)."""
+def recorded_params(stage: str, item: str | None, paths: PipelinePaths) -> Params:
+    """The settings of ``stage`` (of per-system ``stage``'s instance for ``item``), typed from params.yaml and checked
+    against what the code stage wrote for it (``pipeline.code``, ``pipeline.params.load_recorded_params``)."""
     spec = STAGES[stage]
-    path = paths.code / code_file(spec, item)
+    path = paths.code / (code_file(spec) if item is None else code_file(spec, item))
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))["settings"]
     except FileNotFoundError:
-        raise ConfigError(f"{path}: missing: the code stage has not run since {item!r} was added under "
-                          f"`{spec.each}` in {PARAMS_FILE}. Fix: `dvc repro` (the code stage runs first), or "
-                          "`dvc repro code`.") from None
+        since = "" if item is None else f" since {item!r} was added under `{spec.each}` in {PARAMS_FILE}"
+        raise ConfigError(f"{path}: missing: the code stage has not run{since}. Fix: `dvc repro` (the code stage "
+                          "runs first), or `dvc repro code`.") from None
     except KeyError:
         raise ConfigError(f"{path}: holds no settings (written by an older code stage). Fix: `dvc repro` (the code "
                           "stage runs first), or `dvc repro code`.") from None
-    return load_instance_params(recorded, stage, item, str(path))
+    return load_recorded_params(recorded, stage, item, str(path))
 
 
 def _run(stage: str, system: list[str]) -> None:
@@ -128,7 +128,8 @@ def _run(stage: str, system: list[str]) -> None:
         raise ConfigError(f"{PARAMS_FILE}: no {kind}{system[0]!r} under `{STAGES[stage].each}` (configured: "
                           f"{', '.join(configured)}). Usage: {USAGE}.")
     paths = PipelinePaths.load()
-    params = instance_params(stage, system[0], paths) if system else load_params(stage=stage)
+    # The code stage reads params.yaml as it is; every other stage the settings it recorded for it, re-checked.
+    params = load_params(stage=stage) if stage == "code" else recorded_params(stage, next(iter(system), None), paths)
     if {"privacy", "privacy.tenant"} & set(STAGES[stage].reads):
         use_tenant(params.privacy.tenant)
     else:

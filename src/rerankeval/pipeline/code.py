@@ -1,19 +1,19 @@
-"""Stage `code`: the fingerprint of the code each stage runs, one file per stage (per system for a per-system stage,
-with the settings that instance reads) in ``paths.code``, that stage's one code dep.
+"""Stage `code`: the fingerprint of the code each stage runs and of the settings it reads, one file per stage (per
+system for a per-system stage) in ``paths.code``, that stage's one code and settings dep.
 
 A stage runs its static import closure (``pipeline.render.code_deps``) and the kinds its settings name (system kinds,
 executors, the generator), imported by name through their entry points, which no static closure holds. DVC cannot give
 each system of a ``foreach`` its own list of files, so this stage writes, per stage, the sha256 of every file of both
 (for a system: its kind, its executor and every component's, at any depth).
 
-A per-system stage's instance also finds here the settings it declares (``settings``: for a system it builds, its
-components' too); the entry point types them from params.yaml and refuses to run when they differ from these, its DVC
-dep (``pipeline.params.load_instance_params``). This stage declares them all as its DVC params, so DVC parses
-params.yaml for one stage, not once per instance, and dvc.lock holds each value once. That parsing was most of what a
-no-op ``dvc status`` cost. This stage re-runs on any code or settings edit (it only hashes files and copies values); a
-file's bytes change, and so its stage re-runs, only when code it runs or a setting it reads changed. A ``dvc status``
-after a code edit shows this stage alone (after a setting's edit, also the other stages that declare that setting):
-``dvc repro`` then re-runs the stages whose code or settings moved.
+Each stage (each instance of a per-system stage) also finds here the settings it declares (``settings``: for a system
+it builds, its components' too); the entry point types them from params.yaml and refuses to run when they differ from
+these, its DVC dep (``pipeline.params.load_recorded_params``). This stage declares them all as its DVC params, so DVC
+parses params.yaml for one stage, not once per stage, and dvc.lock holds each value once. That parsing, and dvc.lock's
+copies, were most of what a no-op ``dvc status`` cost. This stage re-runs on any code or settings edit (it only hashes
+files and copies values); a file's bytes change, and so its stage re-runs, only when code it runs or a setting it
+reads changed. A ``dvc status`` after an edit shows this stage alone: ``dvc repro`` then re-runs the stages whose code
+or settings moved.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.hashing import sha256_file
 from ..core.io import write_text
-from .params import Params, instance_keys
+from .params import Params, stage_keys
 from ..workspace.paths import PipelinePaths
 from .render import PACKAGE, code_deps, import_closure
 from ..systems.registry import composed_of
@@ -78,11 +78,11 @@ def instances(params: Params, stage: Stage) -> list[str]:
     return list(getattr(value, field) if field else value)
 
 
-def instance_settings(params: Params, stage: Stage, item: str, configs: Mapping[str, Any]) -> dict:
-    """params.yaml's values of the settings a per-system stage's instance for ``item`` declares; a stage that builds
-    its system also reads the settings of the systems it is composed of, at any depth."""
+def stage_settings(params: Params, stage: Stage, item: str | None, configs: Mapping[str, Any]) -> dict:
+    """params.yaml's values of the settings ``stage`` declares (a per-system stage's instance for ``item``); a stage
+    that builds its system also reads the settings of the systems it is composed of, at any depth."""
     keys: list[tuple[str, ...]] = []
-    for key in instance_keys(stage.name, item):
+    for key in stage_keys(stage.name, item):
         if key == ("systems", item) and stage.kinds == "system":
             keys += [("systems", member) for member in sorted(composed_of(item, configs))]
         else:
@@ -91,8 +91,8 @@ def instance_settings(params: Params, stage: Stage, item: str, configs: Mapping[
 
 
 def fingerprints(params: Params) -> dict[str, dict]:
-    """Each stage's fingerprint, by its file name in ``paths.code``: the code it runs; a per-system stage's, one per
-    system (or item) it runs for, with ``settings``, the values that instance's DVC dep records."""
+    """Each stage's fingerprint, by its file name in ``paths.code``: the code it runs and ``settings``, the values of
+    the settings it declares; a per-system stage's, one per system (or item) it runs for."""
     configs = system_configs(params)
     generator = params.rag.generator["kind"]  # a mapping: typed by its kind only where it is built
     generator_module = kind_module("generator", generator)
@@ -111,14 +111,14 @@ def fingerprints(params: Params) -> dict[str, dict]:
         if stage.kinds == "generator":
             shared["kinds"] = {"generator": generator}
         if not stage.per_system:
-            found[code_file(stage)] = shared
+            found[code_file(stage)] = {**shared, "settings": stage_settings(params, stage, None, configs)}
             continue
         for item in instances(params, stage):
             fingerprint = dict(shared)
             if stage.kinds == "system":
                 built = system_fingerprint(item, configs)
                 fingerprint = {"kinds": built["kinds"], "code": dict(sorted({**static, **built["code"]}.items()))}
-            found[code_file(stage, item)] = {**fingerprint, "settings": instance_settings(params, stage, item, configs)}
+            found[code_file(stage, item)] = {**fingerprint, "settings": stage_settings(params, stage, item, configs)}
     return found
 
 

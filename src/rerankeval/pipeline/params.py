@@ -3,8 +3,8 @@
 Each block is typed by its class in its package's ``config`` module (``BLOCKS``), imported only when a stage reads the
 block: a stage's import closure, and so its DVC code deps, holds the settings code of what it reads and nothing else.
 Every block refuses unknown keys and wrong types, naming the key and the fix. Reading a setting the stage does not
-declare is a programming error (``UndeclaredSetting``): the stage would re-run too rarely, since its DVC ``params`` are
-its declared reads.
+declare is a programming error (``UndeclaredSetting``): the stage would re-run too rarely, since what the code stage
+records for it (its settings dep, ``pipeline.code``) is its declared reads.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class Params:
 
     def declared_values(self, keys: Iterable[tuple[str, ...]]) -> dict[str, Any]:
         """params.yaml's values at ``keys`` (each a path of keys: a name may hold a dot) as it holds them, nested as
-        there (a key it lacks is left out: its block's default then applies), for a per-system stage's settings
+        there (a key it lacks is left out: its block's default then applies), for a stage's recorded settings
         (``pipeline.code``); each key must be declared or under a declared one."""
         declared = [tuple(read.split(".")) for read in self._reads]
         found: dict[str, Any] = {}
@@ -187,28 +187,31 @@ def load_params(path: str | Path = PARAMS, *, stage: str | None = None) -> Param
                    path)
 
 
-def instance_keys(stage: str, item: str) -> list[tuple[str, ...]]:
-    """The settings the instance of per-system ``stage`` for ``item`` declares, each as a path of keys (``item`` is
-    one key, whatever it holds)."""
+def stage_keys(stage: str, item: str | None = None) -> list[tuple[str, ...]]:
+    """The settings ``stage`` declares (the instance of a per-system stage for ``item``), each as a path of keys
+    (``item`` is one key, whatever it holds)."""
     return [tuple(item if part == SYSTEM else part for part in key.split(".")) for key in BY_NAME[stage].reads]
 
 
-def load_instance_params(recorded: dict[str, Any], stage: str, item: str, where: str, path: Path = PARAMS) -> Params:
-    """The settings per-system ``stage``'s instance for ``item`` declares, typed from params.yaml as ``load_params``
-    types them (its ``systems``: the ones the code stage recorded for it, its system and that system's components).
-    Refused when they differ from ``recorded``, the values the code stage wrote for it (``where``: its DVC dep,
-    ``pipeline.code``): the instance runs on what DVC records, never on an edit the code stage has not seen."""
-    keys = instance_keys(stage, item)
+def load_recorded_params(recorded: dict[str, Any], stage: str, item: str | None, where: str,
+                         path: Path = PARAMS) -> Params:
+    """The settings ``stage`` (per-system ``stage``'s instance for ``item``) declares, typed from params.yaml as
+    ``load_params`` types them (an instance's ``systems``: the ones the code stage recorded for it, its system and
+    that system's components). Refused when they differ from ``recorded``, the values the code stage wrote for it
+    (``where``: its DVC dep, ``pipeline.code``): the stage runs on what DVC records, never on an edit the code stage
+    has not seen."""
+    keys = stage_keys(stage, item)
     data = _read(path)
     own = ("systems", item)
-    recorded_systems = list(recorded.get("systems", {})) if own in keys else []
+    recorded_systems = list(recorded.get("systems", {})) if item is not None and own in keys else []
     if recorded_systems and isinstance(data.get("systems"), dict):
         data = {**data, "systems": {name: value for name, value in data["systems"].items() if name in recorded_systems}}
     compared = [key for read in keys for key in ([("systems", name) for name in recorded_systems or [item]]
-                                                 if read == own else [read])]
+                                                 if item is not None and read == own else [read])]
     differ = [".".join(key) for key in compared if _json_at(data, key) != _json_at(recorded, key)]
     if differ:
-        raise ConfigError(f"{path}: {', '.join(differ)} of {stage}@{item} differ from what the code stage last wrote "
+        name = stage if item is None else f"{stage}@{item}"
+        raise ConfigError(f"{path}: {', '.join(differ)} of {name} differ from what the code stage last wrote "
                           f"for it ({where}). Fix: `dvc repro` (the code stage runs first), or `dvc repro code` "
                           "before running one stage.")
     reads = tuple(".".join(key) for key in keys)  # typed by block and first field: a dot in ``item`` is harmless

@@ -1,6 +1,6 @@
 """dvc.yaml, rendered whole from the stage table (``pipeline.table``): the paths, and per stage its command, its deps,
-its params (its declared reads; a per-system stage's are in its code dep) and its outputs. Nothing in dvc.yaml is
-written by hand; a test fails when the committed file differs from the rendering.
+the settings it reads (the code stage's params; every other stage's are in its code dep) and its outputs. Nothing in
+dvc.yaml is written by hand; a test fails when the committed file differs from the rendering.
 
 A stage's code is the import closure, within ``rerankeval``, of the entry module (``pipeline.__main__``), its own module
 and the config modules of the settings it reads (``pipeline.params.BLOCKS``), plus the kinds its settings name. The
@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .params import block_module
-from .table import PATHS, STAGES, SYSTEM, Stage, code_file
+from .table import PATHS, STAGES, SYSTEM, Stage, code_file, dvc_params
 
 PACKAGE = "rerankeval"
 SOURCE_ROOT = Path("src")
@@ -178,13 +178,16 @@ def render_stage(stage: Stage, root: Path = Path(".")) -> list[str]:
     deps = [_dvc(path) for path in stage.inputs]
     if stage.name != "code":  # its code is in its fingerprint (pipeline.code), the code stage's in its inputs
         deps.insert(0, f"{PATHS['code']}/{_dvc(code_file(stage))}")
-    lines = [*_comment(stage.about, "  "), f"  {stage.name}:"]
+    item = "<system>" if stage.each == "systems" else "<name>"
+    reads = ", ".join(stage.reads).replace(SYSTEM, item)
+    settings = "" if dvc_params(stage) else f" Settings (in its code dep): {reads}."
+    lines = [*_comment(stage.about + settings, "  "), f"  {stage.name}:"]
     if stage.per_system:
         lines += [f"    foreach: ${{{stage.each}}}", "    do:"]
     lines.append(f"{body}cmd: sh {LAUNCHER} -m rerankeval.pipeline {stage.name}{argument}")
     lines += [f"{body}deps:", *_yaml_list(deps, body + "  ")]
-    if not stage.per_system:  # an instance's settings are in its code dep (pipeline.code)
-        lines += [f"{body}params:", *_yaml_list((_dvc(key) for key in stage.reads), body + "  ")]
+    if dvc_params(stage):  # every other stage's settings are in its code dep (pipeline.code)
+        lines += [f"{body}params:", *_yaml_list((_dvc(key) for key in dvc_params(stage)), body + "  ")]
     outs = [_output(output) for output in stage.outputs if not output.metric]
     metrics = [_output(output) for output in stage.outputs if output.metric]
     for name, entries in (("outs", outs), ("metrics", metrics)):

@@ -2,15 +2,16 @@
 
 ``python -m rerankeval.pipeline.render`` writes the whole of dvc.yaml from this table (a test fails when the committed
 file differs); the entry point (``python -m rerankeval.pipeline <stage> [<system>]``) runs a stage's module with the
-settings view its ``reads`` declare, so a stage cannot read a setting that is not in its DVC ``params``. A per-system
-stage (``foreach``) has no ``params`` of its own: the ``code`` stage declares what they all read and writes each
-instance the values it declares, the instance's one settings dep; the instance refuses to run when params.yaml no
-longer holds them (DVC parsed params.yaml once per stage instance, most of what a no-op ``dvc status`` cost). A
-stage's code deps are the import closure of its own module and of the config modules of the settings it reads
+settings view its ``reads`` declare, so a stage cannot read a setting it does not declare. No stage but ``code`` has
+DVC ``params``: the ``code`` stage declares what every stage reads and writes each stage (each instance of a
+per-system stage, ``foreach``) the values it declares, its one settings dep; the stage refuses to run when params.yaml
+no longer holds them. DVC parses params.yaml once per stage that declares params, and dvc.lock holds a copy of each
+declared value per stage, on every ``dvc status`` and ``dvc repro``: that was most of what a no-op cost. A stage's
+code deps are the import closure of its own module and of the config modules of the settings it reads
 (``pipeline.render``) and of the kinds its settings name (system kinds, the generator). The ``code`` stage writes the
-sha256 of every such file into one file per stage (per system for a per-system stage, with its settings), the one code
-dep of that stage (``pipeline.code``): DVC cannot list a different set of files for each system of a ``foreach``, and
-one small file per stage keeps dvc.lock, and so every ``dvc status``, small.
+sha256 of every such file, and the settings, into one file per stage (per system for a per-system stage), the one code
+and settings dep of that stage (``pipeline.code``): DVC cannot list a different set of files for each system of a
+``foreach``, and one small file per stage keeps dvc.lock, and so every ``dvc status``, small.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class Stage:
     about: str
     """Rendered as the comment above the stage in dvc.yaml."""
     reads: tuple[str, ...]
-    """The settings it reads, as dotted params.yaml keys: its settings view, and its DVC ``params`` (a per-system
-    stage's are the code stage's, which writes each instance its values)."""
+    """The settings it reads, as dotted params.yaml keys: its settings view, recorded with their values in its
+    fingerprint by the code stage, whose DVC ``params`` they are."""
     inputs: tuple[str, ...]
     """Data it reads, spelt as dvc.yaml spells deps (``${paths.snapshot}``, ``${dataset.path}``)."""
     outputs: tuple[Output, ...]
@@ -208,20 +209,27 @@ _STAGES: tuple[Stage, ...] = (
 
 
 def _code_reads(own: tuple[str, ...], stages: tuple[Stage, ...]) -> tuple[str, ...]:
-    """The code stage's ``own`` settings and what the per-system stages read, for every system or item at once
-    (``systems.{system}`` -> ``systems``), each key once and none under another: it writes each instance its own."""
-    keys = [*own, *(key.removesuffix(f".{SYSTEM}") for stage in stages if stage.per_system for key in stage.reads)]
+    """The code stage's ``own`` settings and what every stage reads, a per-system stage's for every system or item at
+    once (``systems.{system}`` -> ``systems``), each key once and none under another: it writes each stage its own."""
+    keys = [*own, *(key.removesuffix(f".{SYSTEM}") for stage in stages for key in stage.reads)]
     return tuple(dict.fromkeys(key for key in keys if not any(key.startswith(other + ".") for other in keys)))
 
 
-CODE = Stage("code", "The code each stage runs and the settings of each per-system stage: its import closure and the "
-             "kinds it builds (its systems' and their components', the generator), and for each system a per-system "
-             "stage runs for, the settings it declares. An edit re-runs the stages whose code or settings it is and no "
-             "other; `data/code/<stage>.json` (`<stage>_<system>.json`) lists the files and the settings.",
+CODE = Stage("code", "The code each stage runs and the settings it reads: its import closure and the kinds it builds "
+             "(its systems' and their components', the generator), and the values of the settings it declares (for "
+             "each system a per-system stage runs for, that instance's). An edit re-runs the stages whose code or "
+             "settings it is and no other; `data/code/<stage>.json` (`<stage>_<system>.json`) lists the files and the "
+             "settings.",
              reads=_code_reads(("systems", "rag.generator"), _STAGES),
              inputs=("stages/python", "src/rerankeval", "pyproject.toml"), outputs=(Output("${paths.code}"),))
 STAGES: tuple[Stage, ...] = (CODE, *_STAGES)
 BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+def dvc_params(stage: Stage) -> tuple[str, ...]:
+    """What dvc.yaml declares as ``stage``'s params: the code stage's reads; every other stage's settings are in its
+    code dep."""
+    return stage.reads if stage is CODE else ()
 
 
 def code_file(stage: Stage, system: str = SYSTEM) -> str:
