@@ -38,6 +38,19 @@ def latest_times(log: Path) -> dict[str, dict]:
     return latest
 
 
+def pipeline_stages(params: Path) -> set[str]:
+    """The stages the pipeline has now (``stage@item`` for each item of a per-system stage): a stage a log names that
+    the pipeline no longer has (renamed, merged, a system removed) is not summed."""
+    from rerankeval.pipeline.params import configured_items
+    from rerankeval.pipeline.table import STAGES
+
+    names = set()
+    for stage in STAGES:
+        items = configured_items(stage.each, params) if stage.per_system else []
+        names |= {f"{stage.name}@{item}" for item in items} if stage.per_system else {stage.name}
+    return names
+
+
 def times_table(latest: dict[str, dict]) -> dict:
     by_stage: dict[str, float] = {}
     for name, entry in latest.items():
@@ -62,7 +75,8 @@ def main() -> None:
                                    in (("snapshot", 1.5), ("rerank@a", 2.0), ("rerank@b", 3.0), ("snapshot", 1.0))))
             table = times_table(latest_times(log))
     else:
-        table = times_table(latest_times(LOG))
+        stages = pipeline_stages(ROOT / "params.yaml")
+        table = times_table({name: entry for name, entry in latest_times(LOG).items() if name in stages})
     print_benchmark(args, "each stage's wall time in the last pipeline run, and their sum", [], [table])
 
 

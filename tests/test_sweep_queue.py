@@ -137,6 +137,9 @@ def dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S) -> str:
 
 QUEUE_POLL_S = 5
 QUEUE_STATUS_TIMEOUT_S = 120
+QUEUE_RESTART_POLLS = 3
+NO_WORKER = "Worker status: 0 active, 0 idle"
+"""What `dvc queue status` says when no worker runs."""
 TASK_STATES = {"Queued", "Running", "Failed", "Success", "Unknown"}
 """The last column of a task's row in `dvc queue status`."""
 
@@ -147,10 +150,13 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
     Not `dvc exp run --run-all`: it ends only when its worker does, and DVC 3's temporary worker stops itself from a
     monitor thread that dies when it reads a message of the filesystem broker while it is being written
     (``JSONDecodeError`` in the worker's log, treeverse/dvc#10428): the experiments all succeed and `--run-all` then
-    waits forever (one CI run in four here). `dvc queue start` starts the same worker, as `dvc` from PATH."""
+    waits forever (one CI run in four here). `dvc queue start` starts the same worker, as `dvc` from PATH. The same
+    race can stop the worker itself with a task still queued (its log ends in ``JSONDecodeError``, then "done"): a task
+    queued while no worker runs, for ``QUEUE_RESTART_POLLS`` polls in a row, starts one again, as a user would."""
     dvc(workdir, "queue", "start", "-j", "1")
     status = "(no answer from `dvc queue status`)"
     deadline = time.monotonic() + deadline_s
+    waiting_without_worker = 0
     while time.monotonic() < deadline:
         time.sleep(QUEUE_POLL_S)
         try:
@@ -161,6 +167,11 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
         if states and not {"Queued", "Running"} & states:
             dvc(workdir, "queue", "stop")
             return status
+        stopped = NO_WORKER in status and "Queued" in states and "Running" not in states
+        waiting_without_worker = waiting_without_worker + 1 if stopped else 0
+        if waiting_without_worker == QUEUE_RESTART_POLLS:
+            dvc(workdir, "queue", "start", "-j", "1")
+            waiting_without_worker = 0
     worker_logs = "\n".join(log.read_text(errors="replace")[-2000:]
                             for log in (workdir / ".dvc" / "tmp" / "exps" / "celery").glob("*.out"))
     raise AssertionError(f"the queue did not finish in {deadline_s:.0f} s:\n{status}\n{worker_logs}")
