@@ -135,13 +135,25 @@ def dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S) -> str:
     return result.stdout
 
 
-QUEUE_POLL_S = 5
+QUEUE_POLL_S = 10
+"""The queue is asked while its experiments run: each `dvc queue status` is a process of its own on a busy core."""
 QUEUE_STATUS_TIMEOUT_S = 120
 QUEUE_RESTART_POLLS = 3
 NO_WORKER = "Worker status: 0 active, 0 idle"
 """What `dvc queue status` says when no worker runs."""
 TASK_STATES = {"Queued", "Running", "Failed", "Success", "Unknown"}
 """The last column of a task's row in `dvc queue status`."""
+
+
+def start_worker(workdir: Path) -> None:
+    """`dvc queue start -j 1`, its output to a file beside the project: the worker it starts keeps the command's stdout
+    and stderr, so over a pipe this call would wait until the worker stops, and a worker whose stopping thread died
+    (treeverse/dvc#10428) never does: `dvc queue stop` in ``run_queue`` stops it once the queue is done."""
+    log = workdir.parent / "queue_start.log"
+    with open(log, "ab") as output:
+        done = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), "queue", "start", "-j", "1"], cwd=workdir,
+                              env=fresh_shell(), stdout=output, stderr=subprocess.STDOUT, timeout=DVC_TIMEOUT_S)
+    assert done.returncode == 0, log.read_text(errors="replace")
 
 
 def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
@@ -153,15 +165,19 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
     waits forever (one CI run in four here). `dvc queue start` starts the same worker, as `dvc` from PATH. The same
     race can stop the worker itself with a task still queued (its log ends in ``JSONDecodeError``, then "done"): a task
     queued while no worker runs, for ``QUEUE_RESTART_POLLS`` polls in a row, starts one again, as a user would."""
-    dvc(workdir, "queue", "start", "-j", "1")
+    start_worker(workdir)
     status = "(no answer from `dvc queue status`)"
     deadline = time.monotonic() + deadline_s
     waiting_without_worker = 0
     while time.monotonic() < deadline:
         time.sleep(QUEUE_POLL_S)
         try:
-            status = dvc(workdir, "queue", "status", timeout=QUEUE_STATUS_TIMEOUT_S)
+            answer = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), "queue", "status"], cwd=workdir,
+                                    env=fresh_shell(), capture_output=True, text=True, timeout=QUEUE_STATUS_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            continue
+        status = answer.stdout + answer.stderr
+        if answer.returncode != 0:  # it read a broker message while the worker wrote it (the same race): ask again
             continue
         states = {words[-1] for line in status.splitlines() if (words := line.split()) and words[-1] in TASK_STATES}
         if states and not {"Queued", "Running"} & states:
@@ -170,7 +186,7 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
         stopped = NO_WORKER in status and "Queued" in states and "Running" not in states
         waiting_without_worker = waiting_without_worker + 1 if stopped else 0
         if waiting_without_worker == QUEUE_RESTART_POLLS:
-            dvc(workdir, "queue", "start", "-j", "1")
+            start_worker(workdir)
             waiting_without_worker = 0
     worker_logs = "\n".join(log.read_text(errors="replace")[-2000:]
                             for log in (workdir / ".dvc" / "tmp" / "exps" / "celery").glob("*.out"))
