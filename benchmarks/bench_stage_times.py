@@ -46,8 +46,10 @@ def pipeline_stages(params: Path) -> set[str]:
 
     names = set()
     for stage in STAGES:
-        items = configured_items(stage.each, params) if stage.per_system else []
-        names |= {f"{stage.name}@{item}" for item in items} if stage.per_system else {stage.name}
+        if stage.per_system:
+            names |= {f"{stage.name}@{item}" for item in configured_items(stage.each, params)}
+        else:
+            names.add(stage.name)
     return names
 
 

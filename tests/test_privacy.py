@@ -106,6 +106,21 @@ def test_the_configured_tenant_gets_its_own_cache_folder_and_the_environment_ove
         PrivacyConfig.parse({"tenant": ""}, "privacy")
 
 
+def record_settings(stage: str, item: str | None = None) -> None:
+    """What the code stage writes ``stage`` (its instance for ``item``) of params.yaml in the working folder: the
+    settings the entry point runs it on (``pipeline.code``)."""
+    from rerankeval.pipeline import code
+    from rerankeval.pipeline.params import load_params
+    from rerankeval.pipeline.system_configs import system_configs
+    from rerankeval.pipeline.table import BY_NAME, code_file
+
+    loaded = load_params(stage="code")
+    settings = code.stage_settings(loaded, BY_NAME[stage], item, system_configs(loaded))
+    Path("data/code").mkdir(parents=True, exist_ok=True)
+    name = code_file(BY_NAME[stage]) if item is None else code_file(BY_NAME[stage], item)
+    Path("data/code", name).write_text(json.dumps({"settings": settings}))
+
+
 def _run_stage_opening_a_cache(monkeypatch, tmp_path, stage: str, system: list[str], tenant: str | None) -> Path:
     """The entry point's ``run`` for ``stage`` with params.yaml's privacy.tenant set, the stage's module replaced by one
     that opens a cache and returns its folder."""
@@ -118,17 +133,7 @@ def _run_stage_opening_a_cache(monkeypatch, tmp_path, stage: str, system: list[s
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    # a stage reads the settings the code stage wrote for it
-    from rerankeval.pipeline import code
-    from rerankeval.pipeline.params import load_params
-    from rerankeval.pipeline.system_configs import system_configs
-    from rerankeval.pipeline.table import BY_NAME, code_file
-
-    loaded = load_params(stage="code")
-    settings = code.stage_settings(loaded, BY_NAME[stage], next(iter(system), None), system_configs(loaded))
-    Path("data/code").mkdir(parents=True, exist_ok=True)
-    name = code_file(BY_NAME[stage], system[0]) if system else code_file(BY_NAME[stage])
-    Path("data/code", name).write_text(json.dumps({"settings": settings}))
+    record_settings(stage, system[0] if system else None)
     opened = []
     monkeypatch.setattr(entry, "import_module", lambda name: type("Stage", (), {
         "run": staticmethod(lambda *args: opened.append(cache_dir("data/score_cache")))}))
@@ -177,14 +182,7 @@ def test_the_entry_point_redacts_a_stage_s_log_with_the_configured_patterns(tmp_
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
     monkeypatch.chdir(tmp_path)
-    from rerankeval.pipeline import code
-    from rerankeval.pipeline.params import load_params
-    from rerankeval.pipeline.table import BY_NAME
-
-    loaded = load_params(stage="code")  # the settings the code stage records for the snapshot stage
-    Path("data/code").mkdir(parents=True)
-    Path("data/code/snapshot.json").write_text(json.dumps(
-        {"settings": code.stage_settings(loaded, BY_NAME["snapshot"], None, {})}))
+    record_settings("snapshot")
     used, ran = [], []
     monkeypatch.setattr(entry, "redact_logs", lambda config=None: used.append(config))
     monkeypatch.setattr(snapshot_stage, "run", lambda params, paths: ran.append(params))

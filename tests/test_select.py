@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rerankeval.rag.config import SelectConfig
 from rerankeval.rag.passages import Passages
 from rerankeval.rag.select import NEIGHBOUR, RANKED, Ranked, context_rows, count_tokens, select_context
@@ -58,3 +60,21 @@ def test_context_rows_flag_redundant_parents_and_near_duplicates():
     rows = context_rows("q", context, passages, near_duplicate_jaccard=0.8)
     assert rows["redundant"] == [False, False, True] and rows["near_duplicate"] == [False, True, False]
     assert rows["position"] == [1, 2, 3] and rows["rank"] == [1, 2, 3]
+
+
+def test_the_answer_stage_reads_a_systems_access_setting_from_its_run_and_refuses_a_run_that_records_none(tmp_path):
+    import pyarrow as pa
+
+    from rerankeval.core.errors import ContractError
+    from rerankeval.core.io import write_table
+    from rerankeval.pipeline.answer import _ignores_access
+
+    def run(metadata: dict):
+        path = tmp_path / f"run_{len(list(tmp_path.iterdir()))}.parquet"
+        write_table(path, pa.table({"query_id": ["q"]}), metadata)
+        return path
+
+    assert _ignores_access(run({"system": "s", "config": {"kind": "cross_encoder", "access_filter": False}}))
+    assert not _ignores_access(run({"system": "s", "config": {"kind": "cross_encoder"}}))  # the default: filtered
+    with pytest.raises(ContractError, match=r"records no system settings.*Fix: `dvc repro --force`"):
+        _ignores_access(run({"system": "s"}))

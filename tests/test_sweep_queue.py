@@ -128,9 +128,15 @@ def fresh_shell() -> dict:
     return {**env, "PATH": os.pathsep.join(path), "DVC_NO_ANALYTICS": "1", KEY_ENV: SECRET}
 
 
+def run_dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S, **options) -> subprocess.CompletedProcess:
+    """The project's `dvc` as a new shell runs it (output captured unless ``options`` say where it goes)."""
+    output = {"capture_output": True, "text": True} if "stdout" not in options else {}
+    return subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), *args], cwd=workdir, env=fresh_shell(),
+                          timeout=timeout, **output, **options)
+
+
 def dvc(workdir: Path, *args: str, timeout: float = DVC_TIMEOUT_S) -> str:
-    result = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), *args], cwd=workdir, env=fresh_shell(),
-                            capture_output=True, text=True, timeout=timeout)
+    result = run_dvc(workdir, *args, timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -151,8 +157,7 @@ def start_worker(workdir: Path) -> None:
     (treeverse/dvc#10428) never does: `dvc queue stop` in ``run_queue`` stops it once the queue is done."""
     log = workdir.parent / "queue_start.log"
     with open(log, "ab") as output:
-        done = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), "queue", "start", "-j", "1"], cwd=workdir,
-                              env=fresh_shell(), stdout=output, stderr=subprocess.STDOUT, timeout=DVC_TIMEOUT_S)
+        done = run_dvc(workdir, "queue", "start", "-j", "1", stdout=output, stderr=subprocess.STDOUT)
     assert done.returncode == 0, log.read_text(errors="replace")
 
 
@@ -172,8 +177,7 @@ def run_queue(workdir: Path, deadline_s: float = DVC_TIMEOUT_S) -> str:
     while time.monotonic() < deadline:
         time.sleep(QUEUE_POLL_S)
         try:
-            answer = subprocess.run([str(workdir / ".venv" / "bin" / "dvc"), "queue", "status"], cwd=workdir,
-                                    env=fresh_shell(), capture_output=True, text=True, timeout=QUEUE_STATUS_TIMEOUT_S)
+            answer = run_dvc(workdir, "queue", "status", timeout=QUEUE_STATUS_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             continue
         status = answer.stdout + answer.stderr

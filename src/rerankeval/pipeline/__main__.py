@@ -129,7 +129,8 @@ def _run(stage: str, system: list[str]) -> None:
                           f"{', '.join(configured)}). Usage: {USAGE}.")
     paths = PipelinePaths.load()
     # The code stage reads params.yaml as it is; every other stage the settings it recorded for it, re-checked.
-    params = load_params(stage=stage) if stage == "code" else recorded_params(stage, next(iter(system), None), paths)
+    item = system[0] if system else None
+    params = load_params(stage=stage) if stage == "code" else recorded_params(stage, item, paths)
     if {"privacy", "privacy.tenant"} & set(STAGES[stage].reads):
         use_tenant(params.privacy.tenant)
     else:

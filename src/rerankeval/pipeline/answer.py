@@ -13,6 +13,7 @@ response cache (``rag.generators``) answers the systems whose contexts did not m
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -35,15 +36,18 @@ from .params import Params
 
 
 def run(params: Params, paths: PipelinePaths) -> None:
-    select(params, paths, params.system_names)
-    generate(params, paths, params.system_names)
+    snapshot = Snapshot(paths.snapshot)
+    passages = load_passages(snapshot, paths.candidates)  # both steps read them: loaded once
+    select(params, paths, params.system_names, snapshot, passages)
+    generate(params, paths, params.system_names, snapshot, passages)
 
 
-def select(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
+def select(params: Params, paths: PipelinePaths, systems: list[str], snapshot: Snapshot | None = None,
+           passages: Passages | None = None) -> None:
     """The context of each query of the evaluated split, chosen from each system's ranking: its run file."""
     config = params.rag.select
-    snapshot = Snapshot(paths.snapshot)
-    passages = load_passages(snapshot, paths.candidates)
+    snapshot = Snapshot(paths.snapshot) if snapshot is None else snapshot
+    passages = load_passages(snapshot, paths.candidates) if passages is None else passages
     labels = AccessLabels.of_candidates(snapshot, paths.candidates, params.retrieval.access.queries_without_groups)
     runs = load_runs(paths.run(SYSTEM_PLACEHOLDER), systems, paths.candidates)
     for system in systems:
@@ -53,10 +57,7 @@ def select(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
         if config.mmr_lambda is not None and config.similarity == "dense":
             pool = sorted(set(ranked.loc[ranked["rank"] <= config.pool_depth, "doc_id"]))
             similarity = dense_similarity(passages, pool, params.retrieval, paths.candidates)
-        # A system configured with access_filter: false ignores access here too (systems.registry.SystemConfig); its
-        # run records the settings it was made with.
-        filtered = (labels.restricts and params.retrieval.access.filter
-                    and table_metadata(paths.run(system))["config"].get("access_filter", True) is not False)
+        filtered = labels.restricts and params.retrieval.access.filter and not _ignores_access(paths.run(system))
         table = context_table(ranked, passages, config, similarity, labels.may_see_one if filtered else None)
         write_table(paths.context(system), table, {"system": system, "select": config.to_dict(),
                                                    "split": params.dataset.eval_split,
@@ -66,10 +67,21 @@ def select(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
               f"in {time.perf_counter() - started:.2f}s")
 
 
-def generate(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
+def _ignores_access(run: Path) -> bool:
+    """Whether the system of ``run`` was configured with ``access_filter: false`` (systems.registry.SystemConfig), as
+    its run records the settings it was made with: it then ignores access here too."""
+    config = table_metadata(run).get("config")
+    if not isinstance(config, dict):
+        raise ContractError(f"{run}: records no system settings (written by an older rerank stage). Fix: `dvc repro "
+                            "--force` the rerank stage of its system.")
+    return config.get("access_filter", True) is False
+
+
+def generate(params: Params, paths: PipelinePaths, systems: list[str], snapshot: Snapshot | None = None,
+             passages: Passages | None = None) -> None:
     """The answers of the evaluated split's queries from each system's contexts (its context file), by one generator
     built once."""
-    snapshot = Snapshot(paths.snapshot)
+    snapshot = Snapshot(paths.snapshot) if snapshot is None else snapshot
     for system in systems:
         context_meta = table_metadata(paths.context(system))
         if context_meta.get("system") != system:
@@ -77,8 +89,8 @@ def generate(params: Params, paths: PipelinePaths, systems: list[str]) -> None:
                                 f"{system!r}. Fix: `dvc repro --force answer`.")
     calibration = read_json(paths.calibration)
     context = BuildContext(corpus_texts=corpus_texts(snapshot), calibration=calibration.get("result", {}))
+    passages = load_passages(snapshot, paths.candidates) if passages is None else passages
     with build_generator(params.rag.generator, context) as generator:  # stops a server the generator started
-        passages: Passages = load_passages(snapshot, paths.candidates)
         for system in systems:
             _answer(params, paths, system, generator, snapshot, passages)
 

@@ -133,8 +133,8 @@ _STAGES: tuple[Stage, ...] = (
           inputs=FROZEN, outputs=(Output("${paths.calibration}"),), kinds="generator"),
     Stage("answer", "Steps 3 and 4 of the funnel, for every system: the context its ranking gives the generator "
           "(rerankeval.rag.select), then the answer one generator, prompt and budget writes from it for every "
-          "system (rerankeval.rag.generators). One stage, not one per system: each is a second's work, and each "
-          "DVC stage costs more than that.",
+          "system (rerankeval.rag.generators). One stage, not one per system: on the demo each system's is under a "
+          "second's work, and each DVC stage costs more than that.",
           reads=("rag.select", "rag.generator", "rag.claims", "retrieval", "system_names", "dataset.eval_split",
                  TENANT),
           inputs=(*FROZEN, "${paths.runs}", "${paths.calibration}"),
