@@ -24,25 +24,33 @@ QUERY_COLUMNS = ["system", "query_id", "top_fused_rank", "best_fused_rank", "bes
 
 
 def moved_per_query(run: pd.DataFrame, qrels: pd.DataFrame, system: str) -> pd.DataFrame:
-    """One row per query that has a relevant candidate (``QUERY_COLUMNS``)."""
+    """One row per query that has a relevant candidate (``QUERY_COLUMNS``). Grouped operations over the whole run: a
+    loop over each query's frame made the demo's report stage 11.2-11.6 s against 6.9-7.1 s (with the explorer's
+    per-query lookups made dictionaries; Intel Xeon, 2 cores, `python -m rerankeval.pipeline report`, twice each;
+    every report file identical)."""
     judged = run[["query_id", "doc_id", "rank", "fused_rank"]].merge(
         qrels[["query_id", "doc_id", "relevance"]], on=["query_id", "doc_id"], how="left")
+    relevant = judged[judged["relevance"] > 0]
+    best = (relevant.sort_values(["query_id", "relevance", "fused_rank"], ascending=[True, False, True])
+            .drop_duplicates("query_id").set_index("query_id")[["fused_rank", "rank"]]
+            .rename(columns={"fused_rank": "best_fused_rank", "rank": "best_rank"}))
+    above = judged.join(best, on="query_id", how="inner")
+    above = above[above["relevance"].notna() & (above["fused_rank"] < above["best_fused_rank"])]
+    negative, pushed = above["relevance"] <= 0, above["rank"] > above["best_rank"]
+    by_query = above["query_id"]
+    counts = pd.DataFrame({"hard_negatives": negative, "hard_negatives_pushed": negative & pushed,
+                           "decoys": ~negative, "decoys_pushed": ~negative & pushed}).groupby(by_query).sum()
+    moved = (relevant["fused_rank"] - relevant["rank"]).groupby(relevant["query_id"]).mean()
     top = run.loc[run["rank"] == 1].set_index("query_id")["fused_rank"]
-    rows = []
-    for query_id, frame in judged.groupby("query_id", sort=True):
-        relevant = frame[frame["relevance"] > 0]
-        if relevant.empty:
-            continue
-        best = relevant.sort_values(["relevance", "fused_rank"], ascending=[False, True]).iloc[0]
-        above = frame[frame["relevance"].notna() & (frame["fused_rank"] < best["fused_rank"])]
-        negatives, decoys = above[above["relevance"] <= 0], above[above["relevance"] > 0]
-        rows.append({"system": system, "query_id": query_id, "top_fused_rank": int(top[query_id]),
-                     "best_fused_rank": int(best["fused_rank"]), "best_rank": int(best["rank"]),
-                     "relevant_moved": float((relevant["fused_rank"] - relevant["rank"]).mean()),
-                     "hard_negatives": len(negatives),
-                     "hard_negatives_pushed": int((negatives["rank"] > best["rank"]).sum()),
-                     "decoys": len(decoys), "decoys_pushed": int((decoys["rank"] > best["rank"]).sum())})
-    return pd.DataFrame(rows, columns=QUERY_COLUMNS)
+    out = best.sort_index()
+    out = pd.DataFrame({"system": system, "query_id": out.index.to_numpy(),
+                        "top_fused_rank": top.reindex(out.index).to_numpy().astype(int),
+                        "best_fused_rank": out["best_fused_rank"].to_numpy().astype(int),
+                        "best_rank": out["best_rank"].to_numpy().astype(int),
+                        "relevant_moved": moved.reindex(out.index).to_numpy().astype(float),
+                        **{column: counts[column].reindex(out.index, fill_value=0).to_numpy().astype(int)
+                           for column in ("hard_negatives", "hard_negatives_pushed", "decoys", "decoys_pushed")}})
+    return out[QUERY_COLUMNS]
 
 
 def slice_summary(moved: pd.DataFrame, slices: pd.DataFrame) -> pd.DataFrame:

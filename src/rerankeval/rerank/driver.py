@@ -17,7 +17,7 @@ import pandas as pd
 from ..core.errors import ConfigError, ScoringFailure
 from ..systems.base import Query, QueryCandidates, System
 from ..systems.registry import SystemConfig
-from .assemble import RUN_SCHEMA, assemble, check_permutation, demoted
+from .assemble import assemble, check_permutation, run_frame
 from .latency import LATENCY_SCHEMA
 
 
@@ -49,32 +49,33 @@ def settings_of(config: SystemConfig, stale: Demotion | None, where: str) -> Rer
 def rerank(candidates: pd.DataFrame, queries: Mapping[str, Query], system: System,
            settings: RerankSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rerank every query of ``candidates``; return (run, latency) frames."""
-    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable")
+    candidates = candidates.sort_values(["query_id", "fused_rank"], kind="stable").reset_index(drop=True)
     if "parent_id" not in candidates.columns:
         candidates = candidates.assign(parent_id=candidates["doc_id"])
-    frames = {query_id: frame.reset_index(drop=True) for query_id, frame in candidates.groupby("query_id", sort=True)}
+    positions = candidates.groupby("query_id", sort=True).indices  # each query's rows, in fused order
+    frames = {query_id: candidates.iloc[rows].reset_index(drop=True) for query_id, rows in positions.items()}
     heads = [QueryCandidates(queries[query_id], frame.iloc[: settings.depth]) for query_id, frame in frames.items()]
     outcomes = system.score_all(heads, settings.deadline_s)
 
-    run_parts, latency_rows = [], []
+    query_runs, latency_rows = [], []
     for position, (query_id, frame) in enumerate(frames.items()):
         outcome = outcomes[query_id]
         started = time.perf_counter()
-        rows, mode, reason = assemble(frame, settings.depth, outcome)
+        query_run = assemble(frame, settings.depth, outcome)
         if settings.demote is not None:
-            rows = demoted(rows, settings.demote(query_id, rows["doc_id"].tolist()))
+            query_run = query_run.demoted(settings.demote(query_id, frame["doc_id"].to_numpy()[query_run.order]
+                                                          .tolist()))
         sort_s = time.perf_counter() - started
-        run_parts.append(rows)
+        query_runs.append(query_run)
         scored = not isinstance(outcome, ScoringFailure)
         latency_rows.append({
-            "query_id": query_id, "position": position, "mode": mode, "reason": reason,
+            "query_id": query_id, "position": position, "mode": query_run.mode, "reason": query_run.reason,
             "n_pairs": min(settings.depth, len(frame)),
             "cache_hits": outcome.cache_hits if scored else 0,
             "wall_s": outcome.wall_s + sort_s, "compute_s": outcome.compute_s, "replayed_s": outcome.replayed_s,
             "sort_s": sort_s,
             "timings": sorted(outcome.timings.items()) if scored else [],
         })
-    run = pd.concat(run_parts, ignore_index=True)[RUN_SCHEMA.names] if run_parts else \
-        pd.DataFrame({name: [] for name in RUN_SCHEMA.names})
+    run = run_frame(candidates, [positions[query_id] for query_id in frames], query_runs)
     check_permutation(candidates, run)
     return run, pd.DataFrame(latency_rows, columns=LATENCY_SCHEMA.names)

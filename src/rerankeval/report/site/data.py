@@ -135,7 +135,8 @@ def explorer_data(inputs: SiteInputs) -> dict[str, Any]:
     runs = {s: _ranked(inputs.runs[s], scored=s not in inputs.reference) for s in systems}
     contexts = {s: {q: frame.sort_values("position") for q, frame in inputs.contexts[s].groupby("query_id")}
                 for s in systems if s in inputs.contexts}
-    answers = {s: frame.set_index("query_id") for s, frame in inputs.answers.items() if s in systems}
+    answers = {s: dict(zip(frame["query_id"], frame.to_dict("records"))) for s, frame in inputs.answers.items()
+               if s in systems}
     tested = [s for s in systems if s not in inputs.reference]
     modes: dict[tuple[str, str], int] = {}
     passages: dict[str, str] = {}
@@ -168,18 +169,19 @@ def explorer_data(inputs: SiteInputs) -> dict[str, Any]:
                              else None for s in systems},
                   "moved": {s: direction.get((s, query_id)) for s in systems},
                   "total": int(len(frame)), "candidates": rows, "context": {}, "answer": {}}
+        digests = dict(zip(frame["doc_id"][::-1], frame["passage_sha256"][::-1]))  # a doc's first row wins
         for system, by_query in contexts.items():
             if query_id in by_query:
                 context = by_query[query_id]
                 record["context"][system] = [[int(c.position), c.doc_id, c.source, int(c.tokens)]
                                              for c in context.itertuples(index=False)]
                 for doc_id in context["doc_id"]:
-                    digest = frame.loc[frame["doc_id"] == doc_id, "passage_sha256"]
-                    if len(digest) and digest.iloc[0] in inputs.passages:
-                        passages[doc_id] = inputs.passages[digest.iloc[0]][:SNIPPET_CHARS]
-        for system, frame_answers in answers.items():
-            if query_id in frame_answers.index:
-                answer = frame_answers.loc[query_id]
+                    digest = digests.get(doc_id)
+                    if digest in inputs.passages:
+                        passages[doc_id] = inputs.passages[digest][:SNIPPET_CHARS]
+        for system, answers_by_query in answers.items():
+            if query_id in answers_by_query:
+                answer = answers_by_query[query_id]
                 record["answer"][system] = {"answer": str(answer["answer"] or ""),
                                             "abstained": bool(answer["abstained"]), "failed": bool(answer["failed"]),
                                             "reason": "" if pd.isna(answer["reason"]) else str(answer["reason"]),
