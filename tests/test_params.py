@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 from rerankeval.core.errors import ConfigError
 from rerankeval.pipeline.params import load_params
+from rerankeval.serving.config import LatencyConfig
 from rerankeval.systems.registry import parse_system_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +81,8 @@ def test_a_collection_of_ones_own_gets_the_general_system_set():
     assert own.compare.inactive_claims(own.system_names) == ["routed_blend"]
     # nor the demo's online logs: they ask the demo's queries, so a readout of them here would decide on nothing
     assert demo.online.readouts and demo.online.shadows and not own.online.readouts and not own.online.shadows
+    # nor the demo's quicker latency measurement (conf/serving/demo.yaml): a collection of one's own times the default
+    assert demo.serving.latency.queries < own.serving.latency.queries == LatencyConfig().queries
     own.compare.refuse_unknown(own.system_names)
     # a user's choice still wins: the demo's set on their collection, or a system dropped or added
     assert Params.parse(composed_with("dataset=beir", "dataset.path=x", "system_set@_global_=demo"),
