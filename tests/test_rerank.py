@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rerankeval.core.errors import InfrastructureError, ScoringFailure
-from rerankeval.rerank.assemble import PermutationError, check_permutation
+from rerankeval.rerank.assemble import PermutationError, check_permutation, run_table
 from rerankeval.rerank.driver import RerankSettings, rerank
 from rerankeval.systems.base import FUSED_TAIL, FUSION_FALLBACK, RERANKED, SKIPPED, Query, Scores, System
 from rerankeval.systems.registry import BuildContext, build_system
@@ -85,6 +85,30 @@ def test_a_skipped_query_keeps_the_fused_order_and_is_not_a_failure():
                           RerankSettings(depth=5))
     assert run["doc_id"].tolist() == ["d0", "d1", "d2", "d3", "d4"] and set(run["mode"]) == {SKIPPED}
     assert run["degraded_reason"].isna().all() and latency["mode"].tolist() == [SKIPPED]
+
+
+class WithTokens(System):
+    """Scores each document by its number (d3 > d2 > ...), with per-pair token counts that name the document."""
+
+    def score(self, query):
+        numbers = np.array([int(doc[1:]) for doc in query.frame["doc_id"]])
+        return Scores(numbers.astype(float), pair_stats={"query_tokens": np.full(len(numbers), 7, dtype=np.int32),
+                                                          "passage_tokens": (100 + numbers).astype(np.int32),
+                                                          "truncated": numbers % 2 == 1})
+
+
+def test_pair_stats_travel_with_their_documents_through_the_order_and_demotion():
+    stale = lambda query_id, doc_ids: np.array([doc == "d2" for doc in doc_ids])  # noqa: E731
+    run, _ = rerank(candidates(n_queries=1), QUERIES, WithTokens(), RerankSettings(depth=3, demote=stale))
+    assert run["doc_id"].tolist() == ["d1", "d0", "d3", "d4", "d2"]  # head d2 d1 d0, tail d3 d4, then stale d2
+    assert run["rank"].tolist() == [1, 2, 3, 4, 5]
+    assert run["mode"].tolist() == [RERANKED, RERANKED, FUSED_TAIL, FUSED_TAIL, RERANKED]
+    assert run["passage_tokens"].tolist() == [101, 100, None, None, 102]  # None past the head, not NaN
+    assert run["truncated"].tolist() == [True, False, None, None, False]
+    assert run["degraded_reason"].tolist() == [None] * 5
+    stored = run_table(run)
+    assert stored.column("passage_tokens").to_pylist() == [101, 100, None, None, 102]
+    assert stored.column("degraded_reason").null_count == 5
 
 
 def test_deadline_turns_a_slow_query_into_fallback_and_its_time_still_counts():
