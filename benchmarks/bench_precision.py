@@ -23,7 +23,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from rerankeval.data.snapshot import Snapshot  # noqa: E402
 from rerankeval.eval.engine import evaluate  # noqa: E402
@@ -31,7 +30,7 @@ from rerankeval.pipeline.params import load_params  # noqa: E402
 from rerankeval.systems.splits import split_candidates  # noqa: E402
 from rerankeval.stats.resampling import bootstrap_ci, bootstrap_means  # noqa: E402
 from rerankeval.systems.registry import SYSTEM_KINDS, BuildContext, parse_system_config  # noqa: E402
-from rerankeval.systems.composite.components import ranked  # noqa: E402
+from rerankeval.systems.composite.components import Rankings  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -83,9 +82,9 @@ def main() -> None:
             seconds[dtype].append(time.perf_counter() - started)
             scores[dtype][qid] = values
     qrels = snapshot.table("qrels").to_pandas()
-    quality = {}
+    quality, rankings = {}, Rankings([frames[qid] for qid in query_ids])
     for dtype in dtypes:
-        run = pd.concat([ranked(frames[qid], scores[dtype][qid]) for qid in query_ids], ignore_index=True)
+        run = rankings.run([scores[dtype][qid] for qid in query_ids])
         quality[dtype] = evaluate(run, qrels, [args.measure], queries=query_ids, no_relevant="drop")[args.measure]
     pairs = sum(min(depth, len(frames[qid])) for qid in query_ids)
     results = {"system": args.system, "depth": depth, "queries": len(query_ids), "pairs": pairs,

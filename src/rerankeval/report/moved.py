@@ -44,7 +44,7 @@ def moved_per_query(run: pd.DataFrame, qrels: pd.DataFrame, system: str) -> pd.D
     top = run.loc[run["rank"] == 1].set_index("query_id")["fused_rank"]
     out = best.sort_index()
     out = pd.DataFrame({"system": system, "query_id": out.index.to_numpy(),
-                        "top_fused_rank": top.reindex(out.index).to_numpy().astype(int),
+                        "top_fused_rank": top.loc[out.index].to_numpy().astype(int),
                         "best_fused_rank": out["best_fused_rank"].to_numpy().astype(int),
                         "best_rank": out["best_rank"].to_numpy().astype(int),
                         "relevant_moved": moved.reindex(out.index).to_numpy().astype(float),

@@ -77,7 +77,7 @@ class QueryRun:
         """The flagged rows (``flags`` in rank order) below the others, each part in its order."""
         if not flags.any():
             return self
-        moved = np.concatenate([np.flatnonzero(~flags), np.flatnonzero(flags)])
+        moved = demotion_order(flags)
         return QueryRun(self.order[moved], {name: values[moved] for name, values in self.columns.items()}, self.mode,
                         self.reason)
 
@@ -108,8 +108,12 @@ def assemble(frame: pd.DataFrame, depth: int, outcome: Outcome) -> QueryRun:
         mode, modes = SKIPPED, np.full(n, SKIPPED, dtype=object)
     else:
         score[:head] = scores
-        for column, values in outcome.pair_stats.items():
-            stats[column][:head] = pd.Series(values, dtype=object).to_numpy()
+        for column in PAIR_STATS:  # a system's other per-pair arrays are not part of a run
+            if column in outcome.pair_stats:
+                values = pd.Series(outcome.pair_stats[column], dtype=object).to_numpy()
+                if len(values) != head:
+                    raise ValueError(f"pair stat {column!r}: {len(values)} values for {head} scored candidates")
+                stats[column][:head] = values
         order = np.concatenate([order_head(scores, frame["fused_rank"].to_numpy()[:head],
                                            frame["doc_id"].to_numpy()[:head]), order[head:]])
         mode, modes = RERANKED, np.array([RERANKED] * head + [FUSED_TAIL] * (n - head), dtype=object)
@@ -127,11 +131,17 @@ def run_frame(candidates: pd.DataFrame, positions: list[np.ndarray], runs: list[
     out = candidates[list(CANDIDATE_COLUMNS)].iloc[taken].reset_index(drop=True)
     for name in ADDED_COLUMNS:
         values = np.concatenate([run.columns[name] for run in runs])
-        # The reason and the pair stats stay objects (None where unset, as the run's readers expect); the mode, always
-        # set, is inferred a string column.
+        # The reason and the pair stats stay object columns (None where unset, as the run's readers expect); the
+        # mode, set on every row, becomes a string column.
         out[name] = values if name == "mode" else pd.Series(values, dtype=values.dtype)
     out["rank"] = np.concatenate([np.arange(1, len(run.order) + 1, dtype=np.int32) for run in runs])
     return out[RUN_SCHEMA.names]
+
+
+def demotion_order(flags: np.ndarray) -> np.ndarray:
+    """Positions of a query's rows (``flags`` in rank order) with the flagged ones below the others, each part in its
+    order: the rule of ``outdated: demote``, for a run being assembled (``QueryRun.demoted``) and a stored one."""
+    return np.concatenate([np.flatnonzero(~flags), np.flatnonzero(flags)])
 
 
 def demoted(rows: pd.DataFrame, flags: np.ndarray) -> pd.DataFrame:
@@ -139,7 +149,7 @@ def demoted(rows: pd.DataFrame, flags: np.ndarray) -> pd.DataFrame:
     keep their scores and modes (``data.trec.trec_eval_scores`` writes an exported run's order whatever the scores)."""
     if not flags.any():
         return rows
-    out = rows.iloc[np.concatenate([np.flatnonzero(~flags), np.flatnonzero(flags)])].reset_index(drop=True)
+    out = rows.iloc[demotion_order(flags)].reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1, dtype=np.int32)
     return out
 

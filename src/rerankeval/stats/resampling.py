@@ -33,8 +33,9 @@ CIMethod = Literal["percentile", "bca"]
 Correction = Literal["holm", "bh"]
 
 # Resampling draws are generated in row blocks of about this many cells: it bounds peak memory
-# (draws, counts and float weights) whatever n_samples is, and was faster than larger blocks
-# (benchmarks/bench_stats.py times it). Changing it changes which resamples a seed gives.
+# (draws, counts and float weights) whatever n_samples is, beyond the remembered matrices
+# (_REMEMBERED_CELLS), and was faster than larger blocks (benchmarks/bench_stats.py times it).
+# Changing it changes which resamples a seed gives.
 _BLOCK_CELLS = 1 << 20
 
 
@@ -142,20 +143,20 @@ def _exact_mean(matrix: np.ndarray) -> np.ndarray:
 
 def _weight_blocks(n_queries: int, n_samples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(first_row, counts)`` blocks of the bootstrap count matrix, rows in order (read-only arrays)."""
-    if n_queries * n_samples <= _REMEMBERED_CELLS:
-        yield from _remembered_blocks(n_queries, n_samples, seed)
+    if isinstance(seed, (int, np.integer)) and n_queries * n_samples <= _REMEMBERED_CELLS:
+        yield from _remembered_blocks(int(n_queries), int(n_samples), int(seed))
     else:
         yield from _drawn_blocks(n_queries, n_samples, seed)
 
 
 _REMEMBERED_CELLS = 1 << 23
-"""A count matrix up to this size (64 MB) is drawn once per process and reused: the compare stage asks for the same
-resamples over a thousand times (every interval of every simulated trial). Drawn each time, the demo's compare stage
-took 11.1-11.5 s against 9.2-9.4 s (Intel Xeon, 2 cores, `python -m rerankeval.pipeline compare`, twice each;
-compare.json identical)."""
+"""A count matrix of a fixed seed up to this size (64 MB; the last two are kept) is drawn once and reused: the compare
+stage asks for the same resamples over a thousand times (every interval of every simulated trial). Drawn each time,
+the demo's compare stage took 11.1-11.5 s against 9.2-9.4 s (Intel Xeon, 2 cores, `python -m rerankeval.pipeline
+compare`, twice each; compare.json identical)."""
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def _remembered_blocks(n_queries: int, n_samples: int, seed: int) -> tuple[tuple[int, np.ndarray], ...]:
     blocks = tuple(_drawn_blocks(n_queries, n_samples, seed))
     for _, counts in blocks:

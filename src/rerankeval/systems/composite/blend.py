@@ -42,7 +42,7 @@ from ...training.config import MODEL_CARD
 from ..base import Outcome, QueryCandidates, Scores
 from ..registry import BuildContext, register_system
 from .components import (NORMALIZATIONS, Component, ComponentName, CompositeConfig, CompositeSystem,
-                         check_composition, component, failed, normalise, ranked, summed)
+                         Rankings, check_composition, component, failed, normalise, summed)
 from .weight_cv import SAMPLES, Rule, cross_validate
 
 DEFAULT_GRID = [round(step / 20, 2) for step in range(21)]
@@ -153,9 +153,10 @@ def fit_weight(name: str, config: BlendConfig, parts: Sequence[Component], conte
                   for qid in usable}
     qrels = split_qrels[split_qrels["query_id"].isin(usable)]
 
+    rankings = Rankings([frames[qid] for qid in normalised])
+
     def per_query(weight: float) -> pd.Series:
-        run = pd.concat([ranked(frames[qid], weight * first + (1.0 - weight) * second)
-                         for qid, (first, second) in normalised.items()], ignore_index=True)
+        run = rankings.run([weight * first + (1.0 - weight) * second for first, second in normalised.values()])
         return evaluate(run, qrels, [fit.measure], queries=usable, no_relevant="drop")[fit.measure]
 
     grid = list(config.weight_grid)
