@@ -178,7 +178,12 @@ def normalise(values: np.ndarray, how: str) -> np.ndarray:
 def system_order(values: np.ndarray, frame) -> np.ndarray:
     """Positions of ``frame``'s rows in the order the rerank driver would give these scores (ties: fused rank, then
     doc id)."""
-    return np.lexsort((frame["doc_id"].to_numpy(), frame["fused_rank"].to_numpy(), -np.asarray(values, float)))
+    return keyed_order(values, frame["doc_id"].to_numpy(), frame["fused_rank"].to_numpy())
+
+
+def keyed_order(values: np.ndarray, doc_ids: np.ndarray, fused_ranks: np.ndarray) -> np.ndarray:
+    """``system_order`` from the rows' doc ids and fused ranks as arrays."""
+    return np.lexsort((doc_ids, fused_ranks, -np.asarray(values, float)))
 
 
 class Rankings:
@@ -199,8 +204,8 @@ class Rankings:
     def run(self, values: Sequence[np.ndarray]) -> pd.DataFrame:
         """Every query's run by its ``values`` (in the frames' order), in one frame: query_id, doc_id, fused_rank,
         rank."""
-        positions = [start + np.concatenate([np.lexsort((doc_ids[:len(scores)], fused_ranks[:len(scores)],
-                                                         -np.asarray(scores, float))), np.arange(len(scores), size)])
+        positions = [start + np.concatenate([keyed_order(scores, doc_ids[:len(scores)], fused_ranks[:len(scores)]),
+                                             np.arange(len(scores), size)])
                      for start, size, (doc_ids, fused_ranks), scores in zip(self.starts, self.sizes, self.keys, values)]
         out = self.stacked.iloc[np.concatenate(positions) if positions else []].reset_index(drop=True)
         out["rank"] = np.concatenate([np.arange(1, size + 1, dtype=np.int64) for size in self.sizes]) \
